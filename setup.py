@@ -1,0 +1,22 @@
+"""Packaging for pip and for ``scrapyd-deploy`` (which runs ``setup.py bdist_egg``).
+
+The top-level ``data/`` folder is installed as the ``topiccrawl.data`` package so that code
+reads it with :mod:`importlib.resources` from a wheel, an editable install or a Scrapyd egg.
+"""
+
+from setuptools import find_packages, setup
+
+packages = find_packages(include=["topiccrawl", "topiccrawl.*"]) + ["topiccrawl.data"]
+
+setup(
+    name="topiccrawl",
+    version="0.1.0",
+    description="Topic-focused crawling and domain web discovery on Scrapy, with an offline web lab",
+    python_requires=">=3.10",
+    packages=packages,
+    package_dir={"topiccrawl.data": "data"},
+    package_data={"topiccrawl.data": ["*.md", "topics/*.toml", "words/*.txt", "words/*.toml", "rules/*.toml"]},
+    include_package_data=True,
+    entry_points={"scrapy": ["settings = topiccrawl.settings"]},
+    zip_safe=False,
+)
