@@ -1,0 +1,162 @@
+"""Frontier strategies: which queued link is fetched next.
+
+Scrapy-free. Every strategy implements the small :class:`Frontier` protocol (``push``, ``pop``,
+``__len__``, ``state``/``from_state``); :class:`topiccrawl.scheduler.TopicScheduler` only
+translates Scrapy requests to :class:`Link` objects and back. The payload of a link (a Scrapy
+request in a crawl, anything in a test) is opaque to the strategy.
+
+Strategies
+----------
+``bfs``
+    First in, first out: breadth-first order of discovery.
+``bestfirst``
+    Exact highest-R(l)-first order (WL paper's OPS baseline). Ties are broken by insertion order
+    (earlier first), so the order is fully deterministic.
+``oracle``
+    Uses the ground-truth labels of the link *targets*: truly relevant targets first, then by
+    R(l), then insertion order. It peeks at labels the crawler cannot know; it exists only as the
+    upper bound in benchmarks.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+@dataclass(slots=True)
+class Link:
+    """A queued link. ``score`` is the link relevance R(l) (WL paper eq. 5)."""
+
+    url: str
+    score: float = 0.0
+    depth: int = 0
+    domain: str = ""
+    payload: Any = field(default=None, compare=False)
+    seq: int = -1  # insertion number, assigned by the frontier
+
+
+class Frontier(Protocol):
+    name: str
+
+    def push(self, link: Link) -> None: ...
+
+    def pop(self) -> Link | None: ...
+
+    def __len__(self) -> int: ...
+
+    def state(self) -> dict: ...
+
+    def load_state(self, state: dict) -> None: ...
+
+
+class _Base:
+    name = "base"
+
+    def __init__(self) -> None:
+        self._seq = itertools.count()
+
+    def _stamp(self, link: Link) -> Link:
+        if link.seq < 0:
+            link.seq = next(self._seq)
+        return link
+
+    def _links(self) -> list[Link]:
+        raise NotImplementedError
+
+    def state(self) -> dict:
+        """Queued links in a form that ``load_state`` restores to the identical order."""
+        return {"links": self._links(), "next_seq": next(self._seq)}
+
+    def load_state(self, state: dict) -> None:
+        self._seq = itertools.count(state["next_seq"])
+        for link in sorted(state["links"], key=lambda l: l.seq):
+            self.push(link)
+
+
+class BFSFrontier(_Base):
+    """First in, first out."""
+
+    name = "bfs"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._q: deque[Link] = deque()
+
+    def push(self, link: Link) -> None:
+        self._q.append(self._stamp(link))
+
+    def pop(self) -> Link | None:
+        return self._q.popleft() if self._q else None
+
+    def __len__(self) -> int:
+        return len(self._q)
+
+    def _links(self) -> list[Link]:
+        return list(self._q)
+
+
+class BestFirstFrontier(_Base):
+    """Highest R(l) first; ties by insertion order. O(log n) per push and pop."""
+
+    name = "bestfirst"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._heap: list[tuple] = []
+
+    def _key(self, link: Link) -> tuple:
+        return (-link.score, link.seq)
+
+    def push(self, link: Link) -> None:
+        self._stamp(link)
+        heapq.heappush(self._heap, (*self._key(link), link))
+
+    def pop(self) -> Link | None:
+        return heapq.heappop(self._heap)[-1] if self._heap else None
+
+    def __len__(self) -> int:
+        return len(self._heap)
+
+    def _links(self) -> list[Link]:
+        return [entry[-1] for entry in self._heap]
+
+
+class OracleFrontier(BestFirstFrontier):
+    """Truly relevant targets first (ground truth), then best-first. Benchmarks only."""
+
+    name = "oracle"
+
+    def __init__(self, is_relevant: Callable[[str], bool]) -> None:
+        super().__init__()
+        self._is_relevant = is_relevant
+
+    def _key(self, link: Link) -> tuple:
+        return (not self._is_relevant(link.url), -link.score, link.seq)
+
+
+STRATEGIES = ("bfs", "bestfirst", "oracle")
+
+
+class FrontierError(ValueError):
+    """Unknown strategy or a strategy that lacks what it needs."""
+
+
+def make_frontier(name: str, is_relevant: Callable[[str], bool] | None = None) -> Frontier:
+    """Build a strategy by name (``bfs``, ``bestfirst``, ``oracle``)."""
+    if name == "bfs":
+        return BFSFrontier()
+    if name == "bestfirst":
+        return BestFirstFrontier()
+    if name == "oracle":
+        if is_relevant is None:
+            raise FrontierError(
+                "strategy 'oracle' needs ground truth: set TOPICCRAWL_GROUND_TRUTH or crawl an "
+                "offline web (TOPICCRAWL_WEB) and give the topic evaluation labels"
+            )
+        return OracleFrontier(is_relevant)
+    raise FrontierError(f"unknown strategy {name!r}; expected one of: {', '.join(STRATEGIES)}")
