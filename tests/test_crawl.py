@@ -1,0 +1,70 @@
+"""End-to-end crawls: `scrapy crawl focused` in a subprocess over the web lab on real loopback HTTP."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from conftest import run_crawl
+
+WEB = "generated:zh-disaster?pages=5000&seed=11"
+
+
+def _stats(out):
+    return json.loads((out / "stats.json").read_text(encoding="utf-8"))
+
+
+def _pages(out):
+    return [json.loads(l) for l in (out / "pages.jsonl").read_text(encoding="utf-8").splitlines()]
+
+
+@pytest.mark.parametrize("strategy", ["bfs", "bestfirst", "oracle"])
+def test_focused_crawl_writes_feed_stats_csv_and_plot(tmp_path, strategy):
+    proc, out = run_crawl(tmp_path, args={"topic": "台风灾害", "strategy": strategy, "max_pages": 150},
+                          settings={"TOPICCRAWL_WEB": WEB})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    stats = _stats(out)
+    pages = _pages(out)
+    assert len(pages) == stats["topiccrawl/dp"] == 150
+    assert stats["finish_reason"] == "topiccrawl_max_pages"
+    assert {p["strategy"] for p in pages} == {strategy}
+    assert all(0.0 <= p["relevance"] <= 1.0 and p["importance"] > 0 for p in pages)
+    assert any("台风" in p["title"] or "风" in p["title"] for p in pages) or strategy == "bfs"
+    assert len({p["url"] for p in pages}) == len(pages), "a page was fetched twice"
+    rows = list(csv.DictReader((out / "harvest.csv").open(encoding="utf-8")))
+    assert [int(r["dp"]) for r in rows] == list(range(1, 151))
+    assert (out / "harvest.png").stat().st_size > 5000
+    assert stats["truth/total_relevant"] > 0
+    assert 0.0 <= stats["topiccrawl/truth/harvest_rate"] <= 1.0
+    assert "RemoteControl" not in proc.stderr
+
+
+def test_bestfirst_and_oracle_beat_bfs_on_true_harvest(tmp_path):
+    rates = {}
+    for strategy in ("bfs", "bestfirst", "oracle"):
+        proc, out = run_crawl(tmp_path / strategy, args={"topic": "台风灾害", "strategy": strategy, "max_pages": 300},
+                              settings={"TOPICCRAWL_WEB": WEB, "TOPICCRAWL_PLOT_ENABLED": "false"}, feed=False)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        rates[strategy] = _stats(out)["topiccrawl/truth/relevant"]
+    assert rates["oracle"] >= rates["bestfirst"] > rates["bfs"], rates
+
+
+def test_broken_topic_file_is_a_one_line_error(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('name = "x"\nlanguage = "zh"\nbeta = 0.5\n[words]\n台风 = "heavy"\n', encoding="utf-8")
+    proc, out = run_crawl(tmp_path, args={"topic": str(bad)}, settings={"TOPICCRAWL_WEB": WEB})
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr
+    errors = [l for l in proc.stderr.splitlines() if "bad.toml" in l]
+    assert errors and "台风" in errors[0], proc.stderr[-2000:]
+
+
+def test_frontier_running_dry_stops_with_a_clear_message(tmp_path):
+    # a link threshold no link reaches: only the seeds are fetched
+    proc, out = run_crawl(tmp_path, args={"topic": "台风灾害", "link_threshold": 1.0},
+                          settings={"TOPICCRAWL_WEB": WEB})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "frontier ran dry" in proc.stderr
+    assert _stats(out)["topiccrawl/frontier_exhausted"] is True

@@ -1,0 +1,104 @@
+"""All ``TOPICCRAWL_*`` settings, parsed once and validated (see ``docs/settings.md``).
+
+Spider arguments (``-a topic=… -a strategy=… -a max_pages=…``) override the matching settings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+
+DEFAULTS: dict[str, object] = {
+    "TOPICCRAWL_ENABLED": True,
+    "TOPICCRAWL_TOPIC": "台风灾害",
+    "TOPICCRAWL_STRATEGY": "bestfirst",
+    "TOPICCRAWL_WEB": "generated:zh-disaster",
+    "TOPICCRAWL_WEB_PROXY": "",
+    "TOPICCRAWL_WEB_FAULTS": "",
+    "TOPICCRAWL_MAX_PAGES": 1000,
+    "TOPICCRAWL_LINK_THRESHOLD": 0.0,
+    "TOPICCRAWL_ANCHOR_WEIGHT": 0.3,
+    "TOPICCRAWL_MAX_LINKS_PER_PAGE": 0,
+    "TOPICCRAWL_PAGERANK_EVERY": 500,
+    "TOPICCRAWL_POTENTIAL_PAGERANK": 2.0,
+    "TOPICCRAWL_GROUND_TRUTH": "",
+    "TOPICCRAWL_OUTPUT_DIR": "out/%(name)s",
+    "TOPICCRAWL_PLOT_ENABLED": True,
+    "TOPICCRAWL_CHECKPOINTS": [100, 250, 500, 1000, 5000, 10000, 15000],
+    "TOPICCRAWL_PROGRESS_INTERVAL": 10.0,
+    "TOPICCRAWL_LIVE_ALLOW_PRIVATE": False,
+}
+
+
+class ConfigError(ValueError):
+    """A setting or spider argument with a bad value (one-line message)."""
+
+
+@dataclass
+class TopicCrawlConfig:
+    enabled: bool = True
+    topic: str = "台风灾害"
+    strategy: str = "bestfirst"
+    web: str = "generated:zh-disaster"
+    web_proxy: str = ""
+    web_faults: str = ""
+    max_pages: int = 1000
+    link_threshold: float = 0.0
+    anchor_weight: float = 0.3
+    max_links_per_page: int = 0
+    pagerank_every: int = 500
+    potential_pagerank: float = 2.0
+    ground_truth: str = ""
+    output_dir: str = "out/%(name)s"
+    plot_enabled: bool = True
+    checkpoints: list[int] = field(default_factory=list)
+    progress_interval: float = 10.0
+    live_allow_private: bool = False
+
+    @property
+    def offline(self) -> bool:
+        return self.web.strip().lower() != "live"
+
+    @classmethod
+    def from_settings(cls, settings, overrides: dict | None = None) -> TopicCrawlConfig:
+        """Read every ``TOPICCRAWL_*`` setting, apply spider-argument overrides, validate."""
+        values: dict[str, object] = {}
+        for f in fields(cls):
+            key = "TOPICCRAWL_" + f.name.upper()
+            default = DEFAULTS[key]
+            try:
+                if isinstance(default, bool):
+                    values[f.name] = settings.getbool(key, default)
+                elif isinstance(default, int):
+                    values[f.name] = settings.getint(key, default)
+                elif isinstance(default, float):
+                    values[f.name] = settings.getfloat(key, default)
+                elif isinstance(default, list):
+                    values[f.name] = [int(x) for x in settings.getlist(key, default)]
+                else:
+                    values[f.name] = str(settings.get(key, default) or "")
+            except (TypeError, ValueError):
+                raise ConfigError(f"setting {key}={settings.get(key)!r} is not a valid value") from None
+        for name, value in (overrides or {}).items():
+            if value is None:
+                continue
+            kind = type(values[name])
+            try:
+                if kind is bool:
+                    values[name] = str(value).lower() in {"1", "true", "yes", "on"}
+                else:
+                    values[name] = kind(value)
+            except (TypeError, ValueError):
+                raise ConfigError(f"spider argument {name}={value!r} is not a valid {kind.__name__}") from None
+        cfg = cls(**values)
+        cfg.validate()
+        return cfg
+
+    def validate(self) -> None:
+        if self.max_pages < 0:
+            raise ConfigError("TOPICCRAWL_MAX_PAGES must be >= 0 (0 = no limit)")
+        if not 0.0 <= self.anchor_weight <= 1.0:
+            raise ConfigError("TOPICCRAWL_ANCHOR_WEIGHT (∂ of eq. 5) must lie in [0, 1]")
+        if not 0.0 <= self.link_threshold <= 1.0:
+            raise ConfigError("TOPICCRAWL_LINK_THRESHOLD must lie in [0, 1]")
+        if self.pagerank_every < 1:
+            raise ConfigError("TOPICCRAWL_PAGERANK_EVERY must be >= 1")

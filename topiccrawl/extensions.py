@@ -1,0 +1,129 @@
+"""The stats extension: progress lines during the crawl; stats JSON, harvest CSV and plot at close.
+
+Output folder: ``TOPICCRAWL_OUTPUT_DIR`` (``%(name)s`` = spider name, ``%(time)s`` = start time),
+files ``stats.json``, ``harvest.csv`` (one row per counted fetch) and ``harvest.png``.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+from scrapy import signals
+from scrapy.exceptions import NotConfigured
+from twisted.internet import task
+
+from topiccrawl.runtime import TopicCrawl
+
+logger = logging.getLogger(__name__)
+
+CSV_FIELDS = ["dp", "lp", "accuracy", "truth_relevant", "truth_harvest_rate", "target_recall", "url", "relevance"]
+
+
+class TopicStats:
+    def __init__(self, crawler) -> None:
+        self.crawler = crawler
+        self.tc = TopicCrawl.for_crawler(crawler)
+        self.started = time.monotonic()
+        self.start_time = datetime.now(timezone.utc)
+        self._loop: task.LoopingCall | None = None
+        crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
+        crawler.signals.connect(self.engine_stopped, signal=signals.engine_stopped)
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        if not crawler.settings.getbool("TOPICCRAWL_ENABLED", True):
+            raise NotConfigured
+        return cls(crawler)
+
+    @property
+    def output_dir(self) -> Path:
+        template = self.tc.config.output_dir
+        return Path(template % {"name": self.crawler.spider.name, "time": self.start_time.strftime("%Y%m%dT%H%M%S")})
+
+    def spider_opened(self, spider) -> None:
+        stats = self.crawler.stats
+        stats.set_value("topiccrawl/topic", self.tc.topic.name)
+        stats.set_value("topiccrawl/strategy", self.tc.config.strategy)
+        stats.set_value("topiccrawl/web", self.tc.config.web)
+        total = self.tc.total_relevant()
+        if total is not None:
+            stats.set_value("truth/total_relevant", total)
+        interval = self.tc.config.progress_interval
+        if interval > 0:
+            self._loop = task.LoopingCall(self.log_progress)
+            self._loop.start(interval, now=False)
+
+    def log_progress(self) -> None:
+        m = self.tc.metrics
+        minutes = max((time.monotonic() - self.started) / 60, 1e-9)
+        frontier = self.crawler.stats.get_value("topiccrawl/frontier_size", 0)
+        truth = f", true harvest {m.truth_harvest_rate:.3f}" if self.tc.ground_truth else ""
+        logger.info(
+            "Crawled %d pages (%.0f pages/min), harvest rate %.3f (LP %d)%s, frontier %d",
+            m.dp, m.dp / minutes, m.accuracy, m.lp, truth, frontier,
+        )
+
+    def spider_closed(self, spider, reason) -> None:
+        if self._loop is not None and self._loop.running:
+            self._loop.stop()
+        stats = self.crawler.stats
+        snapshot = self.tc.metrics.snapshot()
+        total = self.tc.total_relevant()
+        if total:
+            snapshot["truth/target_recall"] = self.tc.metrics.target_recall(total)
+        for key, value in snapshot.items():
+            stats.set_value(f"topiccrawl/{key}", value)
+        self.write_outputs(reason)
+        self.log_progress()
+
+    def engine_stopped(self) -> None:
+        self.tc.stop()
+
+    # -- files ------------------------------------------------------------------------------------
+    def write_outputs(self, reason: str) -> None:
+        out = self.output_dir
+        out.mkdir(parents=True, exist_ok=True)
+        total = self.tc.total_relevant()
+        stats = {k: v for k, v in self.crawler.stats.get_stats().items()}
+        stats["finish_reason"] = reason
+        stats["topiccrawl/checkpoints"] = self.tc.metrics.checkpoints(self.tc.config.checkpoints, total)
+        (out / "stats.json").write_text(json.dumps(stats, default=str, ensure_ascii=False, indent=2), encoding="utf-8")
+        with (out / "harvest.csv").open("w", newline="", encoding="utf-8") as fh:
+            writer = csv.DictWriter(fh, fieldnames=CSV_FIELDS, extrasaction="ignore")
+            writer.writeheader()
+            for row in self.tc.harvest_rows:
+                if total:
+                    row = {**row, "target_recall": round(row.get("truth_relevant", 0) / total, 6)}
+                writer.writerow(row)
+        if self.tc.config.plot_enabled and self.tc.harvest_rows:
+            self._plot(out / "harvest.png", total)
+        logger.info("wrote stats.json, harvest.csv%s to %s", " and harvest.png" if self.tc.config.plot_enabled else "", out)
+
+    def _plot(self, path: Path, total: int | None) -> None:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        rows = self.tc.harvest_rows
+        dp = [r["dp"] for r in rows]
+        fig, ax = plt.subplots(figsize=(7, 4), dpi=110)
+        ax.plot(dp, [r["accuracy"] for r in rows], label="Accuracy = LP/DP (self-assessed, R ≥ β)")
+        if self.tc.ground_truth:
+            ax.plot(dp, [r["truth_harvest_rate"] for r in rows], label="true harvest rate (ground truth)")
+            if total:
+                ax.plot(dp, [r["truth_relevant"] / total for r in rows], label="target recall (ground truth)")
+        ax.set_xlabel("pages downloaded (DP)")
+        ax.set_ylim(0, 1.02)
+        ax.set_title(f"{self.tc.topic.name} · {self.tc.config.strategy} · {self.tc.config.web}", fontsize=9)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(path)
+        plt.close(fig)

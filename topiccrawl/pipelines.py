@@ -1,0 +1,56 @@
+"""Item pipelines (Scrapy 2.19 style: ``from_crawler``, no ``spider`` argument).
+
+``ImportancePipeline`` fills ``importance`` from the crawl's PageRank (refreshed every
+``TOPICCRAWL_PAGERANK_EVERY`` pages); ``HarvestPipeline`` records each page in the WL paper's
+statistics (DP, LP, Accuracy, ARDP, SDDP, ARLP, SDLP, eqs. 7–11) and, with ground truth, the true
+harvest rate and target recall. Pages fetched after the DP budget is spent are dropped so that
+every table counts exactly ``TOPICCRAWL_MAX_PAGES`` pages.
+"""
+
+from __future__ import annotations
+
+from itemadapter import ItemAdapter
+from scrapy.exceptions import DropItem, NotConfigured
+
+from scrapy.utils.defer import deferred_from_coro
+
+from topiccrawl.runtime import TopicCrawl
+
+
+class _TopicPipeline:
+    def __init__(self, crawler) -> None:
+        self.crawler = crawler
+        self.tc = TopicCrawl.for_crawler(crawler)
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        if not crawler.settings.getbool("TOPICCRAWL_ENABLED", True):
+            raise NotConfigured
+        return cls(crawler)
+
+
+class ImportancePipeline(_TopicPipeline):
+    def process_item(self, item):
+        adapter = ItemAdapter(item)
+        if "importance" in adapter and "url" in adapter:
+            adapter["importance"] = round(self.tc.importance(adapter["url"]), 6)
+        return item
+
+
+class HarvestPipeline(_TopicPipeline):
+    _closing = False
+
+    def process_item(self, item):
+        adapter = ItemAdapter(item)
+        if "relevance" not in adapter:
+            return item
+        row = self.tc.record(item)
+        if row is None:
+            raise DropItem("page budget spent (TOPICCRAWL_MAX_PAGES)")
+        stats = self.crawler.stats
+        for key, value in self.tc.metrics.snapshot().items():
+            stats.set_value(f"topiccrawl/{key}", value)
+        if self.tc.budget_spent and not self._closing:
+            self._closing = True
+            deferred_from_coro(self.crawler.engine.close_spider_async(reason="topiccrawl_max_pages"))
+        return item

@@ -1,0 +1,193 @@
+"""The per-crawl service shared by the scheduler, spiders, pipelines and the stats extension.
+
+One :class:`TopicCrawl` exists per Scrapy crawler (``TopicCrawl.for_crawler(crawler)``). It holds
+the parsed settings, the topic, the scorers (relevance, link graph + PageRank), the metrics, the
+ground truth, and, in offline mode, the web lab it started. Its ``state()`` is what JOBDIR saves
+next to the frontier so that a resumed crawl continues with identical scores.
+
+Why links are scored here and not in an item pipeline: a link's priority R(l) must be known when
+its request reaches the scheduler, and Scrapy hands requests to the scheduler independently of the
+items of the same callback. So the spider calls :meth:`TopicCrawl.process_page`, which scores the
+page and its links; item pipelines then add importance (PageRank) and record the statistics.
+"""
+
+from __future__ import annotations
+
+import logging
+import weakref
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+import tldextract
+
+from topiccrawl.config import TopicCrawlConfig
+from topiccrawl.groundtruth import GroundTruth
+from topiccrawl.importance import LinkGraph, PageRankCache
+from topiccrawl.items import PageItem
+from topiccrawl.metrics import CrawlMetrics
+from topiccrawl.relevance import RelevanceScorer
+from topiccrawl.text import extract, tokenize
+from topiccrawl.topic import Topic, load_topic
+
+logger = logging.getLogger(__name__)
+
+#: tldextract with its bundled public-suffix snapshot: never downloads
+_tld = tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None)
+
+
+def registered_domain(url_or_host: str) -> str:
+    """``news.example.com.cn`` -> ``example.com.cn`` (the unit of region competition and sites)."""
+    ext = _tld(url_or_host)
+    if ext.suffix:
+        return ext.top_domain_under_public_suffix
+    # no public suffix (``.test`` hosts of the offline web, IP addresses): keep the last two labels
+    host = ".".join(x for x in (ext.subdomain, ext.domain) if x)
+    return host if ext.domain.replace(".", "").isdigit() else ".".join(host.split(".")[-2:])
+
+
+@dataclass(slots=True)
+class ScoredLink:
+    url: str
+    score: float
+    anchor: str
+
+
+class TopicCrawl:
+    _registry: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+    @classmethod
+    def for_crawler(cls, crawler) -> TopicCrawl:
+        inst = cls._registry.get(crawler)
+        if inst is None:
+            inst = cls._registry[crawler] = cls(crawler)
+        return inst
+
+    def __init__(self, crawler) -> None:
+        self.crawler = crawler
+        spider = crawler.spider
+        overrides = {
+            name: getattr(spider, name, None)
+            for name in ("topic", "strategy", "max_pages", "link_threshold")
+        }
+        self.config = TopicCrawlConfig.from_settings(crawler.settings, overrides)
+        self.topic: Topic = load_topic(self.config.topic)
+        self.scorer = RelevanceScorer(self.topic, anchor_weight=self.config.anchor_weight)
+        self.graph = LinkGraph()
+        self.pagerank = PageRankCache(self.graph, every=self.config.pagerank_every)
+        self.metrics = CrawlMetrics(self.topic.beta, self.topic.labels)
+        self.harvest_rows: list[dict] = []
+        self.lab = None
+        self.corpus = None
+        self.ground_truth: GroundTruth | None = None
+        self._start_web()
+        self._load_ground_truth()
+
+    # -- offline web and ground truth ---------------------------------------------------------
+    def _start_web(self) -> None:
+        cfg = self.config
+        if not cfg.offline or cfg.web_proxy:
+            return
+        from topiccrawl.web.api import WebLab
+
+        self.lab = WebLab(cfg.web, faults=cfg.web_faults or None).start()
+        logger.info("offline web %s: %s pages behind proxy %s", cfg.web, self.lab.pages, self.lab.proxy_url)
+
+    @property
+    def proxy_url(self) -> str | None:
+        if not self.config.offline:
+            return None
+        return self.config.web_proxy or (self.lab.proxy_url if self.lab else None)
+
+    def _load_ground_truth(self) -> None:
+        cfg = self.config
+        if cfg.ground_truth:
+            self.ground_truth = GroundTruth.from_file(cfg.ground_truth)
+        elif cfg.offline:
+            from topiccrawl.web.corpus import open_corpus
+
+            self.corpus = open_corpus(cfg.web)
+            self.ground_truth = GroundTruth.from_corpus(self.corpus)
+
+    def is_truly_relevant(self, url: str) -> bool:
+        return bool(self.ground_truth and self.ground_truth.is_relevant(url, self.topic.labels))
+
+    def seeds(self) -> list[str]:
+        """The topic's seeds; on an offline web without topic seeds, the lab's entry pages."""
+        if self.topic.seeds:
+            return list(self.topic.seeds)
+        if self.lab is not None:
+            return list(self.lab.info.get("seeds", []))
+        if self.corpus is not None:
+            return self.corpus.seeds()
+        return []
+
+    def stop(self) -> None:
+        if self.lab is not None:
+            self.lab.stop()
+            self.lab = None
+
+    # -- scoring --------------------------------------------------------------------------------
+    def process_page(self, response, depth: int, parent: str | None, anchor: str) -> tuple[PageItem, list[ScoredLink]]:
+        """Score a downloaded page (R(P), eq. 4) and its outlinks (R(l), eq. 5)."""
+        ex = extract(response.body, response.url, response.headers.get("Content-Type", b"").decode("latin-1"))
+        terms = tokenize(" ".join((ex.title, ex.description, " ".join(ex.keywords), ex.text)))
+        relevance = self.scorer.page_relevance(terms)
+        best: dict[str, ScoredLink] = {}
+        for a in ex.anchors:
+            score = self.scorer.link_relevance(self.scorer.anchor_relevance(f"{a.text} {a.context}"), relevance)
+            if a.url not in best or score > best[a.url].score:
+                best[a.url] = ScoredLink(a.url, score, a.text.strip()[:200])
+        self.graph.add_page(response.url, best.keys())
+        links = [l for l in best.values() if l.score >= self.config.link_threshold]
+        if self.config.max_links_per_page:
+            links = sorted(links, key=lambda l: -l.score)[: self.config.max_links_per_page]
+        item = PageItem(
+            url=response.url,
+            title=ex.title[:300],
+            relevance=round(relevance, 6),
+            depth=depth,
+            parent=parent,
+            anchor=anchor,
+            strategy=self.config.strategy,
+            language=ex.language or self.topic.language,
+            fetched_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        )
+        return item, links
+
+    def importance(self, url: str) -> float:
+        self.pagerank.maybe_refresh()
+        return self.pagerank.score(url)
+
+    def record(self, item: PageItem) -> dict | None:
+        """Count one downloaded page in the metrics; None once the page budget is spent."""
+        if self.config.max_pages and self.metrics.dp >= self.config.max_pages:
+            return None
+        labels = self.ground_truth.labels(item.url) if self.ground_truth else None
+        row = self.metrics.record(item.url, item.relevance, labels, registered_domain(item.url))
+        self.harvest_rows.append(row)
+        return row
+
+    @property
+    def budget_spent(self) -> bool:
+        return bool(self.config.max_pages) and self.metrics.dp >= self.config.max_pages
+
+    def total_relevant(self) -> int | None:
+        if not self.ground_truth or not self.topic.labels:
+            return None
+        return self.ground_truth.total_relevant(self.topic.labels)
+
+    # -- persistence (JOBDIR) -------------------------------------------------------------------
+    def state(self) -> dict:
+        return {
+            "scorer": self.scorer.state(),
+            "graph": self.graph.state(),
+            "metrics": self.metrics.state(),
+            "harvest_rows": self.harvest_rows,
+        }
+
+    def load_state(self, state: dict) -> None:
+        self.scorer = RelevanceScorer.from_state(state["scorer"], self.topic)
+        self.graph = LinkGraph.from_state(state["graph"])
+        self.pagerank = PageRankCache(self.graph, every=self.config.pagerank_every)
+        self.metrics = CrawlMetrics.from_state(state["metrics"])
+        self.harvest_rows = state["harvest_rows"]

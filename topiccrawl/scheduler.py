@@ -1,0 +1,134 @@
+"""TopicScheduler: Scrapy's scheduler interface in front of a pluggable frontier strategy.
+
+``SCHEDULER = "topiccrawl.scheduler.TopicScheduler"``. The scheduler filters duplicates with
+Scrapy's configured ``DUPEFILTER_CLASS`` (which persists its fingerprints in JOBDIR), turns each
+request into a :class:`~topiccrawl.frontier.Link` scored by R(l) (``request.meta["topiccrawl"]``,
+set by the spiders), and asks the strategy for the next one. Politeness (per-slot concurrency,
+DOWNLOAD_DELAY, AutoThrottle) stays with Scrapy's downloader, as with the default scheduler.
+
+JOBDIR: on close the queued requests (``request_to_dict``), the strategy's order and the
+:class:`~topiccrawl.runtime.TopicCrawl` state (document frequencies, link graph, metrics) are
+written to ``JOBDIR/topiccrawl.state``; ``open`` restores them, so a resumed crawl continues with
+the identical frontier and scores.
+"""
+
+from __future__ import annotations
+
+import logging
+import pickle
+from pathlib import Path
+
+from scrapy.core.scheduler import BaseScheduler
+from scrapy.utils.job import job_dir
+from scrapy.utils.misc import build_from_crawler, load_object
+from scrapy.utils.request import request_from_dict
+
+from topiccrawl.frontier import Frontier, Link, make_frontier
+from topiccrawl.runtime import TopicCrawl, registered_domain
+
+logger = logging.getLogger(__name__)
+
+STATE_FILE = "topiccrawl.state"
+META_KEY = "topiccrawl"
+
+
+class TopicScheduler(BaseScheduler):
+    def __init__(self, crawler, dupefilter, jobdir: str | None, stats) -> None:
+        self.crawler = crawler
+        self.df = dupefilter
+        self.jobdir = jobdir
+        self.stats = stats
+        self.tc = TopicCrawl.for_crawler(crawler)
+        self.frontier: Frontier = make_frontier(self.tc.config.strategy, self.tc.is_truly_relevant)
+        self.spider = None
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        dupefilter = build_from_crawler(load_object(crawler.settings["DUPEFILTER_CLASS"]), crawler)
+        return cls(crawler, dupefilter, job_dir(crawler.settings), crawler.stats)
+
+    # -- BaseScheduler ----------------------------------------------------------------------------
+    def open(self, spider):
+        self.spider = spider
+        self._restore()
+        return self.df.open()
+
+    def close(self, reason: str):
+        if self.jobdir:
+            self._save()
+        if reason == "finished" and not self.tc.budget_spent:
+            self.stats.set_value("topiccrawl/frontier_exhausted", True)
+            logger.warning(
+                "frontier ran dry after %d pages (budget %s): no queued link is left%s",
+                self.tc.metrics.dp,
+                self.tc.config.max_pages or "unlimited",
+                f" with R(l) >= {self.tc.config.link_threshold}" if self.tc.config.link_threshold else "",
+            )
+        return self.df.close(reason)
+
+    def has_pending_requests(self) -> bool:
+        return len(self.frontier) > 0 and not self.tc.budget_spent
+
+    def enqueue_request(self, request) -> bool:
+        if not request.dont_filter and self.df.request_seen(request):
+            self.df.log(request, self.spider)
+            return False
+        meta = request.meta.get(META_KEY) or {}
+        self.frontier.push(
+            Link(
+                url=request.url,
+                score=float(meta.get("score", 0.0)),
+                depth=int(meta.get("depth", request.meta.get("depth", 0))),
+                domain=registered_domain(request.url),
+                payload=request,
+            )
+        )
+        self.stats.inc_value("scheduler/enqueued")
+        self.stats.set_value("topiccrawl/frontier_size", len(self.frontier))
+        return True
+
+    def next_request(self):
+        if self.tc.budget_spent:
+            return None
+        link = self.frontier.pop()
+        if link is None:
+            return None
+        self.stats.inc_value("scheduler/dequeued")
+        return link.payload
+
+    def __len__(self) -> int:
+        return len(self.frontier)
+
+    # -- JOBDIR ---------------------------------------------------------------------------------
+    def _state_path(self) -> Path | None:
+        return Path(self.jobdir) / STATE_FILE if self.jobdir else None
+
+    def _save(self) -> None:
+        state = self.frontier.state()
+        for link in state["links"]:
+            link.payload = link.payload.to_dict(spider=self.spider)
+        data = {"strategy": self.frontier.name, "frontier": state, "crawl": self.tc.state()}
+        path = self._state_path()
+        tmp = path.with_suffix(".tmp")
+        with tmp.open("wb") as fh:
+            pickle.dump(data, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        tmp.replace(path)
+        logger.info("saved %d queued requests and the crawl state to %s", len(state["links"]), path)
+
+    def _restore(self) -> None:
+        path = self._state_path()
+        if path is None or not path.exists():
+            return
+        with path.open("rb") as fh:
+            data = pickle.load(fh)
+        if data["strategy"] != self.frontier.name:
+            logger.warning(
+                "JOBDIR state was written by strategy %r, resuming with %r: queued links re-ordered",
+                data["strategy"], self.frontier.name,
+            )
+        for link in data["frontier"]["links"]:
+            link.payload = request_from_dict(link.payload, spider=self.spider)
+        self.frontier.load_state(data["frontier"])
+        self.tc.load_state(data["crawl"])
+        self.stats.set_value("topiccrawl/resumed_queue", len(self.frontier))
+        logger.info("resumed %d queued requests and the crawl state from %s", len(self.frontier), path)

@@ -1,0 +1,34 @@
+"""Scrapy settings of the topiccrawl project (every TOPICCRAWL_* setting: docs/settings.md)."""
+
+from topiccrawl.config import DEFAULTS
+
+BOT_NAME = "topiccrawl"
+SPIDER_MODULES = ["topiccrawl.spiders"]
+NEWSPIDER_MODULE = "topiccrawl.spiders"
+COMMANDS_MODULE = "topiccrawl.commands"
+
+USER_AGENT = "topiccrawl/0.1 (+https://github.com/topiccrawl/topiccrawl)"
+ROBOTSTXT_OBEY = True
+REMOTE_CONTROL_ENABLED = False
+TELNETCONSOLE_ENABLED = False
+
+SCHEDULER = "topiccrawl.scheduler.TopicScheduler"
+CONCURRENT_REQUESTS = 16
+CONCURRENT_REQUESTS_PER_DOMAIN = 8
+DOWNLOAD_DELAY = 0
+DOWNLOAD_TIMEOUT = 30
+DOWNLOAD_MAXSIZE = 16 * 1024 * 1024
+REDIRECT_MAX_TIMES = 10
+RETRY_TIMES = 2
+
+DOWNLOADER_MIDDLEWARES = {"topiccrawl.middlewares.WebRoutingMiddleware": 740}
+ITEM_PIPELINES = {
+    "topiccrawl.pipelines.ImportancePipeline": 300,
+    "topiccrawl.pipelines.HarvestPipeline": 400,
+}
+EXTENSIONS = {"topiccrawl.extensions.TopicStats": 500}
+
+FEED_EXPORT_ENCODING = "utf-8"
+LOG_LEVEL = "INFO"
+
+globals().update(DEFAULTS)
