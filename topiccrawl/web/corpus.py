@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, urlsplit
 
+from lxml import etree
 from lxml import html as lxml_html
 
 
@@ -127,7 +128,12 @@ def html_to_doc(url: str, body: bytes, links: list[str], charset: str | None = N
     try:
         tree = lxml_html.document_fromstring(body, parser=parser)
     except (ValueError, LookupError):
-        tree = lxml_html.document_fromstring(body.decode("utf-8", "replace"))
+        try:
+            tree = lxml_html.document_fromstring(body.decode("utf-8", "replace"))
+        except etree.ParserError:
+            return Doc(url, "", "", list(links))
+    except etree.ParserError:  # e.g. a comment-only body: "Document is empty"
+        return Doc(url, "", "", list(links))
     for bad in tree.xpath("//script|//style"):
         bad.drop_tree()
     title = " ".join(t.strip() for t in tree.xpath("//title//text()")).strip()
