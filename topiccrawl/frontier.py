@@ -35,7 +35,8 @@ class Link:
     url: str
     score: float = 0.0
     depth: int = 0
-    domain: str = ""
+    domain: str = ""  # registered domain of the URL (region competition, site statistics)
+    potential: bool = False  # found on a page whose unnormalised PageRank >= 2 ("potential value")
     payload: Any = field(default=None, compare=False)
     seq: int = -1  # insertion number, assigned by the frontier
 
@@ -139,24 +140,37 @@ class OracleFrontier(BestFirstFrontier):
         return (not self._is_relevant(link.url), -link.score, link.seq)
 
 
-STRATEGIES = ("bfs", "bestfirst", "oracle")
-
-
 class FrontierError(ValueError):
-    """Unknown strategy or a strategy that lacks what it needs."""
+    """Unknown strategy, a bad strategy option, or a strategy that lacks what it needs."""
 
 
-def make_frontier(name: str, is_relevant: Callable[[str], bool] | None = None) -> Frontier:
-    """Build a strategy by name (``bfs``, ``bestfirst``, ``oracle``)."""
-    if name == "bfs":
-        return BFSFrontier()
-    if name == "bestfirst":
-        return BestFirstFrontier()
-    if name == "oracle":
-        if is_relevant is None:
-            raise FrontierError(
-                "strategy 'oracle' needs ground truth: set TOPICCRAWL_GROUND_TRUTH or crawl an "
-                "offline web (TOPICCRAWL_WEB) and give the topic evaluation labels"
-            )
-        return OracleFrontier(is_relevant)
-    raise FrontierError(f"unknown strategy {name!r}; expected one of: {', '.join(STRATEGIES)}")
+def _oracle(options: dict, is_relevant: Callable[[str], bool] | None) -> Frontier:
+    if is_relevant is None:
+        raise FrontierError(
+            "strategy 'oracle' needs ground truth: set TOPICCRAWL_GROUND_TRUTH or crawl an "
+            "offline web (TOPICCRAWL_WEB) and give the topic evaluation labels"
+        )
+    return OracleFrontier(is_relevant)
+
+
+#: strategy name -> factory(options, is_relevant) or "module:factory" (imported on first use).
+#: ``options`` holds every ``TOPICCRAWL_*`` setting, keys lower-cased without the prefix.
+STRATEGIES: dict[str, Callable | str] = {
+    "bfs": lambda options, is_relevant: BFSFrontier(),
+    "bestfirst": lambda options, is_relevant: BestFirstFrontier(),
+    "oracle": _oracle,
+}
+
+
+def make_frontier(name: str, is_relevant: Callable[[str], bool] | None = None,
+                  options: dict | None = None) -> Frontier:
+    """Build a strategy by name (see ``STRATEGIES``)."""
+    factory = STRATEGIES.get(name)
+    if factory is None:
+        raise FrontierError(f"unknown strategy {name!r}; expected one of: {', '.join(STRATEGIES)}")
+    if isinstance(factory, str):
+        import importlib
+
+        module, _, attr = factory.partition(":")
+        factory = getattr(importlib.import_module(module), attr)
+    return factory(options or {}, is_relevant)

@@ -18,6 +18,7 @@ import logging
 import pickle
 from pathlib import Path
 
+from scrapy import signals
 from scrapy.core.scheduler import BaseScheduler
 from scrapy.utils.job import job_dir
 from scrapy.utils.misc import build_from_crawler, load_object
@@ -39,8 +40,14 @@ class TopicScheduler(BaseScheduler):
         self.jobdir = jobdir
         self.stats = stats
         self.tc = TopicCrawl.for_crawler(crawler)
-        self.frontier: Frontier = make_frontier(self.tc.config.strategy, self.tc.is_truly_relevant)
+        options = {k[len("TOPICCRAWL_"):].lower(): v for k, v in crawler.settings.items() if k.startswith("TOPICCRAWL_")}
+        options.update(vars(self.tc.config))
+        self.frontier: Frontier = make_frontier(self.tc.config.strategy, self.tc.is_truly_relevant, options)
         self.spider = None
+        #: requests handed to the engine that have not left the downloader yet: re-queued on
+        #: close (pause, budget, Ctrl-C) so that a resumed crawl loses none of them
+        self.inflight: dict[object, Link] = {}
+        crawler.signals.connect(self._left_downloader, signal=signals.request_left_downloader)
 
     @classmethod
     def from_crawler(cls, crawler):
@@ -80,6 +87,7 @@ class TopicScheduler(BaseScheduler):
                 score=float(meta.get("score", 0.0)),
                 depth=int(meta.get("depth", request.meta.get("depth", 0))),
                 domain=registered_domain(request.url),
+                potential=bool(meta.get("potential", False)),
                 payload=request,
             )
         )
@@ -88,13 +96,19 @@ class TopicScheduler(BaseScheduler):
         return True
 
     def next_request(self):
-        if self.tc.budget_spent:
+        # hand out no more requests than the DP budget can still count
+        budget = self.tc.config.max_pages
+        if budget and self.tc.metrics.dp + len(self.inflight) >= budget:
             return None
         link = self.frontier.pop()
         if link is None:
             return None
+        self.inflight[link.payload] = link
         self.stats.inc_value("scheduler/dequeued")
         return link.payload
+
+    def _left_downloader(self, request, spider=None) -> None:
+        self.inflight.pop(request, None)
 
     def __len__(self) -> int:
         return len(self.frontier)
@@ -104,6 +118,10 @@ class TopicScheduler(BaseScheduler):
         return Path(self.jobdir) / STATE_FILE if self.jobdir else None
 
     def _save(self) -> None:
+        for link in self.inflight.values():
+            self.frontier.push(link)
+        self.stats.set_value("topiccrawl/requeued_inflight", len(self.inflight))
+        self.inflight.clear()
         state = self.frontier.state()
         for link in state["links"]:
             link.payload = link.payload.to_dict(spider=self.spider)
