@@ -1,4 +1,5 @@
-"""Text processing: tokenisation (jieba for Chinese, a Latin tokenizer otherwise) and stop words.
+"""Text processing: tokenisation (jieba for Chinese, a Latin tokenizer otherwise), stop words, and
+HTML decoding/extraction (title, main text, meta keywords/description, anchors with context).
 
 Scrapy-free. ``tokenize`` is used everywhere a text becomes terms: relevance scoring, the search
 engine of the offline web lab and the rankers, so that a topic word and a page word always match.
@@ -8,15 +9,24 @@ from __future__ import annotations
 
 import logging
 import re
+from dataclasses import dataclass, field
 from functools import lru_cache
+from urllib.parse import urldefrag, urljoin, urlsplit
 
 import jieba
+from lxml import etree
+from lxml import html as lxml_html
+from w3lib.encoding import (html_body_declared_encoding, html_to_unicode, read_bom,
+                            resolve_encoding, to_unicode)
+from w3lib.html import strip_html5_whitespace
+from w3lib.url import safe_url_string
 
 jieba.setLogLevel(logging.WARNING)
 
 _CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-#: a run of CJK characters, or a Latin/digit word (apostrophes and inner hyphens kept)
-_TOKEN_RE = re.compile(rf"[{_CJK}]+|[^\W_]+(?:['’\-][^\W_]+)*", re.UNICODE)
+#: a run of CJK characters, or a Latin/digit word (apostrophes and inner hyphens kept); the word
+#: branch excludes CJK so that "5号台风" splits into "5" and "号台风"
+_TOKEN_RE = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+(?:['’\-][^\W_{_CJK}]+)*", re.UNICODE)
 _CJK_RE = re.compile(rf"[{_CJK}]")
 
 EN_STOPWORDS = frozenset(
@@ -83,3 +93,190 @@ def add_words(words: list[str]) -> None:
         if has_cjk(w):
             jieba.add_word(w, freq=2000)
     _cut.cache_clear()
+
+
+# ---------------------------------------------------------------------------------------------
+# HTML: decoding and extraction of title, main text, meta data and anchors
+
+
+@dataclass
+class Anchor:
+    """A link of a page: absolute URL, anchor text and ``context`` (the terms around the link)."""
+
+    url: str
+    text: str
+    context: str
+
+
+@dataclass
+class Extracted:
+    """What the crawler needs from a page; all empty for non-HTML or unreadable bodies."""
+
+    title: str = ""
+    text: str = ""
+    keywords: list[str] = field(default_factory=list)
+    description: str = ""
+    language: str = "en"
+    anchors: list[Anchor] = field(default_factory=list)
+
+
+#: elements whose text is never main text (links inside them are still extracted, except in
+#: script/style/template/noscript which hold no real links)
+_NO_TEXT = ("script", "style", "noscript", "template")
+_BOILERPLATE = ("nav", "footer", "aside", "select", "button", "iframe", "svg")
+#: class/id values of navigation blocks on sites that do not use <nav>/<footer>
+_BOILER_ATTR = re.compile(
+    r"(?:^|[\s_-])(?:nav|navbar|navigation|menu|footer|breadcrumbs?|sidebar|copyright)(?:$|[\s_-])",
+    re.I,
+)
+_HTML_TYPES = ("text/html", "application/xhtml+xml", "text/xml", "application/xml")
+_XML_DECL = re.compile(r"^\s*<\?xml[^>]*\?>")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+_KEYWORD_SEP = re.compile(r"[,，;；、|/]")
+_SPACE = re.compile(r"\s+")
+
+
+def _garbled(text: str) -> bool:
+    """Many U+FFFD replacement characters: the body was decoded with the wrong charset."""
+    return text.count("\ufffd") > max(2, len(text) // 500)
+
+
+def _sniff(body: bytes) -> str:
+    """Charset of a body without BOM, header or meta: UTF-8 if valid, else GB18030, else cp1252."""
+    for enc in ("utf-8", "gb18030"):
+        try:
+            body.decode(enc)
+            return enc
+        except UnicodeDecodeError:
+            pass
+    return "cp1252"
+
+
+def decode_html(body: bytes, content_type: str | None) -> str:
+    """Decode an HTML body like a browser: BOM > Content-Type charset > <meta> charset > sniffing.
+
+    GBK/GB2312 are decoded as GB18030 (their superset). A wrong header (``charset=utf-8`` on a
+    GBK page) shows as many U+FFFD characters; the body is then decoded again with its <meta>
+    charset or the sniffed one, keeping the decoding with the fewest replacement characters.
+    """
+    _, text = html_to_unicode(content_type, body, auto_detect_fun=_sniff)
+    if _garbled(text):
+        for enc in (html_body_declared_encoding(body), _sniff(body)):
+            if enc:
+                retry = to_unicode(body, resolve_encoding(enc) or enc)
+                if retry.count("\ufffd") < text.count("\ufffd"):
+                    text = retry
+    return text
+
+
+def _is_html(body: bytes, content_type: str | None) -> bool:
+    if content_type:
+        mime = content_type.split(";", 1)[0].strip().lower()
+        return mime in _HTML_TYPES or not mime
+    head = body[:1024]
+    return not (head.startswith(b"%PDF") or (b"\x00" in head and read_bom(head)[0] is None))
+
+
+def _text(el) -> str:
+    """Whitespace-normalised text of an element; text nodes are joined with spaces (<p>a</p><p>b)."""
+    return _SPACE.sub(" ", " ".join(el.itertext())).strip()
+
+
+def extract(body: bytes, url: str, content_type: str | None = None,
+            context_words: int = 10) -> Extracted:
+    """Title, main text, meta keywords/description, language and anchors of an HTML page.
+
+    Anchors are absolute (resolved against ``<base href>`` and ``url``, percent-encoded like
+    Scrapy requests), http(s) only, without fragment, one per ``<a href>`` in document order.
+    ``context`` holds up to ``context_words`` terms (:func:`tokenize`) on each side of the link.
+    Main text leaves out scripts, styles and navigation boilerplate (nav, footer, aside, forms,
+    elements whose class/id says nav/menu/footer/sidebar...). Empty, non-HTML or unparsable
+    bodies give an empty :class:`Extracted`.
+    """
+    if not body or not body.strip() or not _is_html(body, content_type):
+        return Extracted()
+    markup = _CONTROL.sub("", _XML_DECL.sub("", decode_html(body, content_type)))
+    try:
+        root = lxml_html.document_fromstring(markup)
+    except (etree.ParserError, ValueError):
+        return Extracted()
+    for el in root.xpath("//script|//style|//noscript|//template"):
+        el.drop_tree()
+    etree.strip_elements(root, etree.Comment, etree.ProcessingInstruction, with_tail=False)
+
+    title = " ".join(_text(t) for t in root.xpath("//title")).strip()
+    metas = {}
+    for meta in root.iter("meta"):
+        key = (meta.get("name") or meta.get("property") or "").strip().lower()
+        if key and key not in metas:
+            metas[key] = _SPACE.sub(" ", meta.get("content") or "").strip()
+    keywords = [k.strip() for k in _KEYWORD_SEP.split(metas.get("keywords", "")) if k.strip()]
+    description = metas.get("description") or metas.get("og:description", "")
+
+    base = url
+    for href in root.xpath("//base/@href"):
+        base = urljoin(url, strip_html5_whitespace(href))
+        break
+    anchors = _anchors(root, base, context_words)
+
+    page = root.find("body")
+    page = root if page is None else page
+    full = _text(page)
+    boiler = [el for el in page.iter(*_BOILERPLATE)] + [
+        el for el in page.xpath(".//*[@class or @id]")
+        if _BOILER_ATTR.search(f"{el.get('class', '')} {el.get('id', '')}")]
+    for el in boiler:
+        el.drop_tree()
+    main = _text(page)
+    if len(main) < len(full) // 20:  # the "boilerplate" held the page (e.g. class="menu-page")
+        main = full
+    if not title:
+        title = " ".join(_text(h) for h in root.xpath("//h1")[:1])
+    return Extracted(title, main, keywords, description,
+                     detect_language(f"{title} {main} {description}"), anchors)
+
+
+def _anchors(root, base: str, context_words: int) -> list[Anchor]:
+    """Anchors with ±``context_words`` terms of surrounding text, from one walk over the tree."""
+    terms: list[str] = []
+    found: list[tuple[str, str, int, int]] = []  # url, text, first and end term index
+
+    def walk(el) -> None:
+        href = el.get("href") if el.tag in ("a", "area") else None
+        if href is not None:
+            link = _link(base, href)
+            label = (_text(el) or el.get("title") or el.get("alt")
+                     or " ".join(el.xpath(".//img/@alt")))
+            label = _SPACE.sub(" ", label).strip()
+            start = len(terms)
+            terms.extend(tokenize(label))
+            if link:
+                found.append((link, label, start, len(terms)))
+            return
+        if el.text:
+            terms.extend(tokenize(el.text))
+        for child in el:
+            if isinstance(child.tag, str):
+                walk(child)
+            if child.tail:
+                terms.extend(tokenize(child.tail))
+
+    body = root.find("body")
+    walk(root if body is None else body)
+    n = context_words
+    return [Anchor(link, label, " ".join(terms[max(0, a - n):a] + terms[b:b + n]))
+            for link, label, a, b in found]
+
+
+def _link(base: str, href: str) -> str | None:
+    """Absolute, percent-encoded http(s) URL of ``href`` without fragment, or None."""
+    href = strip_html5_whitespace(href)
+    if not href or href.startswith("#"):
+        return None
+    try:
+        absolute = safe_url_string(urljoin(base, href))
+    except ValueError:
+        return None
+    absolute = urldefrag(absolute)[0]
+    parts = urlsplit(absolute)
+    return absolute if parts.scheme in ("http", "https") and parts.netloc else None

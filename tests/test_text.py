@@ -1,0 +1,153 @@
+"""Tokenisation, charset decoding and HTML extraction."""
+
+from __future__ import annotations
+
+from topiccrawl.text import (Anchor, Extracted, add_words, decode_html, detect_language, extract,
+                             has_cjk, tokenize)
+
+# -- tokenizer -------------------------------------------------------------------------------
+
+
+def test_chinese_tokens_without_stopwords_and_punctuation():
+    assert tokenize("气象部门发布了暴雨预警。") == ["气象部门", "发布", "暴雨", "预警"]
+
+
+def test_digits_next_to_chinese_are_split_off():
+    assert tokenize("第11号台风") == ["第", "11", "号", "台风"]
+
+
+def test_english_tokens_lowercase_without_stopwords_or_single_letters():
+    assert tokenize("The Hurricane's eye-wall, a 2005 storm & U.S. winds") == [
+        "hurricane's", "eye-wall", "2005", "storm", "winds"]
+
+
+def test_mixed_text_and_language_detection():
+    assert tokenize("GB18030编码的台风新闻") == ["gb18030", "编码", "台风", "新闻"]
+    assert detect_language("台风“海葵”在福建登陆 Typhoon") == "zh"
+    assert detect_language("Typhoon Haikui made landfall 台风") == "en"
+    assert has_cjk("a台") and not has_cjk("abc")
+
+
+def test_add_words_keeps_topic_words_whole():
+    assert tokenize("防洪排涝指挥所") != ["防洪排涝指挥所"]
+    add_words(["防洪排涝指挥所", "latin words are ignored"])
+    assert tokenize("防洪排涝指挥所") == ["防洪排涝指挥所"]
+
+
+# -- decoding --------------------------------------------------------------------------------
+
+ZH = "<html><head><title>暴雨预警</title></head><body><p>今天夜间有暴雨，请注意防范。</p></body></html>"
+
+
+def test_gbk_with_correct_header_and_with_meta_only():
+    body = ZH.encode("gbk")
+    assert decode_html(body, "text/html; charset=GBK") == ZH
+    with_meta = ZH.replace("<head>", '<head><meta charset="gb2312">').encode("gbk")
+    assert "暴雨预警" in decode_html(with_meta, "text/html")
+
+
+def test_gbk_body_with_wrong_utf8_header_is_redecoded():
+    body = ZH.encode("gbk")
+    assert "\ufffd" in body.decode("utf-8", "replace")
+    assert decode_html(body, "text/html; charset=utf-8") == ZH
+    assert decode_html(body, None) == ZH  # no header, no meta: sniffed
+
+
+def test_gb18030_four_byte_characters():
+    text = "<p>𠀀𡃁 鿿 € 暴雨</p>"
+    assert decode_html(text.encode("gb18030"), "text/html; charset=gb18030") == text
+    assert decode_html(text.encode("gb18030"), "text/html; charset=gbk") == text
+
+
+def test_bom_wins_and_latin1_is_not_taken_for_gbk():
+    assert decode_html("\ufeff<p>暴雨</p>".encode("utf-8"), "text/html; charset=gbk") == "<p>暴雨</p>"
+    assert decode_html("<p>café crème</p>".encode("latin-1"), None) == "<p>café crème</p>"
+
+
+# -- extraction ------------------------------------------------------------------------------
+
+PAGE = """<!DOCTYPE html><html><head>
+<title> 台风“海葵”登陆福建 </title>
+<base href="http://news.example.cn/weather/2023/">
+<meta name="Keywords" content="台风, 风暴潮，暴雨；海葵">
+<meta name="description" content="  第11号台风\n登陆福建 ">
+<script>document.write("<a href='/from-script'>x</a>")</script>
+<style>p { color: red }</style>
+</head><body>
+<div class="top-nav"><a href="/">首页</a> <a href="#top">顶部</a> <a href="javascript:void(0)">菜单</a></div>
+<article><p>今天凌晨，第11号台风在福建沿海登陆，带来强降雨和<a href="storm.html#part2">风暴潮预警</a>，
+气象部门提醒市民注意防范。</p>
+<p><a href="mailto:desk@example.cn">来信</a> <a href="http://other.example.org/台风 ">外链</a>
+<a href=" //cdn.example.org/img "><img src="a.png" alt="卫星云图"></a></p></article>
+<footer>版权所有 新闻网</footer>
+</body></html>"""
+
+
+def test_extract_title_meta_text_and_language():
+    ex = extract(PAGE.encode("utf-8"), "http://news.example.cn/index.html", "text/html; charset=utf-8")
+    assert ex.title == "台风“海葵”登陆福建"
+    assert ex.keywords == ["台风", "风暴潮", "暴雨", "海葵"]
+    assert ex.description == "第11号台风 登陆福建"
+    assert ex.language == "zh"
+    assert "第11号台风在福建沿海登陆" in ex.text and "风暴潮预警" in ex.text
+    for boilerplate in ("首页", "版权所有", "from-script", "color"):
+        assert boilerplate not in ex.text
+
+
+def test_extract_anchors_resolved_against_base_href_with_context():
+    ex = extract(PAGE.encode("utf-8"), "http://news.example.cn/index.html", "text/html")
+    urls = [a.url for a in ex.anchors]
+    assert urls == [
+        "http://news.example.cn/",                      # nav links are still links
+        "http://news.example.cn/weather/2023/storm.html",  # base href, fragment removed
+        "http://other.example.org/%E5%8F%B0%E9%A3%8E",   # percent-encoded like Scrapy requests
+        "http://cdn.example.org/img",                   # protocol-relative
+    ]
+    storm = ex.anchors[1]
+    assert storm.text == "风暴潮预警"
+    # ±10 terms of the text around the link, across element boundaries, anchor text excluded
+    before = tokenize("首页 顶部 菜单 今天凌晨，第11号台风在福建沿海登陆，带来强降雨和")[-10:]
+    after = tokenize("，气象部门提醒市民注意防范。 来信 外链 卫星云图 版权所有 新闻网")[:10]
+    assert len(before) == len(after) == 10
+    assert storm.context == " ".join(before + after)
+    assert ex.anchors[3].text == "卫星云图"  # image alt text
+    short = extract(PAGE.encode("utf-8"), "http://news.example.cn/", "text/html", context_words=2)
+    assert short.anchors[1].context == "带来 强降雨 气象部门 提醒"
+
+
+def test_extract_english_page_separates_blocks():
+    body = (b"<html><body><h1>Hurricane Katrina</h1><p>Storm surge</p><p>Levee failures</p>"
+            b"<ul class='menu'><li><a href='/wiki/Main'>Main page</a></li></ul></body></html>")
+    ex = extract(body, "http://en.wikispeedia.test/wiki/Hurricane_Katrina")
+    assert ex.title == "Hurricane Katrina"  # no <title>: first <h1>
+    assert ex.text == "Hurricane Katrina Storm surge Levee failures"
+    assert ex.language == "en"
+    assert ex.anchors == [Anchor("http://en.wikispeedia.test/wiki/Main", "Main page",
+                                 "hurricane katrina storm surge levee failures")]
+
+
+def test_extract_gbk_page_with_wrong_header():
+    ex = extract(PAGE.encode("gb18030"), "http://news.example.cn/", "text/html; charset=utf-8")
+    assert ex.title == "台风“海葵”登陆福建" and len(ex.anchors) == 4
+
+
+def test_malformed_html_does_not_crash():
+    body = b"<html><body><p>Storm <b>warning<p>flood <a href='/x'>news <div></span></table>"
+    ex = extract(body, "http://a.example/dir/page")
+    assert "Storm warning" in ex.text and "flood" in ex.text
+    assert [a.url for a in ex.anchors] == ["http://a.example/x"]
+    assert extract(b"<<<>>> <a href=http://[::1/>bad ipv6</a>", "http://a.example/").anchors == []
+
+
+def test_empty_and_non_html_bodies_give_empty_extracted():
+    assert extract(b"", "http://a.example/") == Extracted()
+    assert extract(b"  \n ", "http://a.example/") == Extracted()
+    assert extract(b"<!-- nothing -->", "http://a.example/") == Extracted()
+    assert extract(b"<p>text</p>", "http://a.example/x.pdf", "application/pdf") == Extracted()
+    assert extract(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "http://a.example/a.png") == Extracted()
+    assert extract(b"%PDF-1.4\n%\xe2\xe3", "http://a.example/a") == Extracted()
+
+
+def test_xml_declaration_and_control_characters():
+    body = b'<?xml version="1.0" encoding="utf-8"?><html><body><p>Flood\x00 warning</p></body></html>'
+    assert extract(body, "http://a.example/", "application/xhtml+xml").text == "Flood warning"
