@@ -73,10 +73,7 @@ class TopicStats:
         if self._loop is not None and self._loop.running:
             self._loop.stop()
         stats = self.crawler.stats
-        snapshot = self.tc.metrics.snapshot()
-        total = self.tc.total_relevant()
-        if total:
-            snapshot["truth/target_recall"] = self.tc.metrics.target_recall(total)
+        snapshot = self.tc.metrics.snapshot(self.tc.total_relevant())
         for key, value in snapshot.items():
             stats.set_value(f"topiccrawl/{key}", value)
         self.write_outputs(reason)

@@ -50,6 +50,7 @@ class ScoredLink:
     url: str
     score: float
     anchor: str
+    potential: bool = False
 
 
 class TopicCrawl:
@@ -74,7 +75,7 @@ class TopicCrawl:
         self.scorer = RelevanceScorer(self.topic, anchor_weight=self.config.anchor_weight)
         self.graph = LinkGraph()
         self.pagerank = PageRankCache(self.graph, every=self.config.pagerank_every)
-        self.metrics = CrawlMetrics(self.topic.beta, self.topic.labels)
+        self.metrics = CrawlMetrics(self.topic.beta, self.topic.labels, self.config.checkpoints)
         self.harvest_rows: list[dict] = []
         self.lab = None
         self.corpus = None
@@ -138,7 +139,13 @@ class TopicCrawl:
             if a.url not in best or score > best[a.url].score:
                 best[a.url] = ScoredLink(a.url, score, a.text.strip()[:200])
         self.graph.add_page(response.url, best.keys())
-        links = [l for l in best.values() if l.score >= self.config.link_threshold]
+        self.pagerank.maybe_refresh()
+        potential = self.pagerank.potential(response.url, self.config.potential_pagerank)
+        links = []
+        for link in best.values():
+            link.potential = potential
+            if link.score >= self.config.link_threshold or potential:
+                links.append(link)
         if self.config.max_links_per_page:
             links = sorted(links, key=lambda l: -l.score)[: self.config.max_links_per_page]
         item = PageItem(
@@ -155,7 +162,7 @@ class TopicCrawl:
         return item, links
 
     def importance(self, url: str) -> float:
-        self.pagerank.maybe_refresh()
+        """Unnormalised PageRank of ``url`` at the last refresh (1.0 = the mean)."""
         return self.pagerank.score(url)
 
     def record(self, item: PageItem) -> dict | None:
@@ -181,6 +188,7 @@ class TopicCrawl:
         return {
             "scorer": self.scorer.state(),
             "graph": self.graph.state(),
+            "pagerank": self.pagerank.state(),
             "metrics": self.metrics.state(),
             "harvest_rows": self.harvest_rows,
         }
@@ -188,6 +196,6 @@ class TopicCrawl:
     def load_state(self, state: dict) -> None:
         self.scorer = RelevanceScorer.from_state(state["scorer"], self.topic)
         self.graph = LinkGraph.from_state(state["graph"])
-        self.pagerank = PageRankCache(self.graph, every=self.config.pagerank_every)
+        self.pagerank = PageRankCache.from_state(state["pagerank"], self.graph)
         self.metrics = CrawlMetrics.from_state(state["metrics"])
         self.harvest_rows = state["harvest_rows"]

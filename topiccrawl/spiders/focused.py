@@ -50,5 +50,6 @@ class FocusedSpider(scrapy.Spider):
             yield scrapy.Request(
                 link.url,
                 callback=self.parse,
-                meta={META_KEY: {"score": link.score, "depth": depth + 1, "parent": response.url, "anchor": link.anchor}},
+                meta={META_KEY: {"score": link.score, "depth": depth + 1, "parent": response.url,
+                                "anchor": link.anchor, "potential": link.potential}},
             )
