@@ -36,7 +36,7 @@ def test_focused_crawl_writes_feed_stats_csv_and_plot(tmp_path, strategy):
     rows = list(csv.DictReader((out / "harvest.csv").open(encoding="utf-8")))
     assert [int(r["dp"]) for r in rows] == list(range(1, 151))
     assert (out / "harvest.png").stat().st_size > 5000
-    assert stats["truth/total_relevant"] > 0
+    assert stats["topiccrawl/truth/total_relevant"] > 0
     assert 0.0 <= stats["topiccrawl/truth/harvest_rate"] <= 1.0
     assert "RemoteControl" not in proc.stderr
 

@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from scrapy import signals
-from scrapy.exceptions import NotConfigured
+from scrapy.exceptions import CloseSpider, NotConfigured
 from twisted.internet import task
 
 from topiccrawl.runtime import TopicCrawl
@@ -22,6 +22,17 @@ from topiccrawl.runtime import TopicCrawl
 logger = logging.getLogger(__name__)
 
 CSV_FIELDS = ["dp", "lp", "accuracy", "truth_relevant", "truth_harvest_rate", "target_recall", "url", "relevance"]
+
+
+def _plot_name(name: str) -> str:
+    """The topic name for a plot title: matplotlib's bundled fonts have no CJK glyphs, so a
+    Chinese name becomes its ASCII alias (``typhoon``), or ``topic``."""
+    from topiccrawl.text import has_cjk
+    from topiccrawl.topic import ALIASES
+
+    if not has_cjk(name):
+        return name
+    return next((alias for alias, target in ALIASES.items() if target == name), "topic")
 
 
 class TopicStats:
@@ -34,6 +45,7 @@ class TopicStats:
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
         crawler.signals.connect(self.engine_stopped, signal=signals.engine_stopped)
+        crawler.signals.connect(self.spider_idle, signal=signals.spider_idle)
 
     @classmethod
     def from_crawler(cls, crawler):
@@ -53,7 +65,7 @@ class TopicStats:
         stats.set_value("topiccrawl/web", self.tc.config.web)
         total = self.tc.total_relevant()
         if total is not None:
-            stats.set_value("truth/total_relevant", total)
+            stats.set_value("topiccrawl/truth/total_relevant", total)
         interval = self.tc.config.progress_interval
         if interval > 0:
             self._loop = task.LoopingCall(self.log_progress)
@@ -78,6 +90,12 @@ class TopicStats:
             stats.set_value(f"topiccrawl/{key}", value)
         self.write_outputs(reason)
         self.log_progress()
+
+    def spider_idle(self, spider) -> None:
+        # the budget is checked here, when in-flight requests are done, rather than the moment
+        # the last page is counted: late responses are then kept for a JOBDIR resume
+        if self.tc.budget_spent:
+            raise CloseSpider("topiccrawl_max_pages")
 
     def engine_stopped(self) -> None:
         self.tc.stop()
@@ -118,7 +136,7 @@ class TopicStats:
                 ax.plot(dp, [r["truth_relevant"] / total for r in rows], label="target recall (ground truth)")
         ax.set_xlabel("pages downloaded (DP)")
         ax.set_ylim(0, 1.02)
-        ax.set_title(f"{self.tc.topic.name} · {self.tc.config.strategy} · {self.tc.config.web}", fontsize=9)
+        ax.set_title(f"{_plot_name(self.tc.topic.name)} · {self.tc.config.strategy} · {self.tc.config.web}", fontsize=9)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
         fig.tight_layout()

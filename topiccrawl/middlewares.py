@@ -47,7 +47,8 @@ class WebRoutingMiddleware:
     def process_request(self, request):
         proxy = self.tc.proxy_url
         if proxy:
-            request.meta.setdefault("proxy", proxy)
+            # always the current lab: a request restored from JOBDIR carries the previous run's port
+            request.meta["proxy"] = proxy
             return None
         if not self.tc.config.live_allow_private and is_private_host(urlsplit(request.url).hostname or ""):
             self.crawler.stats.inc_value("topiccrawl/refused_private")

@@ -4,7 +4,8 @@
 ``TOPICCRAWL_PAGERANK_EVERY`` pages); ``HarvestPipeline`` records each page in the WL paper's
 statistics (DP, LP, Accuracy, ARDP, SDDP, ARLP, SDLP, eqs. 7–11) and, with ground truth, the true
 harvest rate and target recall. Pages fetched after the DP budget is spent are dropped so that
-every table counts exactly ``TOPICCRAWL_MAX_PAGES`` pages.
+every table counts exactly ``TOPICCRAWL_MAX_PAGES`` pages (the scheduler then hands out nothing
+more, and the crawl closes with reason ``topiccrawl_max_pages`` once in-flight requests are done).
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from __future__ import annotations
 from itemadapter import ItemAdapter
 from scrapy.exceptions import DropItem, NotConfigured
 
-from scrapy.utils.defer import deferred_from_coro
 
 from topiccrawl.runtime import TopicCrawl
 
@@ -38,8 +38,6 @@ class ImportancePipeline(_TopicPipeline):
 
 
 class HarvestPipeline(_TopicPipeline):
-    _closing = False
-
     def process_item(self, item):
         adapter = ItemAdapter(item)
         if "relevance" not in adapter:
@@ -50,7 +48,4 @@ class HarvestPipeline(_TopicPipeline):
         stats = self.crawler.stats
         for key, value in self.tc.metrics.snapshot().items():
             stats.set_value(f"topiccrawl/{key}", value)
-        if self.tc.budget_spent and not self._closing:
-            self._closing = True
-            deferred_from_coro(self.crawler.engine.close_spider_async(reason="topiccrawl_max_pages"))
         return item

@@ -47,6 +47,9 @@ class TopicScheduler(BaseScheduler):
         #: requests handed to the engine that have not left the downloader yet: re-queued on
         #: close (pause, budget, Ctrl-C) so that a resumed crawl loses none of them
         self.inflight: dict[object, Link] = {}
+        #: requests already chosen by the strategy but not counted when the crawl stopped; a
+        #: resumed crawl fetches them first, exactly where the uninterrupted crawl fetched them
+        self.chosen: list[Link] = []
         crawler.signals.connect(self._left_downloader, signal=signals.request_left_downloader)
 
     @classmethod
@@ -74,36 +77,46 @@ class TopicScheduler(BaseScheduler):
         return self.df.close(reason)
 
     def has_pending_requests(self) -> bool:
-        return len(self.frontier) > 0 and not self.tc.budget_spent
+        return len(self) > 0 and not self.tc.budget_spent
 
     def enqueue_request(self, request) -> bool:
         if not request.dont_filter and self.df.request_seen(request):
             self.df.log(request, self.spider)
             return False
-        meta = request.meta.get(META_KEY) or {}
-        self.frontier.push(
-            Link(
-                url=request.url,
-                score=float(meta.get("score", 0.0)),
-                depth=int(meta.get("depth", request.meta.get("depth", 0))),
-                domain=registered_domain(request.url),
-                potential=bool(meta.get("potential", False)),
-                payload=request,
-            )
-        )
+        self.frontier.push(self._link(request))
         self.stats.inc_value("scheduler/enqueued")
         self.stats.set_value("topiccrawl/frontier_size", len(self.frontier))
         return True
+
+    @staticmethod
+    def _link(request) -> Link:
+        meta = request.meta.get(META_KEY) or {}
+        return Link(
+            url=request.url,
+            score=float(meta.get("score", 0.0)),
+            depth=int(meta.get("depth", request.meta.get("depth", 0))),
+            domain=registered_domain(request.url),
+            potential=bool(meta.get("potential", False)),
+            payload=request,
+            seq=int(meta.get("seq", -1)),
+        )
+
+    def requeue(self, request) -> None:
+        """Keep a request that was fetched but not counted (the DP budget was spent while it was
+        in flight): a resumed crawl fetches it first, as the uninterrupted crawl would have."""
+        self.chosen.append(self._link(request))
+        self.stats.inc_value("topiccrawl/requeued_over_budget")
 
     def next_request(self):
         # hand out no more requests than the DP budget can still count
         budget = self.tc.config.max_pages
         if budget and self.tc.metrics.dp + len(self.inflight) >= budget:
             return None
-        link = self.frontier.pop()
+        link = self.chosen.pop(0) if self.chosen else self.frontier.pop()
         if link is None:
             return None
         self.inflight[link.payload] = link
+        link.payload.meta.setdefault(META_KEY, {})["seq"] = link.seq  # for requeue()
         self.stats.inc_value("scheduler/dequeued")
         return link.payload
 
@@ -111,27 +124,25 @@ class TopicScheduler(BaseScheduler):
         self.inflight.pop(request, None)
 
     def __len__(self) -> int:
-        return len(self.frontier)
+        return len(self.frontier) + len(self.chosen)
 
     # -- JOBDIR ---------------------------------------------------------------------------------
     def _state_path(self) -> Path | None:
         return Path(self.jobdir) / STATE_FILE if self.jobdir else None
 
     def _save(self) -> None:
-        for link in self.inflight.values():
-            self.frontier.push(link)
         self.stats.set_value("topiccrawl/requeued_inflight", len(self.inflight))
-        self.inflight.clear()
+        chosen = sorted([*self.chosen, *self.inflight.values()], key=lambda l: l.seq)
         state = self.frontier.state()
-        for link in state["links"]:
+        for link in [*state["links"], *chosen]:
             link.payload = link.payload.to_dict(spider=self.spider)
-        data = {"strategy": self.frontier.name, "frontier": state, "crawl": self.tc.state()}
+        data = {"strategy": self.frontier.name, "frontier": state, "chosen": chosen, "crawl": self.tc.state()}
         path = self._state_path()
         tmp = path.with_suffix(".tmp")
         with tmp.open("wb") as fh:
             pickle.dump(data, fh, protocol=pickle.HIGHEST_PROTOCOL)
         tmp.replace(path)
-        logger.info("saved %d queued requests and the crawl state to %s", len(state["links"]), path)
+        logger.info("saved %d queued requests and the crawl state to %s", len(state["links"]) + len(chosen), path)
 
     def _restore(self) -> None:
         path = self._state_path()
@@ -144,9 +155,10 @@ class TopicScheduler(BaseScheduler):
                 "JOBDIR state was written by strategy %r, resuming with %r: queued links re-ordered",
                 data["strategy"], self.frontier.name,
             )
-        for link in data["frontier"]["links"]:
+        for link in [*data["frontier"]["links"], *data["chosen"]]:
             link.payload = request_from_dict(link.payload, spider=self.spider)
         self.frontier.load_state(data["frontier"])
+        self.chosen = data["chosen"]
         self.tc.load_state(data["crawl"])
         self.stats.set_value("topiccrawl/resumed_queue", len(self.frontier))
         logger.info("resumed %d queued requests and the crawl state from %s", len(self.frontier), path)

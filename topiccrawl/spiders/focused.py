@@ -42,6 +42,9 @@ class FocusedSpider(scrapy.Spider):
         if not isinstance(response, TextResponse):
             self.crawler.stats.inc_value("topiccrawl/non_html")
             return
+        if self.tc.budget_spent:  # in flight when the budget ran out: keep it for a resume
+            self.crawler.engine.scheduler.requeue(response.request)
+            return
         meta = response.meta.get(META_KEY) or {}
         depth = int(meta.get("depth", 0))
         item, links = self.tc.process_page(response, depth, meta.get("parent"), meta.get("anchor", ""))

@@ -1,0 +1,34 @@
+"""JOBDIR: a crawl stopped at its page budget resumes with the identical frontier and scorer state."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import run_crawl
+
+WEB = "generated:zh-disaster?pages=5000&seed=5"
+SERIAL = {"TOPICCRAWL_WEB": WEB, "CONCURRENT_REQUESTS": "1", "TOPICCRAWL_PLOT_ENABLED": "false"}
+
+
+def _urls(out):
+    return [json.loads(l)["url"] for l in (out / "pages.jsonl").read_text(encoding="utf-8").splitlines()]
+
+
+def test_stop_and_resume_continues_with_the_same_frontier(tmp_path):
+    job = tmp_path / "job"
+    first, out1 = run_crawl(tmp_path / "a", args={"topic": "台风灾害", "max_pages": 40},
+                            settings={**SERIAL, "JOBDIR": str(job)})
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert (job / "topiccrawl.state").exists()
+    second, out2 = run_crawl(tmp_path / "b", args={"topic": "台风灾害", "max_pages": 80},
+                             settings={**SERIAL, "JOBDIR": str(job)})
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert "resumed" in second.stderr
+    whole, out3 = run_crawl(tmp_path / "c", args={"topic": "台风灾害", "max_pages": 80}, settings=SERIAL)
+    assert whole.returncode == 0, whole.stderr[-3000:]
+
+    resumed = _urls(out1) + _urls(out2)
+    assert len(resumed) == 80 and len(set(resumed)) == 80, "a page was lost or fetched twice"
+    assert resumed == _urls(out3)
+    stats = json.loads((out2 / "stats.json").read_text(encoding="utf-8"))
+    assert stats["topiccrawl/dp"] == 80  # metrics continued, not restarted
