@@ -54,17 +54,18 @@ _KEYS = ("name", "language", "beta", "description", "words", "seeds", "seed_file
 _LANGUAGES = ("zh", "en")
 
 
-def _shipped_dir() -> Path:
-    """``topiccrawl.data/topics`` when installed, else the repository's ``data/topics``."""
+def _shipped_dir():
+    """``topiccrawl.data/topics`` when installed (a Traversable: also inside a zipped Scrapyd
+    egg), else the repository's ``data/topics``."""
     try:
-        return Path(str(importlib.resources.files("topiccrawl.data") / "topics"))
+        return importlib.resources.files("topiccrawl.data") / "topics"
     except ModuleNotFoundError:
         return Path(__file__).resolve().parent.parent / "data" / "topics"
 
 
 def shipped_topics() -> list[str]:
     """Names of the topics shipped with topiccrawl (file stems, sorted)."""
-    return sorted(p.stem for p in _shipped_dir().glob("*.toml"))
+    return sorted(p.name[:-5] for p in _shipped_dir().iterdir() if p.name.endswith(".toml"))
 
 
 def load_topic(name_or_path: str) -> Topic:
@@ -81,7 +82,7 @@ def load_topic(name_or_path: str) -> Topic:
             known = ", ".join(shipped_topics() + sorted(ALIASES))
             raise TopicError(f"unknown topic {arg!r}; give a .toml path or one of: {known}")
         path = shipped
-    if not path.is_file():
+    elif not path.is_file():
         raise TopicError(f"{path}: no such topic file")
     try:
         data = _loads(path.read_text(encoding="utf-8"))
