@@ -10,7 +10,6 @@ import csv
 import json
 import logging
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 from scrapy import signals
@@ -40,7 +39,6 @@ class TopicStats:
         self.crawler = crawler
         self.tc = TopicCrawl.for_crawler(crawler)
         self.started = time.monotonic()
-        self.start_time = datetime.now(timezone.utc)
         self._loop: task.LoopingCall | None = None
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
@@ -52,11 +50,6 @@ class TopicStats:
         if not crawler.settings.getbool("TOPICCRAWL_ENABLED", True):
             raise NotConfigured
         return cls(crawler)
-
-    @property
-    def output_dir(self) -> Path:
-        template = self.tc.config.output_dir
-        return Path(template % {"name": self.crawler.spider.name, "time": self.start_time.strftime("%Y%m%dT%H%M%S")})
 
     def spider_opened(self, spider) -> None:
         stats = self.crawler.stats
@@ -102,7 +95,7 @@ class TopicStats:
 
     # -- files ------------------------------------------------------------------------------------
     def write_outputs(self, reason: str) -> None:
-        out = self.output_dir
+        out = self.tc.output_dir
         out.mkdir(parents=True, exist_ok=True)
         total = self.tc.total_relevant()
         stats = {k: v for k, v in self.crawler.stats.get_stats().items()}

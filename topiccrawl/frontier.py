@@ -159,6 +159,9 @@ STRATEGIES: dict[str, Callable | str] = {
     "bfs": lambda options, is_relevant: BFSFrontier(),
     "bestfirst": lambda options, is_relevant: BestFirstFrontier(),
     "oracle": _oracle,
+    "wl": "topiccrawl.wl:make_wl",
+    "sa": "topiccrawl.annealing:make_sa",
+    "fcsa-host": "topiccrawl.annealing:make_fcsa_host",
 }
 
 

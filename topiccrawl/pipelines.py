@@ -14,7 +14,7 @@ from itemadapter import ItemAdapter
 from scrapy.exceptions import DropItem, NotConfigured
 
 
-from topiccrawl.runtime import TopicCrawl
+from topiccrawl.runtime import TopicCrawl, registered_domain
 
 
 class _TopicPipeline:
@@ -45,6 +45,10 @@ class HarvestPipeline(_TopicPipeline):
         row = self.tc.record(item)
         if row is None:
             raise DropItem("page budget spent (TOPICCRAWL_MAX_PAGES)")
+        # strategies that learn from harvest (fcsa-host's host memory) get each counted page
+        feedback = getattr(getattr(self.crawler.engine.scheduler, "frontier", None), "feedback", None)
+        if feedback is not None:
+            feedback(adapter["url"], registered_domain(adapter["url"]), adapter["relevance"], self.tc.topic.beta)
         stats = self.crawler.stats
         for key, value in self.tc.metrics.snapshot().items():
             stats.set_value(f"topiccrawl/{key}", value)

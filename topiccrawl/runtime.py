@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import weakref
+from pathlib import Path
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -77,6 +78,7 @@ class TopicCrawl:
         self.pagerank = PageRankCache(self.graph, every=self.config.pagerank_every)
         self.metrics = CrawlMetrics(self.topic.beta, self.topic.labels, self.config.checkpoints)
         self.harvest_rows: list[dict] = []
+        self.started = datetime.now(timezone.utc)
         self.lab = None
         self.corpus = None
         self.ground_truth: GroundTruth | None = None
@@ -121,6 +123,12 @@ class TopicCrawl:
         if self.corpus is not None:
             return self.corpus.seeds()
         return []
+
+    @property
+    def output_dir(self) -> Path:
+        """``TOPICCRAWL_OUTPUT_DIR`` with ``%(name)s`` (spider) and ``%(time)s`` (start, UTC) filled in."""
+        return Path(self.config.output_dir % {
+            "name": self.crawler.spider.name, "time": self.started.strftime("%Y%m%dT%H%M%S")})
 
     def stop(self) -> None:
         if self.lab is not None:

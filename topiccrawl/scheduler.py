@@ -50,6 +50,7 @@ class TopicScheduler(BaseScheduler):
         #: requests already chosen by the strategy but not counted when the crawl stopped; a
         #: resumed crawl fetches them first, exactly where the uninterrupted crawl fetched them
         self.chosen: list[Link] = []
+        self._pops = 0
         crawler.signals.connect(self._left_downloader, signal=signals.request_left_downloader)
 
     @classmethod
@@ -64,6 +65,12 @@ class TopicScheduler(BaseScheduler):
         return self.df.open()
 
     def close(self, reason: str):
+        self._strategy_stats()
+        report = getattr(self.frontier, "write_report", None)
+        if report is not None and self.tc.config.plot_enabled:
+            out = self.tc.output_dir
+            out.mkdir(parents=True, exist_ok=True)
+            report(out)
         if self.jobdir:
             self._save()
         if reason == "finished" and not self.tc.budget_spent:
@@ -118,7 +125,17 @@ class TopicScheduler(BaseScheduler):
         self.inflight[link.payload] = link
         link.payload.meta.setdefault(META_KEY, {})["seq"] = link.seq  # for requeue()
         self.stats.inc_value("scheduler/dequeued")
+        self._pops += 1
+        if self._pops % 100 == 0:
+            self._strategy_stats()
         return link.payload
+
+    def _strategy_stats(self) -> None:
+        """Strategy-specific statistics (e.g. ``wl/lnf``) into the Scrapy stats."""
+        stats = getattr(self.frontier, "stats", None)
+        if stats is not None:
+            for key, value in stats().items():
+                self.stats.set_value(f"topiccrawl/{key}", value)
 
     def _left_downloader(self, request, spider=None) -> None:
         self.inflight.pop(request, None)
