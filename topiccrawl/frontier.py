@@ -162,6 +162,7 @@ STRATEGIES: dict[str, Callable | str] = {
     "wl": "topiccrawl.wl:make_wl",
     "sa": "topiccrawl.annealing:make_sa",
     "fcsa-host": "topiccrawl.annealing:make_fcsa_host",
+    "sitefinder": "topiccrawl.sitefinder:make_sitefinder",
 }
 
 
