@@ -17,6 +17,10 @@ setup(
     package_dir={"topiccrawl.data": "data"},
     package_data={"topiccrawl.data": ["*.md", "topics/*.toml", "words/*.txt", "words/*.toml", "rules/*.toml"]},
     include_package_data=True,
-    entry_points={"scrapy": ["settings = topiccrawl.settings"]},
+    entry_points={
+        "scrapy": ["settings = topiccrawl.settings"],
+        # `scrapy serveweb` also outside the project directory
+        "scrapy.commands": ["serveweb = topiccrawl.commands.serveweb:Command"],
+    },
     zip_safe=False,
 )
