@@ -52,5 +52,7 @@ class WebRoutingMiddleware:
             return None
         if not self.tc.config.live_allow_private and is_private_host(urlsplit(request.url).hostname or ""):
             self.crawler.stats.inc_value("topiccrawl/refused_private")
-            raise IgnoreRequest(f"refused private/loopback address in live mode: {request.url}")
+            message = f"refused private/loopback address in live mode: {request.url}"
+            logger.warning("%s (set TOPICCRAWL_LIVE_ALLOW_PRIVATE=true to allow)", message)
+            raise IgnoreRequest(message)
         return None
