@@ -1,0 +1,238 @@
+"""The site finder's experiments (Li, Zhou, Guo, Lin) on the generated web, without Scrapy.
+
+    python bench/sitefinder.py --web "generated:zh-bookstores?pages=20000" --seeds 1 \
+        --rules bookstore-zh --queries data/rules/bookstore-queries-zh.toml [--out results.md]
+
+Per seed (one repetition each): the lab's search engine (:mod:`topiccrawl.web.search`, cached
+under $TOPICCRAWL_CACHE) answers every query; search hits are merged into candidate sites; each
+site is verified by :func:`topiccrawl.sitefinder.verify_site` with pages read straight from the
+corpus (redirects followed, robots.txt not consulted), scored once and cached, so parameter
+sweeps cost no extra page generation. Ground truth: a site is truly relevant if its entry page
+carries the rules file's ``label``; recall counts hosts with any page carrying it.
+
+Tables (markdown on stdout and in ``--out``): precision and relevant sites vs PageThreshold;
+pages per site vs NumRelPages and vs NumExpPages; AbstractURL variant and prior; the query set
+(search relevance rate per query); the navigation-portal baseline (the sites the portal lists).
+Numbers are means over the seeds. Everything is synthetic: see docs/generated-web.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+from urllib.parse import urljoin
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from topiccrawl.sitefinder import load_queries, load_rules, site_of, verify_site  # noqa: E402
+from topiccrawl.text import extract  # noqa: E402
+from topiccrawl.web.corpus import open_corpus  # noqa: E402
+from topiccrawl.web.generated import PORTAL_URL  # noqa: E402
+from topiccrawl.web.search import SearchIndex  # noqa: E402
+
+DEFAULTS = {"page_threshold": 0.7, "num_rel_pages": 3, "num_exp_pages": 50, "prior": 0.5, "digits": False}
+
+
+class Lab:
+    """One corpus: search, cached page scores, ground truth."""
+
+    def __init__(self, spec: str, rules) -> None:
+        self.corpus = open_corpus(spec)
+        self.rules = rules
+        self.index = SearchIndex.for_spec(self.corpus, spec).build()
+        self.pages: dict[str, tuple | None] = {}
+        self.label = rules.label
+        self.true_sites = {site_of(u) for u in self.corpus.iter_urls() if self.label in self.corpus.labels(u)}
+
+    def search(self, query: str, pages: int) -> list[str]:
+        urls = []
+        for pageno in range(1, pages + 1):
+            hits = self.index.search(query, pageno)["results"]
+            urls += [h["url"] for h in hits]
+            if not hits:
+                break
+        return urls
+
+    def fetch(self, url: str):
+        """(final URL, F, matched rules, outlinks) or None, as the spider would see the page."""
+        if url not in self.pages:
+            self.pages[url] = self._fetch(url)
+        return self.pages[url]
+
+    def _fetch(self, url: str):
+        for _ in range(10):
+            page = self.corpus.get(url)
+            if page is None:
+                return None
+            if page.status in (301, 302, 303, 307, 308) and page.headers.get("Location"):
+                url = urljoin(url, page.headers["Location"])
+                continue
+            if page.status != 200:
+                return None
+            ex = extract(page.body, url, page.headers.get("Content-Type", ""))
+            score, matched = self.rules.score(f"{ex.title}\n{ex.text}")
+            return url, score, matched, [a.url for a in ex.anchors]
+        return None
+
+    def is_true(self, site: str) -> bool:
+        return self.label in self.corpus.labels(f"http://{site}/")
+
+    def portal_sites(self) -> set[str]:
+        """Hosts listed by the navigation portal (its home and directory pages)."""
+        portal, todo, seen, listed = site_of(PORTAL_URL), [PORTAL_URL], {PORTAL_URL}, set()
+        while todo:
+            got = self.fetch(todo.pop())
+            for link in got[3] if got else ():
+                if site_of(link) != portal:
+                    listed.add(site_of(link))
+                elif link not in seen:
+                    seen.add(link)
+                    todo.append(link)
+        return listed
+
+
+def evaluate(lab: Lab, sites, **params) -> dict:
+    p = {**DEFAULTS, **params}
+    runs = [verify_site(f"http://{s}/", lab.fetch, **p) for s in sorted(sites)]
+    judged = [v for v in runs if v.verdict == "relevant"]
+    hits = sum(lab.is_true(v.site) for v in judged)
+    pages = [len(v.expansions) for v in runs]
+    return {
+        "candidates": len(runs), "judged": len(judged), "true_found": hits,
+        "precision": hits / len(judged) if judged else float("nan"),
+        "recall": hits / len(lab.true_sites) if lab.true_sites else float("nan"),
+        "pages_per_site": statistics.fmean(pages) if pages else 0.0,
+        "pages_relevant": statistics.fmean([len(v.expansions) for v in judged]) if judged else 0.0,
+        "pages_irrelevant": statistics.fmean([len(v.expansions) for v in runs if v.verdict != "relevant"] or [0]),
+    }
+
+
+def mean_rows(per_seed: list[list[dict]]) -> list[dict]:
+    """Average numeric cells of the same row over the seeds."""
+    out = []
+    for rows in zip(*per_seed):
+        row = dict(rows[0])
+        for key, value in row.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                row[key] = statistics.fmean(r[key] for r in rows)
+        out.append(row)
+    return out
+
+
+def table(title: str, rows: list[dict], cols: list[tuple[str, str]]) -> str:
+    def fmt(v) -> str:
+        if isinstance(v, float):
+            return "n/a" if v != v else f"{v:.3f}".rstrip("0").rstrip(".") if abs(v) < 1000 else f"{v:.0f}"
+        return str(v)
+
+    lines = [f"### {title}", "", "| " + " | ".join(h for _, h in cols) + " |",
+             "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(fmt(r[k]) for k, _ in cols) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+METRICS = [("candidates", "candidate sites"), ("judged", "judged relevant"), ("true_found", "truly relevant judged"),
+           ("precision", "precision"), ("recall", "recall"), ("pages_per_site", "pages/site"),
+           ("pages_relevant", "pages/relevant site"), ("pages_irrelevant", "pages/irrelevant site")]
+
+
+def run_seed(spec: str, rules, queries, pages: int) -> dict[str, list[dict]]:
+    lab = Lab(spec, rules)
+    found: dict[str, list[str]] = {}
+    query_rows = []
+    for q in queries:
+        urls = lab.search(q.text, pages)
+        sites = {site_of(u) for u in urls}
+        for s in sites:
+            found.setdefault(s, []).append(q.text)
+        true = sum(lab.is_true(s) for s in sites)
+        ev = evaluate(lab, sites)
+        query_rows.append({"query": q.text, "kind": q.kind, "results": len(urls), "sites": len(sites),
+                           "true_sites": true, "rate": true / len(sites) if sites else float("nan"),
+                           "true_found": ev["true_found"]})
+    cands = set(found)
+    for kind in dict.fromkeys(q.kind for q in queries):
+        sites = {s for s, qs in found.items() if any(q.kind == kind and q.text in qs for q in queries)}
+        true = sum(lab.is_true(s) for s in sites)
+        query_rows.append({"query": f"all {kind} queries", "kind": kind, "results": sum(r["results"] for r in query_rows if r["kind"] == kind),
+                           "sites": len(sites), "true_sites": true, "rate": true / len(sites) if sites else float("nan"),
+                           "true_found": evaluate(lab, sites)["true_found"]})
+    true = sum(lab.is_true(s) for s in cands)
+    query_rows.append({"query": "all queries", "kind": "-", "results": sum(r["results"] for r in query_rows[:len(queries)]),
+                       "sites": len(cands), "true_sites": true, "rate": true / len(cands) if cands else float("nan"),
+                       "true_found": evaluate(lab, cands)["true_found"]})
+
+    out = {"queries": query_rows}
+    out["threshold"] = [{"value": t, **evaluate(lab, cands, page_threshold=t)}
+                        for t in (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)]
+    out["numrel"] = [{"value": n, **evaluate(lab, cands, num_rel_pages=n)} for n in (1, 2, 3, 4, 5, 8)]
+    out["numexp"] = [{"value": n, **evaluate(lab, cands, num_exp_pages=n)} for n in (10, 20, 30, 50, 100)]
+    out["variants"] = [{"value": f"{'digits' if d else 'paper'}, prior {pr}", **evaluate(lab, cands, digits=d, prior=pr)}
+                       for d in (False, True) for pr in (0.0, 0.5, 1.0)]
+    portal = lab.portal_sites()
+    listed_true = {s for s in portal if lab.is_true(s)}
+    ours = {s for s in cands if verify_site(f"http://{s}/", lab.fetch, **DEFAULTS).verdict == "relevant" and lab.is_true(s)}
+    nan = float("nan")
+    out["portal"] = [
+        {"value": "portal listing, picked by ground truth", "candidates": len(portal), "judged": len(listed_true),
+         "true_found": len(listed_true), "precision": 1.0 if listed_true else nan,
+         "recall": len(listed_true) / len(lab.true_sites), "pages_per_site": nan, "pages_relevant": nan, "pages_irrelevant": nan},
+        {"value": "portal listing + verification", **evaluate(lab, portal)},
+        {"value": "meta-search + verification", **evaluate(lab, cands)},
+        {"value": "union of both true finds", "candidates": len(portal | cands), "judged": len(ours | listed_true),
+         "true_found": len(ours | listed_true), "precision": nan, "recall": len(ours | listed_true) / len(lab.true_sites),
+         "pages_per_site": nan, "pages_relevant": nan, "pages_irrelevant": nan},
+    ]
+    out["corpus"] = [{"value": spec, "true_sites": len(lab.true_sites), "hosts": len(lab.corpus.hosts()),
+                      "pages_scored": len(lab.pages), "listed": len(portal)}]
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--web", default="generated:zh-bookstores?pages=20000")
+    ap.add_argument("--seeds", default="1", help="comma-separated seeds, one repetition each")
+    ap.add_argument("--rules", default="bookstore-zh")
+    ap.add_argument("--queries", default=str(REPO / "data" / "rules" / "bookstore-queries-zh.toml"))
+    ap.add_argument("--pages", type=int, default=0, help="search result pages per query (default: the file's)")
+    ap.add_argument("--out", help="also write the markdown here")
+    args = ap.parse_args(argv)
+    rules = load_rules(args.rules)
+    queries, pages = load_queries(args.queries)
+    pages = args.pages or pages or rules.search_pages or 1
+    started = time.monotonic()
+    seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+    sep = "&" if "?" in args.web else "?"
+    runs = [run_seed(f"{args.web}{sep}seed={s}", rules, queries, pages) for s in seeds]
+    merged = {k: mean_rows([r[k] for r in runs]) for k in runs[0]}
+    val = [("value", "")]
+    parts = [
+        f"Synthetic: generated web `{args.web}`, seeds {args.seeds} ({len(seeds)} repetition(s), means), rules "
+        f"`{rules.name}` (label `{rules.label}`), {len(queries)} queries x {pages} result pages; defaults "
+        f"PageThreshold 0.7, NumRelPages 3, NumExpPages 50, prior 0.5, paper AbstractURL. "
+        f"Run time {time.monotonic() - started:.0f} s.\n",
+        table("Corpus", merged["corpus"], [("value", "spec (first seed)"), ("hosts", "hosts"),
+                                           ("true_sites", "true sites"), ("listed", "sites listed by the portal"),
+                                           ("pages_scored", "pages scored")]),
+        table("Precision and relevant sites vs PageThreshold", merged["threshold"], [("value", "PageThreshold")] + METRICS),
+        table("Pages per site vs NumRelPages (NumExpPages 50)", merged["numrel"], [("value", "NumRelPages")] + METRICS),
+        table("Pages per site vs NumExpPages (NumRelPages 3)", merged["numexp"], [("value", "NumExpPages")] + METRICS),
+        table("AbstractURL variant and prior of unexpanded classes", merged["variants"], val + METRICS),
+        table("Query set: search relevance rate (truly relevant candidate sites / candidate sites)", merged["queries"],
+              [("query", "query"), ("kind", "kind"), ("results", "results"), ("sites", "candidate sites"),
+               ("true_sites", "truly relevant"), ("rate", "relevance rate"), ("true_found", "true sites verified")]),
+        table("Navigation-portal baseline", merged["portal"], val + METRICS),
+    ]
+    text = "\n".join(parts)
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

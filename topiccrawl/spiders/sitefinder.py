@@ -1,0 +1,185 @@
+"""The site finder: ``scrapy crawl sitefinder -a rules=bookstore-zh [-a queries=FILE] [-a backend=local]``.
+
+Meta-search, then minimum-cost verification of every candidate site (Li, Zhou, Guo, Lin;
+:mod:`topiccrawl.sitefinder`, docs/sitefinder.md). ``start()`` sends every query to every backend
+(through Scrapy, so the offline web lab's proxy applies); each search hit's host becomes a
+candidate site, verified once from its entry page. The ``sitefinder`` frontier interleaves the
+sites; this spider scores each page F(P, R), passes its same-site links and reports F. One item
+per checked site: site, verdict, good_pages, pages_fetched, evidence, queries (JSON lines feed).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+import scrapy
+from scrapy.http import TextResponse
+
+from topiccrawl.runtime import TopicCrawl
+from topiccrawl.scheduler import META_KEY
+from topiccrawl.search.backends import SearchBackendError, make_backend
+from topiccrawl.sitefinder import (Query, SiteFinderError, SiteFinderFrontier, load_queries,
+                                   load_rules, site_of)
+from topiccrawl.text import extract
+
+SF_KEY = "sitefinder"
+
+
+class SiteFinderSpider(scrapy.Spider):
+    """Spider arguments: ``rules`` (a shipped rule set name or a .toml path; default
+    bookstore-zh), ``queries`` (a .toml or text file; default: the rules file's queries),
+    ``backend`` (comma-separated: local, searxng), ``search_url`` (base URL of the backend,
+    required for searxng), ``search_pages`` (result pages per query), ``sites`` (extra candidate
+    URLs, comma-separated, verified without a search). Verification settings:
+    ``TOPICCRAWL_SITES_PAGE_THRESHOLD``, ``_NUM_REL_PAGES``, ``_NUM_EXP_PAGES``, ``_PRIOR``,
+    ``_ABSTRACT_DIGITS``, ``_INFLIGHT``.
+    """
+
+    name = "sitefinder"
+    custom_settings = {
+        "TOPICCRAWL_STRATEGY": "sitefinder",
+        "TOPICCRAWL_WEB": "generated:zh-bookstores",
+        "TOPICCRAWL_MAX_PAGES": 0,  # no DP budget: the verification settings bound the crawl
+    }
+
+    def __init__(self, *args, rules: str = "bookstore-zh", queries: str | None = None,
+                 backend: str = "local", search_url: str | None = None,
+                 search_pages: str | None = None, sites: str = "", **kwargs):
+        super().__init__(*args, **kwargs)
+        (self.rules, self.queries, self.pages, self.backends,
+         self.extra_sites) = self.check_arguments(rules, queries, backend, search_url, search_pages, sites)
+
+    @staticmethod
+    def check_arguments(rules: str = "bookstore-zh", queries: str | None = None, backend: str = "local",
+                        search_url: str | None = None, search_pages: str | None = None,
+                        sites: str = "", **_ignored) -> tuple:
+        """Parse the spider arguments; raise SiteFinderError or SearchBackendError (one line)."""
+        ruleset = load_rules(rules)
+        if queries:
+            query_list, pages = load_queries(queries)
+        else:
+            query_list, pages = ruleset.queries, 0
+        try:
+            pages = int(search_pages) if search_pages else (pages or ruleset.search_pages or 1)
+        except ValueError:
+            pages = 0
+        if pages < 1:
+            raise SiteFinderError(f"spider argument search_pages={search_pages!r} must be an integer >= 1")
+        backends = [make_backend(b.strip(), search_url) for b in backend.split(",") if b.strip()]
+        extra = [s.strip() for s in sites.split(",") if s.strip()]
+        if not query_list and not extra:
+            raise SiteFinderError(f"{ruleset.path}: no queries: pass -a queries=FILE or -a sites=URL,…")
+        if query_list and not backends:
+            raise SiteFinderError("spider argument backend is empty (expected e.g. local or searxng)")
+        return ruleset, query_list, pages, backends, extra
+
+    @property
+    def tc(self) -> TopicCrawl:
+        return TopicCrawl.for_crawler(self.crawler)
+
+    @property
+    def frontier(self) -> SiteFinderFrontier:
+        return self.crawler.engine.scheduler.frontier
+
+    # -- start: the meta-search --------------------------------------------------------------
+    async def start(self):
+        frontier = getattr(self.crawler.engine.scheduler, "frontier", None)
+        if not isinstance(frontier, SiteFinderFrontier):
+            self.logger.error("the sitefinder spider needs TOPICCRAWL_STRATEGY=sitefinder and "
+                              "SCHEDULER=topiccrawl.scheduler.TopicScheduler")
+            return
+        self._set_truth(frontier)
+        for url in self.extra_sites:
+            entry = frontier.add_site(url, "sites argument")
+            if entry:
+                yield self._page_request(entry, 0)
+        for backend in self.backends:
+            for query in self.queries:
+                yield self._search_request(backend, query, 1)
+
+    def _set_truth(self, frontier: SiteFinderFrontier) -> None:
+        gt, label = self.tc.ground_truth, self.rules.label
+        if gt is None or not label:
+            return
+        corpus = self.tc.corpus
+
+        def count() -> int:
+            return len({site_of(u) for u in corpus.iter_urls() if label in corpus.labels(u)})
+
+        frontier.set_truth(lambda url: label in gt.labels(url), count if corpus is not None else None)
+
+    def _search_request(self, backend, query, pageno: int) -> scrapy.Request:
+        url = backend.search_url(query.text, pageno)
+        self.frontier.expect(url)
+        return scrapy.Request(url, callback=self.parse_search, errback=self.search_failed,
+                              meta={META_KEY: {"score": 1.0, "depth": 0},
+                                    SF_KEY: {"query": asdict(query), "pageno": pageno,
+                                             "backend": backend.name}},
+                              cb_kwargs={"backend": backend})
+
+    def parse_search(self, response, backend):
+        info = response.meta[SF_KEY]
+        query = info["query"]["text"]
+        stats = self.crawler.stats
+        try:
+            results = backend.parse(response.body)
+        except SearchBackendError as exc:
+            self.logger.error("query %r page %d: %s", query, info["pageno"], exc)
+            stats.inc_value("topiccrawl/sites/search_errors")
+            return
+        stats.inc_value("topiccrawl/sites/search_results", len(results))
+        counts = self.frontier.search_counts
+        counts[query] = counts.get(query, 0) + len(results)
+        for hit in results:
+            entry = self.frontier.add_site(hit.url, query)
+            if entry:
+                yield self._page_request(entry, 0)
+        if results and info["pageno"] < self.pages:
+            yield self._search_request(backend, Query(**info["query"]), info["pageno"] + 1)
+
+    def search_failed(self, failure):
+        self.logger.error("search request failed: %s (%s)", failure.request.url, failure.value)
+        self.crawler.stats.inc_value("topiccrawl/sites/search_errors")
+
+    # -- verification ------------------------------------------------------------------------
+    def _page_request(self, url: str, depth: int, parent: str | None = None, anchor: str = "") -> scrapy.Request:
+        # dont_filter: the frontier de-duplicates per site, so a redirect to a page seen before
+        # still comes back to the spider (and the site's expansion is accounted for)
+        return scrapy.Request(url, callback=self.parse_page, errback=self.page_failed, dont_filter=True,
+                              meta={META_KEY: {"score": 1.0, "depth": depth, "parent": parent,
+                                               "anchor": anchor}})
+
+    def parse_page(self, response):
+        requested = response.meta.get("redirect_urls", [response.url])[0]
+        frontier = self.frontier
+        if frontier.landed(requested, response.url) is None:
+            return
+        if not isinstance(response, TextResponse):
+            verdict = frontier.report(requested, 0.0, note="non-html")
+            if verdict:
+                yield self._item(verdict)
+            return
+        ex = extract(response.body, response.url, response.headers.get("Content-Type", b"").decode("latin-1"))
+        score, matched = self.rules.score(f"{ex.title}\n{ex.text}")
+        links = {a.url: a.text for a in ex.anchors if frontier.wants(a.url)}
+        # Scrapy may queue the requests of a callback after it has run: the links are announced with
+        # the report so that the site does not look exhausted meanwhile
+        verdict = frontier.report(requested, score, matched, links=links)
+        if verdict:
+            yield self._item(verdict)
+            return
+        depth = int((response.meta.get(META_KEY) or {}).get("depth", 0))
+        for url, anchor in links.items():
+            yield self._page_request(url, depth + 1, response.url, anchor.strip()[:200])
+
+    def page_failed(self, failure):
+        request = failure.request
+        requested = request.meta.get("redirect_urls", [request.url])[0]
+        verdict = self.frontier.report(requested, 0.0, note=f"failed: {failure.type.__name__}")
+        if verdict:
+            yield self._item(verdict)
+
+    def _item(self, verdict: dict) -> dict:
+        self.logger.info("site %s: %s (%s; %d good of %d pages)", verdict["site"], verdict["verdict"],
+                         verdict["reason"], verdict["good_pages"], verdict["pages_fetched"])
+        return verdict
