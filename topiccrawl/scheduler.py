@@ -51,6 +51,10 @@ class TopicScheduler(BaseScheduler):
         #: resumed crawl fetches them first, exactly where the uninterrupted crawl fetched them
         self.chosen: list[Link] = []
         self._pops = 0
+        #: the DWDBRM controller of a discovery crawl (set by the discovery spiders); its state is
+        #: saved with JOBDIR, and ``discovery_state`` holds a restored one until a spider takes it
+        self.discovery = None
+        self.discovery_state: dict | None = None
         crawler.signals.connect(self._left_downloader, signal=signals.request_left_downloader)
 
     @classmethod
@@ -153,7 +157,8 @@ class TopicScheduler(BaseScheduler):
         state = self.frontier.state()
         for link in [*state["links"], *chosen]:
             link.payload = link.payload.to_dict(spider=self.spider)
-        data = {"strategy": self.frontier.name, "frontier": state, "chosen": chosen, "crawl": self.tc.state()}
+        data = {"strategy": self.frontier.name, "frontier": state, "chosen": chosen, "crawl": self.tc.state(),
+                "discovery": self.discovery.state() if self.discovery is not None else None}
         path = self._state_path()
         tmp = path.with_suffix(".tmp")
         with tmp.open("wb") as fh:
@@ -176,6 +181,7 @@ class TopicScheduler(BaseScheduler):
             link.payload = request_from_dict(link.payload, spider=self.spider)
         self.frontier.load_state(data["frontier"])
         self.chosen = data["chosen"]
+        self.discovery_state = data.get("discovery")
         self.tc.load_state(data["crawl"])
         self.stats.set_value("topiccrawl/resumed_queue", len(self.frontier))
         logger.info("resumed %d queued requests and the crawl state from %s", len(self.frontier), path)

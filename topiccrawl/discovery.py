@@ -1,0 +1,236 @@
+"""The DWDBRM discovery loop (Algorithm 1 with Algorithm 3), Scrapy-free.
+
+:class:`DiscoveryController` holds everything one discovery crawl learns: the seed and
+background pages, the results, the fitted CombinedFunctionRank (Algorithm 2), the current
+ranking, the UCB1 bandit over the operators and the request planner. The Scrapy layer
+(:mod:`topiccrawl.spiders.discovery`) feeds it fetched pages and calls :meth:`end_iteration` when
+an iteration's requests are drained (the ``spider_idle`` signal); the controller ranks, rewards
+the operator that ran (eqs. 9–10), chooses the next one by UCB1 (eq. 11) and plans its requests.
+The TopicScheduler keeps the controller, so its state is saved and restored with JOBDIR.
+
+Our readings (docs/dwdbrm.md): results are kept unique by URL (the same page found twice is one
+page); seed and background pages are not results; the ranker is fitted once, on the seeds
+(positives) and the background sample (negatives), and re-ranks all results every iteration; the
+crawl stops after the iteration in which the results reach ``page_limit``.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict
+from urllib.parse import urlsplit
+
+from topiccrawl.dwdbrm import (
+    DEFAULT_RANKERS,
+    RANKERS,
+    CombinedFunctionRank,
+    DiscoveredPage,
+    DiscoveryPlanner,
+    KeywordQueries,
+    PlannedRequest,
+    Ranking,
+    UCB1Bandit,
+    operator_reward,
+)
+from topiccrawl.importance import LinkGraph
+from topiccrawl.metrics import mean_rank, median_rank, precision_at
+
+logger = logging.getLogger(__name__)
+
+P_AT = (10, 17, 35, 50, 100)
+
+
+class DiscoveryController:
+    def __init__(self, topic, operators, backend, *, k: int = 10, alpha: float = 0.2,
+                 reward: str = "paper", page_limit: int = 5000, rankers=DEFAULT_RANKERS) -> None:
+        self.topic = topic
+        self.backend = backend
+        self.bandit = UCB1Bandit.for_backend(backend, operators)
+        for op, why in self.bandit.dropped.items():
+            logger.warning("discovery operator %s dropped: %s", op, why)
+        self.planner = DiscoveryPlanner(backend, KeywordQueries(topic.words, topic.description))
+        self.k = k
+        self.alpha = alpha
+        self.reward = reward
+        self.page_limit = page_limit
+        self.rankers = tuple(rankers)
+        self.ranker: CombinedFunctionRank | None = None
+        self.graph = LinkGraph()
+        self.seeds: dict[str, DiscoveredPage] = {}
+        self.background: dict[str, DiscoveredPage] = {}
+        self.results: dict[str, DiscoveredPage] = {}
+        self.known: set[str] = set()
+        self.ranking = Ranking()
+        self.iteration = 0
+        self.operator: str | None = None
+        self.top: list[str] = []
+        self.found: list[str] = []
+        self.idle_rounds = 0
+        self.finished: str | None = None
+
+    # -- pages in ---------------------------------------------------------------------------
+    def _graph(self, page: DiscoveredPage) -> None:
+        self.graph.add_page(page.url, page.outlinks)
+
+    def add_seed(self, page: DiscoveredPage) -> None:
+        self.seeds[page.url] = page
+        self.known.add(page.url)
+        self._graph(page)
+
+    def add_background(self, page: DiscoveredPage) -> None:
+        self.background[page.url] = page
+
+    def add_result(self, page: DiscoveredPage) -> bool:
+        """A page an operator fetched; False when it was already a result or a seed."""
+        self.known.add(page.url)
+        if page.url in self.results or page.url in self.seeds:
+            return False
+        page.operator, page.iteration = self.operator or page.operator, self.iteration
+        self.results[page.url] = page
+        self.found.append(page.url)
+        self._graph(page)
+        return True
+
+    def follow(self, request: PlannedRequest, results) -> list[PlannedRequest]:
+        planned = self.planner.follow(request, results, self.known)
+        self.known.update(p.url for p in planned)
+        return planned
+
+    def expand_hub(self, hub: DiscoveredPage) -> list[PlannedRequest]:
+        planned = self.planner.expand_hub(hub, self.known)
+        self.known.update(p.url for p in planned)
+        return planned
+
+    # -- the loop ---------------------------------------------------------------------------
+    def _fit(self) -> None:
+        rankers = self.rankers
+        if not self.background:
+            needy = [r for r in rankers if RANKERS[r].needs_negatives]
+            if needy:
+                logger.warning("no background pages: rankers %s (need negatives) left out", ", ".join(needy))
+                rankers = tuple(r for r in rankers if r not in needy)
+        self.ranker = CombinedFunctionRank(list(self.topic.words), rankers=rankers, alpha=self.alpha)
+        self.ranker.fit(list(self.seeds.values()), list(self.background.values()))
+
+    def end_iteration(self) -> tuple[list[DiscoveredPage], list[PlannedRequest]]:
+        """Close the running iteration and open the next one.
+
+        Returns the pages found in the closed iteration (to emit, ranked) and the requests of the
+        next iteration (empty when the crawl is over: :attr:`finished` says why).
+        """
+        if self.ranker is None:
+            if not self.seeds:
+                self.finished = "no seed page could be fetched"
+                return [], []
+            self._fit()
+        previous = self.ranking
+        emitted = [self.results[u] for u in self.found]
+        if self.operator is not None:
+            self.ranking = self.ranker.rank(list(self.results.values()), self.graph)
+            reward = operator_reward(self.ranking.urls, previous.urls, self.found, self.reward)
+            record = self.bandit.update(self.operator, reward, self.top, self.found)
+            logger.info(
+                "iteration %d: %s found %d new pages, reward %.4f; UCB %s",
+                record.iteration, self.operator, len(self.found), reward,
+                {op: round(s, 4) for op, s in record.scores.items()},
+            )
+        if len(self.results) >= self.page_limit:
+            self.finished = f"page limit reached ({len(self.results)} >= {self.page_limit})"
+            return emitted, []
+        top_pages = [self.results[u] for u in self.ranking.top(self.k)] or list(self.seeds.values())[: self.k]
+        # an operator that plans nothing (queries used up, no new links) scores 0 and yields
+        for _ in range(len(self.bandit.active)):
+            self.iteration += 1
+            self.operator = self.bandit.select()
+            self.top = [p.url for p in top_pages]
+            self.found = []
+            planned = self.planner.plan(self.operator, top_pages, self.known)
+            self.known.update(p.url for p in planned if p.role != "search")
+            if planned:
+                return emitted, planned
+            self.bandit.update(self.operator, 0.0, self.top, [])
+        self.finished = "no operator can find anything new"
+        self.operator = None
+        return emitted, []
+
+    # -- reports ----------------------------------------------------------------------------
+    def operator_stats(self) -> dict[str, dict]:
+        out = {}
+        for op in self.bandit.operators:
+            pulls = self.bandit.plays[op]
+            out[op] = {"pulls": pulls, "reward_mean": self.bandit.mean(op),
+                       "new_pages": sum(len(r.new_pages) for r in self.bandit.log if r.operator == op)}
+        return out
+
+    def ranked_rows(self) -> list[dict]:
+        rows = []
+        for rp in self.ranking:
+            page = self.results[rp.url]
+            rows.append({"url": rp.url, "rank": rp.rank, "score": rp.score, "positions": rp.positions,
+                         "operator": page.operator, "iteration": page.iteration})
+        return rows
+
+    def ranking_quality(self, is_relevant) -> dict[str, dict]:
+        """P@N, Mean Rank and Median Rank (Tables 1–2) of each ranker and of CombinedF."""
+        if not len(self.ranking):
+            return {}
+        names = [n for n in self.ranking[0].positions]
+        out = {}
+        for name in ["combined", *names]:
+            key = (lambda rp: (rp.rank, rp.url)) if name == "combined" else (lambda rp, n=name: (rp.positions[n], rp.url))
+            order = [is_relevant(rp.url) for rp in sorted(self.ranking, key=key)]
+            row = {f"p_at_{n}": precision_at(order, n) for n in P_AT}
+            row["mean_rank"] = mean_rank(order)
+            row["median_rank"] = median_rank(order)
+            out[name] = row
+        return out
+
+    def harvest_segments(self, is_relevant, segments: int = 5) -> list[dict]:
+        """Page and site harvest rate over the run in equal segments (the papers' Figs. 2–3)."""
+        urls = list(self.results)
+        if not urls:
+            return []
+        size = max(1, -(-len(urls) // segments))
+        seen_sites: set[str] = set()
+        out = []
+        for i in range(0, len(urls), size):
+            chunk = urls[i:i + size]
+            relevant = [u for u in chunk if is_relevant(u)]
+            new_sites = {urlsplit(u).hostname for u in relevant} - seen_sites
+            seen_sites |= new_sites
+            out.append({"pages": len(chunk), "page_harvest_rate": len(relevant) / len(chunk),
+                        "new_relevant_sites": len(new_sites), "site_harvest_rate": len(new_sites) / len(chunk)})
+        return out
+
+    def curves(self, is_relevant) -> list[tuple[int, int, int]]:
+        """(pages retrieved, relevant pages, relevant sites) after each result."""
+        rel = 0
+        sites: set[str] = set()
+        out = []
+        for i, u in enumerate(self.results, 1):
+            if is_relevant(u):
+                rel += 1
+                sites.add(urlsplit(u).hostname)
+            out.append((i, rel, len(sites)))
+        return out
+
+    # -- persistence ------------------------------------------------------------------------
+    def state(self) -> dict:
+        return {
+            "bandit": self.bandit.state(), "planner": self.planner.state(), "ranker": self.ranker,
+            "graph": self.graph.state(), "seeds": self.seeds, "background": self.background,
+            "results": self.results, "known": self.known, "ranking": self.ranking,
+            "iteration": self.iteration, "operator": self.operator, "top": self.top, "found": self.found,
+        }
+
+    def load_state(self, state: dict) -> None:
+        self.bandit = UCB1Bandit.from_state(state["bandit"])
+        self.planner.restore(state["planner"])
+        self.ranker = state["ranker"]
+        self.graph = LinkGraph.from_state(state["graph"])
+        for name in ("seeds", "background", "results", "known", "ranking", "iteration", "operator", "top", "found"):
+            setattr(self, name, state[name])
+
+    def log_records(self) -> list[dict]:
+        return [asdict(r) for r in self.bandit.log]
+
