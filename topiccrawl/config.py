@@ -26,6 +26,10 @@ DEFAULTS: dict[str, object] = {
     "TOPICCRAWL_CHECKPOINTS": [100, 250, 500, 1000, 5000, 10000, 15000],
     "TOPICCRAWL_PROGRESS_INTERVAL": 10.0,
     "TOPICCRAWL_LIVE_ALLOW_PRIVATE": False,
+    "TOPICCRAWL_SCORER": "vsm",
+    "TOPICCRAWL_TOPIC_TREE": "",
+    "TOPICCRAWL_TOPIC_NODE": "",
+    "TOPICCRAWL_TDCS_K": 180,
 }
 
 
@@ -53,6 +57,10 @@ class TopicCrawlConfig:
     checkpoints: list[int] = field(default_factory=list)
     progress_interval: float = 10.0
     live_allow_private: bool = False
+    scorer: str = "vsm"
+    topic_tree: str = ""
+    topic_node: str = ""
+    tdcs_k: int = 180
 
     @property
     def offline(self) -> bool:

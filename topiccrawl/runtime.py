@@ -26,8 +26,10 @@ from topiccrawl.groundtruth import GroundTruth
 from topiccrawl.importance import LinkGraph, PageRankCache
 from topiccrawl.items import PageItem
 from topiccrawl.metrics import CrawlMetrics
+from topiccrawl.dmoz import TreeError
 from topiccrawl.relevance import RelevanceScorer
 from topiccrawl.text import extract, tokenize
+from topiccrawl.tdcs import scorer_from_state
 from topiccrawl.topic import Topic, load_topic
 
 logger = logging.getLogger(__name__)
@@ -44,6 +46,27 @@ def registered_domain(url_or_host: str) -> str:
     # no public suffix (``.test`` hosts of the offline web, IP addresses): keep the last two labels
     host = ".".join(x for x in (ext.subdomain, ext.domain) if x)
     return host if ext.domain.replace(".", "").isdigit() else ".".join(host.split(".")[-2:])
+
+
+#: spider arguments that override the TOPICCRAWL_* setting of the same name
+OVERRIDABLE = ("topic", "strategy", "max_pages", "link_threshold", "scorer", "topic_tree", "topic_node")
+
+
+def make_topic_and_scorer(config: TopicCrawlConfig):
+    """The topic and its relevance scorer: the topic's weighted words (VSM, WL paper eqs. 3–5), or
+    a category node of a topic tree (``TOPICCRAWL_SCORER`` = tdcs, tdctkw or tdkw; the topic,
+    its β and evaluation labels then come from the node, see docs/tdcs.md)."""
+    if config.scorer == "vsm" and not config.topic_tree:
+        topic = load_topic(config.topic)
+        return topic, RelevanceScorer(topic, anchor_weight=config.anchor_weight)
+    from topiccrawl.tdcs import load_tree, make_scorer, tree_topic
+
+    if not config.topic_tree or not config.topic_node:
+        raise TreeError(f"scorer {config.scorer!r} needs -a topic_tree=SPEC -a topic_node=NODE")
+    topic = tree_topic(load_tree(config.topic_tree), config.topic_node)
+    scorer = make_scorer(config.scorer, config.topic_tree, config.topic_node, config.tdcs_k, topic,
+                         config.anchor_weight)
+    return topic, scorer
 
 
 @dataclass(slots=True)
@@ -69,11 +92,10 @@ class TopicCrawl:
         spider = crawler.spider
         overrides = {
             name: getattr(spider, name, None)
-            for name in ("topic", "strategy", "max_pages", "link_threshold")
+            for name in OVERRIDABLE
         }
         self.config = TopicCrawlConfig.from_settings(crawler.settings, overrides)
-        self.topic: Topic = load_topic(self.config.topic)
-        self.scorer = RelevanceScorer(self.topic, anchor_weight=self.config.anchor_weight)
+        self.topic, self.scorer = make_topic_and_scorer(self.config)
         self.graph = LinkGraph()
         self.pagerank = PageRankCache(self.graph, every=self.config.pagerank_every)
         self.metrics = CrawlMetrics(self.topic.beta, self.topic.labels, self.config.checkpoints)
@@ -202,7 +224,7 @@ class TopicCrawl:
         }
 
     def load_state(self, state: dict) -> None:
-        self.scorer = RelevanceScorer.from_state(state["scorer"], self.topic)
+        self.scorer = scorer_from_state(state["scorer"], self.topic)
         self.graph = LinkGraph.from_state(state["graph"])
         self.pagerank = PageRankCache.from_state(state["pagerank"], self.graph)
         self.metrics = CrawlMetrics.from_state(state["metrics"])

@@ -13,19 +13,34 @@ from pathlib import Path
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 
 from topiccrawl.config import ConfigError, TopicCrawlConfig
+from topiccrawl.dmoz import TreeError
+from topiccrawl.dwdbrm import DWDBRMError
+from topiccrawl.runtime import OVERRIDABLE
+from topiccrawl.search.backends import SearchBackendError
+from topiccrawl.sitefinder import SiteFinderError
 from topiccrawl.frontier import STRATEGIES, FrontierError
 from topiccrawl.groundtruth import GroundTruthError
 from topiccrawl.topic import TopicError, load_topic
 from topiccrawl.web.corpus import CorpusError, parse_spec
 
-USER_ERRORS = (ConfigError, TopicError, CorpusError, GroundTruthError, FrontierError)
+USER_ERRORS = (ConfigError, TopicError, CorpusError, GroundTruthError, FrontierError, TreeError,
+               SiteFinderError, SearchBackendError, DWDBRMError)
 
 
-def check_crawl_inputs(settings, spargs: dict) -> None:
-    """Raise one of ``USER_ERRORS`` for a bad topic, setting, strategy or corpus spec."""
-    keys = ("topic", "strategy", "max_pages", "link_threshold")
-    cfg = TopicCrawlConfig.from_settings(settings, {k: spargs.get(k) for k in keys})
-    load_topic(cfg.topic)
+def check_crawl_inputs(settings, spargs: dict, spidercls=None) -> None:
+    """Raise one of ``USER_ERRORS`` for a bad topic, setting, strategy, corpus spec or spider
+    argument (spiders may define a ``check_arguments(**spargs)`` class method)."""
+    if spidercls is not None:
+        settings = settings.copy()
+        settings.setdict(getattr(spidercls, "custom_settings", None) or {}, priority="spider")
+    cfg = TopicCrawlConfig.from_settings(settings, {k: spargs.get(k) for k in OVERRIDABLE})
+    if cfg.scorer == "vsm" and not cfg.topic_tree:
+        load_topic(cfg.topic)
+    elif not (cfg.topic_tree and cfg.topic_node):
+        raise TreeError(f"scorer {cfg.scorer!r} needs -a topic_tree=SPEC -a topic_node=NODE")
+    check = getattr(spidercls, "check_arguments", None)
+    if check is not None:
+        check(**spargs)
     if cfg.strategy not in STRATEGIES:
         raise FrontierError(f"unknown strategy {cfg.strategy!r}; expected one of: {', '.join(STRATEGIES)}")
     if cfg.offline:
@@ -40,7 +55,11 @@ class Command(ScrapyCrawlCommand):
     def run(self, args, opts) -> None:
         if args and self.settings.getbool("TOPICCRAWL_ENABLED", True):
             try:
-                check_crawl_inputs(self.settings, opts.spargs)
+                try:
+                    spidercls = self.crawler_process.spider_loader.load(args[0])
+                except KeyError:
+                    spidercls = None  # Scrapy reports the unknown spider itself
+                check_crawl_inputs(self.settings, opts.spargs, spidercls)
             except USER_ERRORS as exc:
                 print(f"error: {exc}", file=sys.stderr)
                 self.exitcode = 2

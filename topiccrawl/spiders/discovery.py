@@ -30,7 +30,7 @@ from scrapy.http import TextResponse
 from scrapy.utils.defer import deferred_from_coro
 
 from topiccrawl.discovery import DiscoveryController
-from topiccrawl.dwdbrm import OPERATORS, DiscoveredPage, PlannedRequest
+from topiccrawl.dwdbrm import OPERATORS, REWARDS, DiscoveredPage, DWDBRMError, PlannedRequest
 from topiccrawl.runtime import TopicCrawl
 from topiccrawl.search.backends import SearchBackendError, make_backend
 from topiccrawl.text import extract, tokenize
@@ -75,6 +75,19 @@ class DiscoverySpider(scrapy.Spider):
         self.page_limit = int(pages)
         self.reward = reward
         self._meta: dict[str, dict] = {}  # url -> relevance, title, language, fetched_at
+
+    @staticmethod
+    def check_arguments(backend: str = "local", backend_url: str | None = None, k="10", pages="5000",
+                        reward: str = "paper", background: str | None = None, **_ignored) -> None:
+        """Raise a one-line user error for a bad spider argument (called by ``scrapy crawl``)."""
+        make_backend(backend, backend_url)
+        if reward not in REWARDS:
+            raise DWDBRMError(f"spider argument reward={reward!r}: expected one of {', '.join(REWARDS)}")
+        for name, value in (("k", k), ("pages", pages)):
+            if not str(value).isdigit() or int(value) < 1:
+                raise DWDBRMError(f"spider argument {name}={value!r} must be a positive integer")
+        if background and not Path(background).is_file():
+            raise DWDBRMError(f"spider argument background={background!r}: file not found")
 
     @classmethod
     def from_crawler(cls, crawler, *args, **kwargs):

@@ -1,0 +1,24 @@
+"""A focused crawl scored by TD-CS (a Wikispeedia category node) over the lab's loopback proxy."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import run_crawl
+
+
+def test_tdcs_scored_crawl_on_wikispeedia(tmp_path, shared_data):
+    wiki = shared_data / "wikispeedia"
+    proc, out = run_crawl(
+        tmp_path,
+        args={"scorer": "tdcs", "topic_tree": f"wikispeedia:{wiki}", "topic_node": "Geography.Storms",
+              "max_pages": 60, "seeds": "http://en.wikispeedia.test/wiki/Earth"},
+        settings={"TOPICCRAWL_WEB": f"wikispeedia:{wiki}", "TOPICCRAWL_PLOT_ENABLED": "false"},
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    stats = json.loads((out / "stats.json").read_text(encoding="utf-8"))
+    assert stats["topiccrawl/topic"] == "Storms"
+    assert stats["topiccrawl/dp"] == 60
+    # evaluation labels come from the node: storm articles are a small minority of Wikispeedia
+    assert stats["topiccrawl/truth/total_relevant"] < 100
+    assert stats["topiccrawl/truth/relevant"] >= 5
