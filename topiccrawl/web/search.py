@@ -32,7 +32,7 @@ from topiccrawl.text import tokenize
 from topiccrawl.web.corpus import Corpus, parse_spec
 
 SEARCH_HOST = "search.topiccrawl.test"
-INDEX_VERSION = 1
+INDEX_VERSION = 2  # 2: Wikispeedia text without the "Related subjects" header
 DEFAULT_LIMIT = 50_000
 PAGE_SIZE = 10
 RELATED_TERMS = 10

@@ -21,6 +21,7 @@ from urllib.parse import unquote, urlsplit
 from topiccrawl.web.corpus import Corpus, CorpusError, Doc, Page
 from topiccrawl.web.readers._cache import find_layout
 
+_SUBJECT_LINE = re.compile(r"^2007 Schools Wikipedia Selection\. Related subjects:")
 HOST = "en.wikispeedia.test"
 PREFIX = f"http://{HOST}/wiki/"
 SEEDS = ["Earth", "United_States", "Europe", "Science", "Geography"]
@@ -110,13 +111,15 @@ class WikispeediaCorpus(Corpus):
     # -- rendering -----------------------------------------------------------------------------
     def _paragraphs(self, name: str) -> list[str]:
         """The article text as paragraphs (blank-line separated, whitespace collapsed), without
-        the ``#copyright`` marker and the title line."""
+        the ``#copyright`` marker, the title line and the selection's header line
+        ("2007 Schools Wikipedia Selection. Related subjects: Storms"), which names the subject
+        category — the ground-truth label — and would let any scorer read the label."""
         try:
             text = (self.text_dir / f"{name}.txt").read_text(encoding="utf-8")
         except OSError as exc:
             raise CorpusError(f"wikispeedia: cannot read {self.text_dir / name}.txt: {exc}") from None
         paras = [" ".join(block.split()) for block in re.split(r"\n\s*\n", text)]
-        paras = [p for p in paras if p and p != "#copyright"]
+        paras = [p for p in paras if p and p != "#copyright" and not _SUBJECT_LINE.match(p)]
         return paras[1:] if paras and paras[0] == title_of(name) else paras
 
     def render(self, name: str) -> str:
