@@ -13,10 +13,10 @@ import time
 from pathlib import Path
 
 from scrapy import signals
-from scrapy.exceptions import CloseSpider, NotConfigured
+from scrapy.exceptions import CloseSpider
 from twisted.internet import task
 
-from topiccrawl.runtime import TopicCrawl
+from topiccrawl.runtime import TopicComponent
 
 logger = logging.getLogger(__name__)
 
@@ -34,22 +34,15 @@ def _plot_name(name: str) -> str:
     return next((alias for alias, target in ALIASES.items() if target == name), "topic")
 
 
-class TopicStats:
+class TopicStats(TopicComponent):
     def __init__(self, crawler) -> None:
-        self.crawler = crawler
-        self.tc = TopicCrawl.for_crawler(crawler)
+        super().__init__(crawler)
         self.started = time.monotonic()
         self._loop: task.LoopingCall | None = None
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
         crawler.signals.connect(self.engine_stopped, signal=signals.engine_stopped)
         crawler.signals.connect(self.spider_idle, signal=signals.spider_idle)
-
-    @classmethod
-    def from_crawler(cls, crawler):
-        if not crawler.settings.getbool("TOPICCRAWL_ENABLED", True):
-            raise NotConfigured
-        return cls(crawler)
 
     def spider_opened(self, spider) -> None:
         stats = self.crawler.stats

@@ -12,9 +12,9 @@ import ipaddress
 import logging
 from urllib.parse import urlsplit
 
-from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.exceptions import IgnoreRequest
 
-from topiccrawl.runtime import TopicCrawl
+from topiccrawl.runtime import TopicComponent
 
 logger = logging.getLogger(__name__)
 
@@ -33,17 +33,7 @@ def is_private_host(host: str) -> bool:
     return ip.is_private or ip.is_loopback or ip.is_link_local or ip.is_reserved or ip.is_unspecified
 
 
-class WebRoutingMiddleware:
-    def __init__(self, crawler) -> None:
-        self.crawler = crawler
-        self.tc = TopicCrawl.for_crawler(crawler)
-
-    @classmethod
-    def from_crawler(cls, crawler):
-        if not crawler.settings.getbool("TOPICCRAWL_ENABLED", True):
-            raise NotConfigured
-        return cls(crawler)
-
+class WebRoutingMiddleware(TopicComponent):
     def process_request(self, request):
         proxy = self.tc.proxy_url
         if proxy:

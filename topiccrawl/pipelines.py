@@ -11,25 +11,13 @@ more, and the crawl closes with reason ``topiccrawl_max_pages`` once in-flight r
 from __future__ import annotations
 
 from itemadapter import ItemAdapter
-from scrapy.exceptions import DropItem, NotConfigured
+from scrapy.exceptions import DropItem
 
 
-from topiccrawl.runtime import TopicCrawl, registered_domain
+from topiccrawl.runtime import TopicComponent, registered_domain
 
 
-class _TopicPipeline:
-    def __init__(self, crawler) -> None:
-        self.crawler = crawler
-        self.tc = TopicCrawl.for_crawler(crawler)
-
-    @classmethod
-    def from_crawler(cls, crawler):
-        if not crawler.settings.getbool("TOPICCRAWL_ENABLED", True):
-            raise NotConfigured
-        return cls(crawler)
-
-
-class ImportancePipeline(_TopicPipeline):
+class ImportancePipeline(TopicComponent):
     def process_item(self, item):
         adapter = ItemAdapter(item)
         if "importance" in adapter and "url" in adapter:
@@ -37,7 +25,7 @@ class ImportancePipeline(_TopicPipeline):
         return item
 
 
-class HarvestPipeline(_TopicPipeline):
+class HarvestPipeline(TopicComponent):
     def process_item(self, item):
         adapter = ItemAdapter(item)
         if "relevance" not in adapter:

@@ -229,3 +229,21 @@ class TopicCrawl:
         self.pagerank = PageRankCache.from_state(state["pagerank"], self.graph)
         self.metrics = CrawlMetrics.from_state(state["metrics"])
         self.harvest_rows = state["harvest_rows"]
+
+
+class TopicComponent:
+    """Base of the project's Scrapy components (pipelines, middleware, stats extension): built
+    with ``from_crawler``, off when ``TOPICCRAWL_ENABLED`` is false, sharing the crawl's
+    :class:`TopicCrawl` as ``self.tc``."""
+
+    def __init__(self, crawler) -> None:
+        self.crawler = crawler
+        self.tc = TopicCrawl.for_crawler(crawler)
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        from scrapy.exceptions import NotConfigured
+
+        if not crawler.settings.getbool("TOPICCRAWL_ENABLED", True):
+            raise NotConfigured
+        return cls(crawler)
