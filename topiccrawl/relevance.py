@@ -139,8 +139,13 @@ class RelevanceScorer:
         Anchor text plus context is a dozen or two terms, nearly all occurring once, so TF-IDF
         would reduce to IDF alone, measured on whole pages; plain TF keeps short texts stable.
         """
-        counts = Counter(text.tokenize(anchor_text_and_context))
         scope = self._scope()
+        if scope is not None:
+            # fast path: a topic term that is a token is also a substring, so no substring, no score
+            lowered = anchor_text_and_context.lower()
+            if not any(word in lowered for word in scope):
+                return 0.0
+        counts = Counter(text.tokenize(anchor_text_and_context))
         vector = {t: float(n) for t, n in counts.items() if scope is None or t in scope}
         return min(1.0, cosine(self.topic_vector, vector))
 

@@ -28,6 +28,7 @@ _CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 #: branch excludes CJK so that "5号台风" splits into "5" and "号台风"
 _TOKEN_RE = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+(?:['’\-][^\W_{_CJK}]+)*", re.UNICODE)
 _CJK_RE = re.compile(rf"[{_CJK}]")
+_LETTER_RE = re.compile(r"[^\W\d_]")
 
 EN_STOPWORDS = frozenset(
     """a about above after again against all am an and any are as at be because been before being
@@ -56,9 +57,9 @@ def has_cjk(text: str) -> bool:
 
 def detect_language(text: str) -> str:
     """``zh`` when CJK ideographs make up at least 10% of the letters, else ``en``."""
-    sample = text[:4000]
+    sample = text[:1500]
     cjk = len(_CJK_RE.findall(sample))
-    letters = sum(ch.isalpha() for ch in sample)
+    letters = len(_LETTER_RE.findall(sample))
     return "zh" if letters and cjk / letters >= 0.1 else "en"
 
 
@@ -67,12 +68,28 @@ def _cut(run: str) -> tuple[str, ...]:
     return tuple(jieba.lcut(run, HMM=True))
 
 
+#: texts up to this length (anchor labels, menu items, short text nodes) are memoised: they
+#: repeat across the pages of a site, and tokenising them dominates extraction otherwise
+_SHORT = 80
+
+
+@lru_cache(maxsize=131072)
+def _tokenize_short(text: str) -> tuple[str, ...]:
+    return tuple(_tokenize(text, STOPWORDS))
+
+
 def tokenize(text: str, stopwords: frozenset[str] = STOPWORDS) -> list[str]:
     """Terms of ``text``: Chinese runs segmented by jieba, Latin words lower-cased.
 
     Stop words, single Latin letters and pure punctuation are dropped; digits are kept (prices,
     years, ISBNs matter to some topics).
     """
+    if len(text) <= _SHORT and stopwords is STOPWORDS:
+        return list(_tokenize_short(text))
+    return _tokenize(text, stopwords)
+
+
+def _tokenize(text: str, stopwords: frozenset[str]) -> list[str]:
     out: list[str] = []
     for m in _TOKEN_RE.finditer(text):
         run = m.group(0)
@@ -93,6 +110,7 @@ def add_words(words: list[str]) -> None:
         if has_cjk(w):
             jieba.add_word(w, freq=2000)
     _cut.cache_clear()
+    _tokenize_short.cache_clear()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -237,9 +255,13 @@ def extract(body: bytes, url: str, content_type: str | None = None,
 
 
 def _anchors(root, base: str, context_words: int) -> list[Anchor]:
-    """Anchors with ±``context_words`` terms of surrounding text, from one walk over the tree."""
-    terms: list[str] = []
-    found: list[tuple[str, str, int, int]] = []  # url, text, first and end term index
+    """Anchors with ±``context_words`` terms of surrounding text, from one walk over the tree.
+
+    The walk collects text pieces in document order (an anchor's label is one piece); only the
+    pieces next to an anchor are tokenised, each at most once, until enough context terms are found.
+    """
+    chunks: list[str] = []
+    found: list[tuple[str, str, int]] = []  # url, label, index of the label's piece
 
     def walk(el) -> None:
         href = el.get("href") if el.tag in ("a", "area") else None
@@ -248,24 +270,42 @@ def _anchors(root, base: str, context_words: int) -> list[Anchor]:
             label = (_text(el) or el.get("title") or el.get("alt")
                      or " ".join(el.xpath(".//img/@alt")))
             label = _SPACE.sub(" ", label).strip()
-            start = len(terms)
-            terms.extend(tokenize(label))
+            chunks.append(label)
             if link:
-                found.append((link, label, start, len(terms)))
+                found.append((link, label, len(chunks) - 1))
             return
         if el.text:
-            terms.extend(tokenize(el.text))
+            chunks.append(el.text)
         for child in el:
             if isinstance(child.tag, str):
                 walk(child)
             if child.tail:
-                terms.extend(tokenize(child.tail))
+                chunks.append(child.tail)
 
     body = root.find("body")
     walk(root if body is None else body)
+    terms: dict[int, list[str]] = {}
+
+    def piece(i: int) -> list[str]:
+        if i not in terms:
+            terms[i] = tokenize(chunks[i])
+        return terms[i]
+
     n = context_words
-    return [Anchor(link, label, " ".join(terms[max(0, a - n):a] + terms[b:b + n]))
-            for link, label, a, b in found]
+    anchors = []
+    for link, label, i in found:
+        before: list[str] = []
+        after: list[str] = []
+        j = i - 1
+        while n and j >= 0 and len(before) < n:
+            before = piece(j) + before
+            j -= 1
+        j = i + 1
+        while n and j < len(chunks) and len(after) < n:
+            after += piece(j)
+            j += 1
+        anchors.append(Anchor(link, label, " ".join((before[-n:] if n else []) + after[:n])))
+    return anchors
 
 
 def _link(base: str, href: str) -> str | None:
