@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from conftest import run_crawl
 
 WEB = "generated:zh-disaster?pages=5000&seed=5"
@@ -14,17 +16,19 @@ def _urls(out):
     return [json.loads(l)["url"] for l in (out / "pages.jsonl").read_text(encoding="utf-8").splitlines()]
 
 
-def test_stop_and_resume_continues_with_the_same_frontier(tmp_path):
+@pytest.mark.parametrize("strategy", ["bestfirst", "wl"])
+def test_stop_and_resume_continues_with_the_same_frontier(tmp_path, strategy):
     job = tmp_path / "job"
-    first, out1 = run_crawl(tmp_path / "a", args={"topic": "台风灾害", "max_pages": 40},
+    first, out1 = run_crawl(tmp_path / "a", args={"topic": "台风灾害", "max_pages": 40, "strategy": strategy},
                             settings={**SERIAL, "JOBDIR": str(job)})
     assert first.returncode == 0, first.stderr[-3000:]
     assert (job / "topiccrawl.state").exists()
-    second, out2 = run_crawl(tmp_path / "b", args={"topic": "台风灾害", "max_pages": 80},
+    second, out2 = run_crawl(tmp_path / "b", args={"topic": "台风灾害", "max_pages": 80, "strategy": strategy},
                              settings={**SERIAL, "JOBDIR": str(job)})
     assert second.returncode == 0, second.stderr[-3000:]
     assert "resumed" in second.stderr
-    whole, out3 = run_crawl(tmp_path / "c", args={"topic": "台风灾害", "max_pages": 80}, settings=SERIAL)
+    whole, out3 = run_crawl(tmp_path / "c", args={"topic": "台风灾害", "max_pages": 80, "strategy": strategy},
+                            settings=SERIAL)
     assert whole.returncode == 0, whole.stderr[-3000:]
 
     resumed = _urls(out1) + _urls(out2)
