@@ -16,7 +16,7 @@ from conftest import REPO, bin_path, free_port
 
 
 def _get(url: str) -> dict:
-    with urllib.request.urlopen(url, timeout=10) as resp:
+    with urllib.request.urlopen(url, timeout=60) as resp:
         return json.loads(resp.read())
 
 
@@ -77,33 +77,46 @@ def test_deploy_egg_and_schedule_job(scrapyd, tmp_path):
     assert {"focused"} <= set(added["spiders"] if isinstance(added["spiders"], list) else
                               _get(f"{url}/listspiders.json?project=topiccrawl")["spiders"])
 
-    out = tmp_path / "job-out"
-    job = _post(f"{url}/schedule.json", {
-        "project": "topiccrawl", "spider": "focused", "topic": "台风灾害", "strategy": "bestfirst",
-        "setting": [
-            "TOPICCRAWL_WEB=generated:zh-disaster?pages=3000&seed=2",
-            "TOPICCRAWL_MAX_PAGES=40",
-            f"TOPICCRAWL_OUTPUT_DIR={out}",
-            "TOPICCRAWL_PLOT_ENABLED=false",
-        ],
-    })
-    assert job["status"] == "ok", job
-    jobid = job["jobid"]
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline:
-        jobs = _get(f"{url}/listjobs.json?project=topiccrawl")
-        if any(j["id"] == jobid for j in jobs["finished"]):
-            break
-        time.sleep(1)
-    else:
-        pytest.fail("scrapyd job did not finish in time")
+    focused_out, discovery_out = tmp_path / "focused-out", tmp_path / "dwdbrm-out"
+    focused = _schedule(url, "focused", {"topic": "台风灾害", "strategy": "bestfirst"}, [
+        "TOPICCRAWL_WEB=generated:zh-disaster?pages=3000&seed=2", "TOPICCRAWL_MAX_PAGES=40",
+        f"TOPICCRAWL_OUTPUT_DIR={focused_out}", "TOPICCRAWL_PLOT_ENABLED=false"])
+    discovery = _schedule(url, "dwdbrm", {"seeds": "truth:3", "pages": "40"}, [
+        "TOPICCRAWL_WEB=generated:zh-realestate?pages=3000&seed=2",
+        f"TOPICCRAWL_OUTPUT_DIR={discovery_out}", "TOPICCRAWL_PLOT_ENABLED=false"])
+    _wait(url, {focused, discovery})
 
-    log = next((home / "logs").rglob(f"{jobid}.log")).read_text(encoding="utf-8")
-    items = next((home / "items").rglob(f"{jobid}.jl"))
-    pages = [json.loads(line) for line in items.read_text(encoding="utf-8").splitlines()]
+    log = next((home / "logs").rglob(f"{focused}.log")).read_text(encoding="utf-8")
+    pages = _items(home, focused)
     assert len(pages) == 40, log[-3000:]
     assert all(p["strategy"] == "bestfirst" for p in pages)
-    stats = json.loads((out / "stats.json").read_text(encoding="utf-8"))
+    stats = json.loads((focused_out / "stats.json").read_text(encoding="utf-8"))
     assert stats["topiccrawl/dp"] == 40
     assert stats["finish_reason"] == "topiccrawl_max_pages"
     assert "Enabled extensions" in log and "RemoteControl" not in log
+
+    log = next((home / "logs").rglob(f"{discovery}.log")).read_text(encoding="utf-8")
+    found = _items(home, discovery)
+    assert len(found) >= 40 and {p["operator"] for p in found} <= {"KS", "RS", "FC", "BC"}, log[-3000:]
+    assert (discovery_out / "ranked.jsonl").stat().st_size > 0
+
+
+def _schedule(url: str, spider: str, args: dict, settings: list[str]) -> str:
+    job = _post(f"{url}/schedule.json", {"project": "topiccrawl", "spider": spider, **args, "setting": settings})
+    assert job["status"] == "ok", job
+    return job["jobid"]
+
+
+def _wait(url: str, jobids: set[str], timeout: float = 300) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        finished = {j["id"] for j in _get(f"{url}/listjobs.json?project=topiccrawl")["finished"]}
+        if jobids <= finished:
+            return
+        time.sleep(1)
+    pytest.fail(f"scrapyd jobs {jobids} did not finish in time")
+
+
+def _items(home: Path, jobid: str) -> list[dict]:
+    path = next((home / "items").rglob(f"{jobid}.jl"))
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
