@@ -60,3 +60,23 @@ def test_unreachable_search_backend_is_a_clear_error_and_keeps_pages(tmp_path):
     assert "dropped: the searxng search backend cannot serve RS" in proc.stderr
     pages = _read(out, "pages.jsonl")
     assert pages and {p["operator"] for p in pages} == {"FC"}  # forward crawl still works
+
+
+def test_dwdbrm_bandit_state_survives_jobdir_pause_and_resume(tmp_path):
+    job = tmp_path / "job"
+    first, out1 = run_crawl(tmp_path / "a", "dwdbrm", args={"seeds": "truth:5", "pages": 150},
+                            settings={**BASE, "JOBDIR": str(job), "CLOSESPIDER_PAGECOUNT": "90"})
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert "closespider_pagecount" in first.stderr
+    before = _read(out1, "iterations.jsonl")
+    second, out2 = run_crawl(tmp_path / "b", "dwdbrm", args={"seeds": "truth:5", "pages": 150},
+                             settings={**BASE, "JOBDIR": str(job)})
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert "resumed discovery at iteration" in second.stderr
+    after = _read(out2, "iterations.jsonl")
+    # the bandit log continues where it stopped: same first iterations, then more
+    assert after[: len(before)] == before and len(after) > len(before)
+    stats = json.loads((out2 / "stats.json").read_text(encoding="utf-8"))
+    assert stats["finish_reason"] == "discovery_finished"
+    pulls = sum(stats[f"topiccrawl/dwdbrm/op/{op}/pulls"] for op in ("KS", "RS", "FC", "BC"))
+    assert pulls == len(after)
