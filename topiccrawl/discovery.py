@@ -10,8 +10,11 @@ The TopicScheduler keeps the controller, so its state is saved and restored with
 
 Our readings (docs/dwdbrm.md): results are kept unique by URL (the same page found twice is one
 page); seed and background pages are not results; the ranker is fitted once, on the seeds
-(positives) and the background sample (negatives), and re-ranks all results every iteration; the
-crawl stops after the iteration in which the results reach ``page_limit``.
+(positives) and the background sample (negatives), and re-ranks all results every iteration; an
+operator starts from the k best pages it has not started from before (DISCO's reading: with the
+literal "top-k of the ranking" the top-k soon stops changing and every operator runs dry); once
+the results reach ``page_limit`` no new request is planned and the crawl stops after the
+iteration.
 """
 
 from __future__ import annotations
@@ -65,7 +68,9 @@ class DiscoveryController:
         self.operator: str | None = None
         self.top: list[str] = []
         self.found: list[str] = []
-        self.idle_rounds = 0
+        #: pages each operator has already started from: an operator plans from the k best pages
+        #: it has not expanded yet (as DISCO does), else a stable top-k starves every operator
+        self.expanded: dict[str, set[str]] = {op: set() for op in self.bandit.operators}
         self.finished: str | None = None
 
     # -- pages in ---------------------------------------------------------------------------
@@ -91,12 +96,21 @@ class DiscoveryController:
         self._graph(page)
         return True
 
+    @property
+    def full(self) -> bool:
+        """The page limit is reached: requests already planned finish, no new ones are made."""
+        return len(self.results) >= self.page_limit
+
     def follow(self, request: PlannedRequest, results) -> list[PlannedRequest]:
+        if self.full:
+            return []
         planned = self.planner.follow(request, results, self.known)
         self.known.update(p.url for p in planned)
         return planned
 
     def expand_hub(self, hub: DiscoveredPage) -> list[PlannedRequest]:
+        if self.full:
+            return []
         planned = self.planner.expand_hub(hub, self.known)
         self.known.update(p.url for p in planned)
         return planned
@@ -134,15 +148,16 @@ class DiscoveryController:
                 record.iteration, self.operator, len(self.found), reward,
                 {op: round(s, 4) for op, s in record.scores.items()},
             )
-        if len(self.results) >= self.page_limit:
+        if self.full:
             self.finished = f"page limit reached ({len(self.results)} >= {self.page_limit})"
             return emitted, []
-        top_pages = [self.results[u] for u in self.ranking.top(self.k)] or list(self.seeds.values())[: self.k]
         # an operator that plans nothing (queries used up, no new links) scores 0 and yields
         for _ in range(len(self.bandit.active)):
             self.iteration += 1
             self.operator = self.bandit.select()
+            top_pages = self._top_for(self.operator)
             self.top = [p.url for p in top_pages]
+            self.expanded[self.operator].update(self.top)
             self.found = []
             planned = self.planner.plan(self.operator, top_pages, self.known)
             self.known.update(p.url for p in planned if p.role != "search")
@@ -152,6 +167,13 @@ class DiscoveryController:
         self.finished = "no operator can find anything new"
         self.operator = None
         return emitted, []
+
+    def _top_for(self, operator: str) -> list[DiscoveredPage]:
+        """The k best pages (seeds, then the ranking) that ``operator`` has not started from."""
+        done = self.expanded[operator]
+        candidates = self.ranking.urls if len(self.ranking) else list(self.seeds)
+        pages = self.results | self.seeds
+        return [pages[u] for u in candidates if u not in done][: self.k]
 
     # -- reports ----------------------------------------------------------------------------
     def operator_stats(self) -> dict[str, dict]:
@@ -221,6 +243,7 @@ class DiscoveryController:
             "graph": self.graph.state(), "seeds": self.seeds, "background": self.background,
             "results": self.results, "known": self.known, "ranking": self.ranking,
             "iteration": self.iteration, "operator": self.operator, "top": self.top, "found": self.found,
+            "expanded": self.expanded,
         }
 
     def load_state(self, state: dict) -> None:
@@ -228,7 +251,8 @@ class DiscoveryController:
         self.planner.restore(state["planner"])
         self.ranker = state["ranker"]
         self.graph = LinkGraph.from_state(state["graph"])
-        for name in ("seeds", "background", "results", "known", "ranking", "iteration", "operator", "top", "found"):
+        for name in ("seeds", "background", "results", "known", "ranking", "iteration", "operator", "top",
+                     "found", "expanded"):
             setattr(self, name, state[name])
 
     def log_records(self) -> list[dict]:

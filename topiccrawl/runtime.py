@@ -14,6 +14,7 @@ page and its links; item pipelines then add importance (PageRank) and record the
 from __future__ import annotations
 
 import logging
+import random
 import weakref
 from pathlib import Path
 from dataclasses import dataclass
@@ -151,6 +152,18 @@ class TopicCrawl:
         """``TOPICCRAWL_OUTPUT_DIR`` with ``%(name)s`` (spider) and ``%(time)s`` (start, UTC) filled in."""
         return Path(self.config.output_dir % {
             "name": self.crawler.spider.name, "time": self.started.strftime("%Y%m%dT%H%M%S")})
+
+    def seed_arg(self, arg: str | None) -> list[str]:
+        """Seed URLs from a spider argument: comma-separated URLs, or ``truth:N`` on an offline
+        web — N truly relevant pages (a seeded random pick from the labels) standing in for the
+        representative examples a user would give; empty: :meth:`seeds`."""
+        arg = (arg or "").strip()
+        if not arg.startswith("truth:"):
+            return [s.strip() for s in arg.split(",") if s.strip()] or self.seeds()
+        if self.corpus is None or not self.topic.labels:
+            raise ValueError("seeds=truth:N needs an offline web and a topic with evaluation labels")
+        relevant = [u for u in self.corpus.search_sample(20000) if self.corpus.labels(u) & self.topic.labels]
+        return random.Random(0).sample(relevant, min(int(arg[6:]), len(relevant)))
 
     def stop(self) -> None:
         if self.lab is not None:

@@ -111,7 +111,7 @@ class DiscoverySpider(scrapy.Spider):
             self.ctl.load_state(scheduler.discovery_state)
             self.logger.info("resumed discovery at iteration %d with %d results", self.ctl.iteration, len(self.ctl.results))
             return
-        seeds = self._seed_urls()
+        seeds = self.tc.seed_arg(self.seed_arg) if self.seed_arg else list(self.tc.topic.seeds)
         if not seeds:
             self.logger.error("no seed pages: pass -a seeds=URL,URL (or truth:N on an offline web) or add seeds to the topic")
             return
@@ -119,18 +119,6 @@ class DiscoverySpider(scrapy.Spider):
             yield scrapy.Request(url, callback=self.parse_seed, dont_filter=True)
         for url in self._background_urls(set(seeds)):
             yield scrapy.Request(url, callback=self.parse_background, dont_filter=True)
-
-    def _seed_urls(self) -> list[str]:
-        arg = (self.seed_arg or "").strip()
-        if arg.startswith("truth:"):
-            corpus, labels = self.tc.corpus, self.tc.topic.labels
-            if corpus is None or not labels:
-                raise ValueError("seeds=truth:N needs an offline web and a topic with evaluation labels")
-            relevant = [u for u in corpus.search_sample(20000) if corpus.labels(u) & labels]
-            return random.Random(0).sample(relevant, min(int(arg[6:]), len(relevant)))
-        if arg:
-            return [s.strip() for s in arg.split(",") if s.strip()]
-        return list(self.tc.topic.seeds)
 
     def _background_urls(self, exclude: set[str]) -> list[str]:
         if self.background_arg:

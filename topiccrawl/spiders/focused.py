@@ -14,21 +14,22 @@ class FocusedSpider(scrapy.Spider):
 
     Spider arguments (each overrides the ``TOPICCRAWL_*`` setting of the same name):
     ``topic`` (a shipped topic name or a .toml path), ``strategy`` (bfs, bestfirst, oracle),
-    ``max_pages`` (the DP budget), ``link_threshold``, ``seeds`` (comma-separated URLs).
+    ``max_pages`` (the DP budget), ``link_threshold``, ``seeds`` (comma-separated URLs, or
+    ``truth:N`` on an offline web: N truly relevant pages as the starting points).
     """
 
     name = "focused"
 
     def __init__(self, *args, seeds: str | None = None, **kwargs):
         super().__init__(*args, **kwargs)
-        self.seed_urls = [s.strip() for s in (seeds or "").split(",") if s.strip()]
+        self.seed_arg = seeds
 
     @property
     def tc(self) -> TopicCrawl:
         return TopicCrawl.for_crawler(self.crawler)
 
     async def start(self):
-        seeds = self.seed_urls or self.tc.seeds()
+        seeds = self.tc.seed_arg(self.seed_arg)
         if not seeds:
             self.logger.error(
                 "topic %r has no seed URLs: add seeds to the topic file or pass -a seeds=URL,URL",
