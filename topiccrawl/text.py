@@ -243,8 +243,9 @@ def extract(body: bytes, url: str, content_type: str | None = None,
     boiler = [el for el in page.iter(*_BOILERPLATE)] + [
         el for el in page.xpath(".//*[@class or @id]")
         if _BOILER_ATTR.search(f"{el.get('class', '')} {el.get('id', '')}")]
-    for el in boiler:
-        el.drop_tree()
+    for el in dict.fromkeys(boiler):  # an element can match twice (tag and class)
+        if el.getparent() is not None:
+            el.drop_tree()
     main = _text(page)
     if len(main) < len(full) // 20:  # the "boilerplate" held the page (e.g. class="menu-page")
         main = full
