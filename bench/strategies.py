@@ -48,7 +48,7 @@ def run_strategy(web: str, proxy: str, topic: str, strategy: str, pages: int, ou
     stats = json.loads((out / "stats.json").read_text(encoding="utf-8"))
     rows = list(csv.DictReader((out / "harvest.csv").open(encoding="utf-8")))
     total = stats.get("topiccrawl/truth/total_relevant") or 0
-    curve = [(int(r["dp"]), float(r["truth_harvest_rate"]), int(r["truth_relevant"]) / total if total else 0.0) for r in rows]
+    curve = [(int(r["dp"]), float(r["truth_harvest_rate"]), float(r["target_recall"] or 0)) for r in rows]
     crawl_seconds = float(stats.get("elapsed_time_seconds") or wall)
     return {
         "strategy": strategy,

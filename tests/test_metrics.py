@@ -39,7 +39,8 @@ def test_five_page_crawl_by_hand():
     assert m.site_harvest_rate == pytest.approx(2 / 3)  # a.com and c.com of a, b, c
     assert m.target_recall(4) == pytest.approx(0.5)
     assert rows[1] == {"url": "http://a.com/2", "relevance": 0.2, "dp": 2, "lp": 1,
-                       "accuracy": 0.5, "truth_relevant": 1, "truth_harvest_rate": 0.5}
+                       "accuracy": 0.5, "truth_relevant": 1, "truth_distinct": 1,
+                       "truth_harvest_rate": 0.5}
     assert [r["truth_relevant"] for r in rows] == [1, 1, 1, 2, 2]
 
 
@@ -48,7 +49,8 @@ def test_snapshot_keys_and_checkpoints():
     run(m)
     snap = m.snapshot(total_relevant=4)
     assert list(snap) == ["dp", "lp", "accuracy", "ardp", "sddp", "arlp", "sdlp",
-                          "truth/relevant", "truth/harvest_rate", "truth/target_recall",
+                          "truth/relevant", "truth/distinct_relevant", "truth/harvest_rate",
+                          "truth/target_recall",
                           "truth/site_harvest_rate"]
     assert snap["truth/target_recall"] == pytest.approx(0.5)
     cps = m.checkpoints(total_relevant=4)
@@ -107,3 +109,13 @@ def test_ranking_measures():
     assert mean_rank([False, False]) is None and median_rank([]) is None
     with pytest.raises(ValueError):
         precision_at(ranked, 0)
+
+
+def test_recall_counts_a_page_fetched_under_two_urls_once():
+    m = CrawlMetrics(0.5, frozenset({"t"}))
+    m.record("http://a.com/p", 0.9, frozenset({"t"}), identity="a#1")
+    m.record("http://a.com/p?from=home", 0.9, frozenset({"t"}), identity="a#1")
+    m.record("http://a.com/q", 0.9, frozenset({"t"}), identity="a#2")
+    assert m.truth_relevant == 3 and m.truth_harvest_rate == 1.0  # every fetch was relevant
+    assert m.target_recall(4) == pytest.approx(2 / 4)  # but only two distinct pages
+    assert CrawlMetrics.from_state(m.state()).target_recall(4) == pytest.approx(0.5)

@@ -100,7 +100,7 @@ class TopicStats(TopicComponent):
             writer.writeheader()
             for row in self.tc.harvest_rows:
                 if total:
-                    row = {**row, "target_recall": round(row.get("truth_relevant", 0) / total, 6)}
+                    row = {**row, "target_recall": round(row.get("truth_distinct", 0) / total, 6)}
                 writer.writerow(row)
         if self.tc.config.plot_enabled and self.tc.harvest_rows:
             self._plot(out / "harvest.png", total)
@@ -119,7 +119,7 @@ class TopicStats(TopicComponent):
         if self.tc.ground_truth:
             ax.plot(dp, [r["truth_harvest_rate"] for r in rows], label="true harvest rate (ground truth)")
             if total:
-                ax.plot(dp, [r["truth_relevant"] / total for r in rows], label="target recall (ground truth)")
+                ax.plot(dp, [r["truth_distinct"] / total for r in rows], label="target recall (ground truth)")
         ax.set_xlabel("pages downloaded (DP)")
         ax.set_ylim(0, 1.02)
         ax.set_title(f"{_plot_name(self.tc.topic.name)} · {self.tc.config.strategy} · {self.tc.config.web}", fontsize=9)

@@ -23,8 +23,11 @@ def _key(url: str) -> str:
 class GroundTruth:
     """``labels(url)`` plus the number of pages carrying any of a set of labels."""
 
-    def __init__(self, lookup: Callable[[str], frozenset[str]], urls: Callable[[], object], source: str):
+    def __init__(self, lookup: Callable[[str], frozenset[str]], urls: Callable[[], object], source: str,
+                 identity: Callable[[str], str] | None = None):
         self._lookup = lookup
+        #: the page a URL serves (aliases share it): recall counts distinct pages
+        self.identity = identity or _key
         self._urls = urls
         self.source = source
         self._totals: dict[frozenset[str], int] = {}
@@ -62,4 +65,4 @@ class GroundTruth:
     @classmethod
     def from_corpus(cls, corpus) -> GroundTruth:
         """Labels straight from an offline-web corpus (works for alias URLs too)."""
-        return cls(corpus.labels, corpus.iter_urls, f"corpus {corpus.name}")
+        return cls(corpus.labels, corpus.iter_urls, f"corpus {corpus.name}", corpus.canonical)

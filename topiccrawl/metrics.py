@@ -57,13 +57,14 @@ class CrawlMetrics:
         self._all = _Running()
         self._lp = _Running()
         self._truth = 0
+        self._distinct: set[str] = set()  # identities of the truly relevant pages fetched
         self._sites: dict[str, bool] = {}  # site -> has a truly relevant page
         self._relevant_sites = 0
         self._snapshots: list[dict] = []
 
     # -- per page ----------------------------------------------------------------------------
     def record(self, url: str, relevance: float, labels: frozenset[str] | None = None,
-               site: str | None = None) -> dict:
+               site: str | None = None, identity: str | None = None) -> dict:
         """Count one downloaded page; return its harvest-CSV row.
 
         ``labels`` are the page's ground-truth labels (None: none); ``site`` defaults to the
@@ -75,6 +76,8 @@ class CrawlMetrics:
         if self.relevant_labels:
             hit = bool(labels and self.relevant_labels & labels)
             self._truth += hit
+            if hit:
+                self._distinct.add(identity or url)
             key = site if site is not None else (urlsplit(url).hostname or "")
             if hit and not self._sites.get(key, False):
                 self._relevant_sites += 1
@@ -83,6 +86,7 @@ class CrawlMetrics:
             self._snapshots.append(self.snapshot())
         return {"url": url, "relevance": relevance, "dp": self.dp, "lp": self.lp,
                 "accuracy": self.accuracy, "truth_relevant": self.truth_relevant,
+                "truth_distinct": len(self._distinct),
                 "truth_harvest_rate": self.truth_harvest_rate}
 
     # -- the measures ------------------------------------------------------------------------
@@ -132,10 +136,11 @@ class CrawlMetrics:
         return self._truth / self.dp if self.dp else 0.0
 
     def target_recall(self, total_relevant: int | None) -> float | None:
-        """Truly relevant pages downloaded / all truly relevant pages of the web."""
+        """Distinct truly relevant pages downloaded / all truly relevant pages of the web (a page
+        fetched again under an alias URL counts once: pass ``identity`` to :meth:`record`)."""
         if not self.relevant_labels or not total_relevant:
             return None
-        return self._truth / total_relevant
+        return len(self._distinct) / total_relevant
 
     @property
     def site_harvest_rate(self) -> float | None:
@@ -149,6 +154,7 @@ class CrawlMetrics:
         return {"dp": self.dp, "lp": self.lp, "accuracy": self.accuracy,
                 "ardp": self.ardp, "sddp": self.sddp, "arlp": self.arlp, "sdlp": self.sdlp,
                 "truth/relevant": self.truth_relevant,
+                "truth/distinct_relevant": len(self._distinct) if self.relevant_labels else None,
                 "truth/harvest_rate": self.truth_harvest_rate,
                 "truth/target_recall": self.target_recall(total_relevant),
                 "truth/site_harvest_rate": self.site_harvest_rate}
@@ -166,7 +172,7 @@ class CrawlMetrics:
             if wanted is None or snap["dp"] in wanted:
                 snap = dict(snap)
                 if total_relevant and snap["truth/relevant"] is not None:
-                    snap["truth/target_recall"] = snap["truth/relevant"] / total_relevant
+                    snap["truth/target_recall"] = snap["truth/distinct_relevant"] / total_relevant
                 out.append(snap)
         return out
 
@@ -174,7 +180,7 @@ class CrawlMetrics:
     def state(self) -> dict:
         return {"beta": self.beta, "relevant_labels": sorted(self.relevant_labels),
                 "checkpoints": sorted(self._at), "all": self._all.state(),
-                "lp": self._lp.state(), "truth": self._truth, "sites": dict(self._sites),
+                "lp": self._lp.state(), "truth": self._truth, "distinct": sorted(self._distinct), "sites": dict(self._sites),
                 "snapshots": [dict(s) for s in self._snapshots]}
 
     @classmethod
@@ -183,6 +189,7 @@ class CrawlMetrics:
         new._all = _Running(*state["all"])
         new._lp = _Running(*state["lp"])
         new._truth = state["truth"]
+        new._distinct = set(state.get("distinct", ()))
         new._sites = dict(state["sites"])
         new._relevant_sites = sum(new._sites.values())
         new._snapshots = [dict(s) for s in state["snapshots"]]

@@ -212,8 +212,10 @@ class TopicCrawl:
         """Count one downloaded page in the metrics; None once the page budget is spent."""
         if self.config.max_pages and self.metrics.dp >= self.config.max_pages:
             return None
-        labels = self.ground_truth.labels(item.url) if self.ground_truth else None
-        row = self.metrics.record(item.url, item.relevance, labels, registered_domain(item.url))
+        gt = self.ground_truth
+        labels = gt.labels(item.url) if gt else None
+        identity = gt.identity(item.url) if gt else None
+        row = self.metrics.record(item.url, item.relevance, labels, registered_domain(item.url), identity)
         self.harvest_rows.append(row)
         return row
 

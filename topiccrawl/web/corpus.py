@@ -78,6 +78,11 @@ class Corpus(abc.ABC):
     def __len__(self) -> int:
         """Number of canonical pages."""
 
+    def canonical(self, url: str) -> str:
+        """The identity of the page served at ``url`` (aliases of one page share it); used to
+        count distinct relevant pages for recall. The default is the URL itself."""
+        return url
+
     def hosts(self) -> list[str]:
         """Every host of the corpus (for robots.txt and the docs); may be long."""
         seen: dict[str, None] = {}

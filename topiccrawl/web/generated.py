@@ -453,6 +453,11 @@ class GeneratedWeb(Corpus):
         j = h.local(int(code))
         return j if 1 + h.S <= j < h.n else -1
 
+    def canonical(self, url: str) -> str:
+        """Aliases (``?from=``, ``/index.html``, ``/print/`` …) of one page share its identity."""
+        r = self._resolve(url)
+        return f"{r[0].name}#{r[1]}" if r is not None and r[2] == 200 else url
+
     def _resolve(self, url: str) -> tuple | None:
         """(host, local, status, extra): status 200 (canonical or duplicate), 301/302 with the
         target URL in ``extra``, 0 for a calendar trap page (``extra`` = (year, month))."""
