@@ -94,15 +94,16 @@ class TopicScheduler(BaseScheduler):
         if not request.dont_filter and self.df.request_seen(request):
             self.df.log(request, self.spider)
             return False
-        self.frontier.push(self._link(request, keep_seq=False))
+        self.frontier.push(self._link(request))
         self.stats.inc_value("scheduler/enqueued")
         self.stats.set_value("topiccrawl/frontier_size", len(self.frontier))
         return True
 
     @staticmethod
-    def _link(request, keep_seq: bool = True) -> Link:
-        """The frontier entry of a request. A new request (also a redirect, whose meta is copied
-        from the request it replaces) gets a fresh insertion number; a re-queued one keeps its own."""
+    def _link(request) -> Link:
+        """The frontier entry of a request. A re-queued request keeps its insertion number, and
+        so does a redirect (its meta is copied from the request it replaces): it takes the place
+        of a request that already left the frontier, and the site finder recognises it by it."""
         meta = request.meta.get(META_KEY) or {}
         return Link(
             url=request.url,
@@ -111,7 +112,7 @@ class TopicScheduler(BaseScheduler):
             domain=registered_domain(request.url),
             potential=bool(meta.get("potential", False)),
             payload=request,
-            seq=int(meta.get("seq", -1)) if keep_seq else -1,
+            seq=int(meta.get("seq", -1)),
         )
 
     def requeue(self, request) -> None:
