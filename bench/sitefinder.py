@@ -1,8 +1,10 @@
 """The site finder's experiments (Li, Zhou, Guo, Lin) on the generated web, without Scrapy.
 
-    python bench/sitefinder.py --web "generated:zh-bookstores?pages=20000" --seeds 1 \
-        --rules bookstore-zh --queries data/rules/bookstore-queries-zh.toml [--out results.md]
+    python bench/sitefinder.py --web "generated:zh-bookstores?pages=20000" --seeds 1,2,3,4,5 \
+        --rules bookstore-zh --queries data/rules/bookstore-queries-zh.toml \
+        [--out results.md] [--json runs.json] [--plots docs/img --plot-prefix sitefinder-]
 
+``--queries ""`` uses the rules file's own ``[queries]`` (e.g. ``--rules phoneshop-zh``).
 Per seed (one repetition each): the lab's search engine (:mod:`topiccrawl.web.search`, cached
 under $TOPICCRAWL_CACHE) answers every query; search hits are merged into candidate sites; each
 site is verified by :func:`topiccrawl.sitefinder.verify_site` with pages read straight from the
@@ -13,12 +15,15 @@ carries the rules file's ``label``; recall counts hosts with any page carrying i
 Tables (markdown on stdout and in ``--out``): precision and relevant sites vs PageThreshold;
 pages per site vs NumRelPages and vs NumExpPages; AbstractURL variant and prior; the query set
 (search relevance rate per query); the navigation-portal baseline (the sites the portal lists).
-Numbers are means over the seeds. Everything is synthetic: see docs/generated-web.md.
+Numbers are means over the seeds, ``mean ± sd`` (sample standard deviation) with two or more
+seeds. ``--plots DIR`` draws precision / judged-relevant sites vs PageThreshold and pages per site
+vs NumRelPages and NumExpPages (mean with sd error bars). Everything is synthetic: see docs/generated-web.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import time
@@ -106,28 +111,44 @@ def evaluate(lab: Lab, sites, **params) -> dict:
         "precision": hits / len(judged) if judged else float("nan"),
         "recall": hits / len(lab.true_sites) if lab.true_sites else float("nan"),
         "pages_per_site": statistics.fmean(pages) if pages else 0.0,
-        "pages_relevant": statistics.fmean([len(v.expansions) for v in judged]) if judged else 0.0,
-        "pages_irrelevant": statistics.fmean([len(v.expansions) for v in runs if v.verdict != "relevant"] or [0]),
+        "pages_relevant": statistics.fmean([len(v.expansions) for v in judged]) if judged else float("nan"),
+        "pages_irrelevant": statistics.fmean(rest) if (rest := [len(v.expansions) for v in runs
+                                                                if v.verdict != "relevant"]) else float("nan"),
     }
 
 
+class Stat(float):
+    """A mean over the seeds that remembers its sample standard deviation (``sd``)."""
+
+    def __new__(cls, values: list[float]):
+        vals = [v for v in values if v == v]  # NaN (undefined, e.g. precision of nothing) left out
+        self = super().__new__(cls, statistics.fmean(vals) if vals else float("nan"))
+        self.sd = statistics.stdev(vals) if len(vals) > 1 else float("nan")
+        self.n, self.of = len(vals), len(values)
+        return self
+
+
 def mean_rows(per_seed: list[list[dict]]) -> list[dict]:
-    """Average numeric cells of the same row over the seeds."""
+    """Average the numeric cells (but the parameter ``value``) of the same row over the seeds (:class:`Stat`)."""
     out = []
     for rows in zip(*per_seed):
         row = dict(rows[0])
         for key, value in row.items():
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                row[key] = statistics.fmean(r[key] for r in rows)
+            if key != "value" and isinstance(value, (int, float)) and not isinstance(value, bool):
+                row[key] = Stat([r[key] for r in rows])
         out.append(row)
     return out
 
 
 def table(title: str, rows: list[dict], cols: list[tuple[str, str]]) -> str:
+    def num(v: float) -> str:
+        return "n/a" if v != v else f"{v:.3f}".rstrip("0").rstrip(".") if abs(v) < 1000 else f"{v:.0f}"
+
     def fmt(v) -> str:
-        if isinstance(v, float):
-            return "n/a" if v != v else f"{v:.3f}".rstrip("0").rstrip(".") if abs(v) < 1000 else f"{v:.0f}"
-        return str(v)
+        if isinstance(v, Stat) and v.of > 1 and v == v:
+            cell = f"{num(v)} ± {num(v.sd)}" if v.sd == v.sd else num(v)
+            return cell + (f" ({v.n}/{v.of} seeds)" if v.n < v.of else "")
+        return num(v) if isinstance(v, float) else str(v)
 
     lines = [f"### {title}", "", "| " + " | ".join(h for _, h in cols) + " |",
              "|" + "---|" * len(cols)]
@@ -183,6 +204,10 @@ def run_seed(spec: str, rules, queries, pages: int) -> dict[str, list[dict]]:
          "recall": len(listed_true) / len(lab.true_sites), "pages_per_site": nan, "pages_relevant": nan, "pages_irrelevant": nan},
         {"value": "portal listing + verification", **evaluate(lab, portal)},
         {"value": "meta-search + verification", **evaluate(lab, cands)},
+        {"value": "portal's true sites also found by meta-search + verification", "candidates": len(listed_true),
+         "judged": len(ours & listed_true), "true_found": len(ours & listed_true), "precision": nan,
+         "recall": len(ours & listed_true) / len(listed_true) if listed_true else nan,
+         "pages_per_site": nan, "pages_relevant": nan, "pages_irrelevant": nan},
         {"value": "union of both true finds", "candidates": len(portal | cands), "judged": len(ours | listed_true),
          "true_found": len(ours | listed_true), "precision": nan, "recall": len(ours | listed_true) / len(lab.true_sites),
          "pages_per_site": nan, "pages_relevant": nan, "pages_irrelevant": nan},
@@ -190,6 +215,57 @@ def run_seed(spec: str, rules, queries, pages: int) -> dict[str, list[dict]]:
     out["corpus"] = [{"value": spec, "true_sites": len(lab.true_sites), "hosts": len(lab.corpus.hosts()),
                       "pages_scored": len(lab.pages), "listed": len(portal)}]
     return out
+
+
+def plot(merged: dict, out_dir: str, prefix: str, title: str) -> list[Path]:
+    """Figs. 5-8 of the paper: mean over the seeds with sd error bars."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    def series(rows, key):
+        return [r["value"] for r in rows], [float(r[key]) for r in rows], [getattr(r[key], "sd", 0) or 0 for r in rows]
+
+    def err(v):
+        return [0 if e != e else e for e in v]
+
+    paths = []
+    fig, ax = plt.subplots(figsize=(6, 4))
+    x, y, e = series(merged["threshold"], "precision")
+    ax.errorbar(x, y, yerr=err(e), marker="o", capsize=3, label="precision")
+    ax.set_xlabel("PageThreshold")
+    ax.set_ylabel("precision")
+    ax.set_ylim(0, 1.05)
+    ax2 = ax.twinx()
+    x, y, e = series(merged["threshold"], "judged")
+    ax2.errorbar(x, y, yerr=err(e), marker="s", color="tab:orange", capsize=3, label="sites judged relevant")
+    x, y, _ = series(merged["threshold"], "true_found")
+    ax2.plot(x, y, ls="--", color="tab:green", label="truly relevant judged")
+    ax2.set_ylabel("sites")
+    ax2.set_ylim(bottom=0)
+    fig.legend(loc="lower left", bbox_to_anchor=(0.12, 0.15), fontsize=8)
+    ax.set_title(f"{title}: precision and relevant sites vs PageThreshold (Figs. 5-6)", fontsize=9)
+    paths.append(Path(out_dir) / f"{prefix}threshold.png")
+    fig.tight_layout()
+    fig.savefig(paths[-1], dpi=100)
+    plt.close(fig)
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for ax, key, xlabel in ((axes[0], "numrel", "NumRelPages (NumExpPages 50)"),
+                            (axes[1], "numexp", "NumExpPages (NumRelPages 3)")):
+        for col, lab in (("pages_per_site", "all sites"), ("pages_relevant", "relevant sites"),
+                         ("pages_irrelevant", "irrelevant sites")):
+            x, y, e = series(merged[key], col)
+            ax.errorbar(x, y, yerr=err(e), marker="o", capsize=3, label=lab)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("pages fetched per site")
+        ax.legend(fontsize=8)
+    fig.suptitle(f"{title}: average pages per site (Figs. 7-8)", fontsize=9)
+    paths.append(Path(out_dir) / f"{prefix}pages.png")
+    fig.tight_layout()
+    fig.savefig(paths[-1], dpi=100)
+    plt.close(fig)
+    return paths
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -200,9 +276,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--queries", default=str(REPO / "data" / "rules" / "bookstore-queries-zh.toml"))
     ap.add_argument("--pages", type=int, default=0, help="search result pages per query (default: the file's)")
     ap.add_argument("--out", help="also write the markdown here")
+    ap.add_argument("--json", help="write the per-seed rows here (JSON)")
+    ap.add_argument("--plots", help="directory for the PNG figures")
+    ap.add_argument("--plot-prefix", default="sitefinder-", help="file name prefix of the figures")
     args = ap.parse_args(argv)
     rules = load_rules(args.rules)
-    queries, pages = load_queries(args.queries)
+    if args.queries:
+        queries, pages = load_queries(args.queries)
+    else:
+        queries, pages = rules.queries, 0
+    if not queries:
+        raise SystemExit(f"{rules.path}: no queries in the rules file: pass --queries FILE")
     pages = args.pages or pages or rules.search_pages or 1
     started = time.monotonic()
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
@@ -227,10 +311,16 @@ def main(argv: list[str] | None = None) -> int:
                ("true_sites", "truly relevant"), ("rate", "relevance rate"), ("true_found", "true sites verified")]),
         table("Navigation-portal baseline", merged["portal"], val + METRICS),
     ]
+    if args.plots:
+        for path in plot(merged, args.plots, args.plot_prefix, f"{rules.name}, {len(seeds)} seed(s)"):
+            parts.append(f"Figure: `{path}`\n")
     text = "\n".join(parts)
     print(text)
     if args.out:
         Path(args.out).write_text(text, encoding="utf-8")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"seeds": seeds, "runs": runs}, ensure_ascii=False, indent=1,
+                                              default=str), encoding="utf-8")
     return 0
 
 
