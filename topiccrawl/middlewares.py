@@ -2,7 +2,8 @@
 
 Offline (``TOPICCRAWL_WEB`` = a corpus spec): every request, robots.txt included, gets
 ``meta["proxy"]`` = the web lab's forward proxy, so URLs stay the real absolute ones and only the
-proxy differs from a live crawl. Live (``TOPICCRAWL_WEB = "live"``): requests to loopback,
+proxy differs from a live crawl; requests to hosts outside the corpus are dropped (counted in
+``topiccrawl/outside_corpus``). Live (``TOPICCRAWL_WEB = "live"``): requests to loopback,
 private and link-local addresses are refused unless ``TOPICCRAWL_LIVE_ALLOW_PRIVATE`` is set.
 """
 
@@ -15,6 +16,7 @@ from urllib.parse import urlsplit
 from scrapy.exceptions import IgnoreRequest
 
 from topiccrawl.runtime import TopicComponent
+from topiccrawl.web.search import SEARCH_HOST
 
 logger = logging.getLogger(__name__)
 
@@ -37,6 +39,13 @@ class WebRoutingMiddleware(TopicComponent):
     def process_request(self, request):
         proxy = self.tc.proxy_url
         if proxy:
+            host = urlsplit(request.url).hostname or ""
+            corpus = self.tc.corpus
+            if corpus is not None and host != SEARCH_HOST and not corpus.has_host(host):
+                # a link out of the offline web (e.g. to the live web): the lab would only answer
+                # 502, and retrying that wastes requests
+                self.crawler.stats.inc_value("topiccrawl/outside_corpus")
+                raise IgnoreRequest(f"host outside the offline web: {request.url}")
             # always the current lab: a request restored from JOBDIR carries the previous run's port
             request.meta["proxy"] = proxy
             return None
