@@ -80,3 +80,13 @@ def test_dwdbrm_bandit_state_survives_jobdir_pause_and_resume(tmp_path):
     assert stats["finish_reason"] == "discovery_finished"
     pulls = sum(stats[f"topiccrawl/dwdbrm/op/{op}/pulls"] for op in ("KS", "RS", "FC", "BC"))
     assert pulls == len(after)
+
+
+def test_dwdbrm_with_extra_rankers_and_score_combination(tmp_path):
+    proc, out = run_crawl(tmp_path, "dwdbrm",
+                          args={"seeds": "truth:4", "pages": 40, "rankers": "cosine,jaccard,bsets",
+                                "combination": "score", "alpha": "0"},
+                          settings=BASE)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    ranked = _read(out, "ranked.jsonl")
+    assert set(ranked[0]["positions"]) == {"cosine", "jaccard", "bsets", "pagerank"}

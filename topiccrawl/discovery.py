@@ -45,7 +45,8 @@ P_AT = (10, 17, 35, 50, 100)
 
 class DiscoveryController:
     def __init__(self, topic, operators, backend, *, k: int = 10, alpha: float = 0.2,
-                 reward: str = "paper", page_limit: int = 5000, rankers=DEFAULT_RANKERS) -> None:
+                 reward: str = "paper", page_limit: int = 5000, rankers=DEFAULT_RANKERS,
+                 combination: str = "position") -> None:
         self.topic = topic
         self.backend = backend
         self.bandit = UCB1Bandit.for_backend(backend, operators)
@@ -57,6 +58,7 @@ class DiscoveryController:
         self.reward = reward
         self.page_limit = page_limit
         self.rankers = tuple(rankers)
+        self.combination = combination
         self.ranker: CombinedFunctionRank | None = None
         self.graph = LinkGraph()
         self.seeds: dict[str, DiscoveredPage] = {}
@@ -123,7 +125,8 @@ class DiscoveryController:
             if needy:
                 logger.warning("no background pages: rankers %s (need negatives) left out", ", ".join(needy))
                 rankers = tuple(r for r in rankers if r not in needy)
-        self.ranker = CombinedFunctionRank(list(self.topic.words), rankers=rankers, alpha=self.alpha)
+        self.ranker = CombinedFunctionRank(list(self.topic.words), rankers=rankers, alpha=self.alpha,
+                                           combination=self.combination)
         self.ranker.fit(list(self.seeds.values()), list(self.background.values()))
 
     def end_iteration(self) -> tuple[list[DiscoveredPage], list[PlannedRequest]]:

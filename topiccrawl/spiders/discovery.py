@@ -12,7 +12,9 @@ Spider arguments: ``topic``, ``seeds`` (comma-separated URLs, or ``truth:N`` on 
 N truly relevant pages standing in for the user's representative examples), ``background`` (a
 file of URLs for the rankers' negatives; offline default: 200 pages sampled from the served web),
 ``backend`` (``local`` or ``searxng``), ``backend_url``, ``k`` (top-k, default 10), ``pages``
-(pageNumberCondition, default 5000), ``reward`` (``paper`` or ``disco``).
+(pageNumberCondition, default 5000), ``reward`` (``paper`` or ``disco``), ``alpha`` (eq. 8,
+default 0.2), ``rankers`` (comma-separated, default ``nb,lr,ocsvm,cosine,jaccard``; ``bsets`` =
+DISCO's Bayesian Sets), ``combination`` (``position`` = eq. 8, or ``score``: normalised scores).
 """
 
 from __future__ import annotations
@@ -30,12 +32,27 @@ from scrapy.http import TextResponse
 from scrapy.utils.defer import deferred_from_coro
 
 from topiccrawl.discovery import DiscoveryController
-from topiccrawl.dwdbrm import OPERATORS, REWARDS, DiscoveredPage, DWDBRMError, PlannedRequest
+from topiccrawl.dwdbrm import (
+    DEFAULT_RANKERS,
+    OPERATORS,
+    REWARDS,
+    CombinedFunctionRank,
+    DiscoveredPage,
+    DWDBRMError,
+    PlannedRequest,
+)
 from topiccrawl.runtime import TopicCrawl
 from topiccrawl.search.backends import SearchBackendError, make_backend
 from topiccrawl.text import extract, tokenize
 
 BACKGROUND_SAMPLE = 200
+
+
+def _float(value, name: str) -> float:
+    try:
+        return float(value)
+    except ValueError:
+        raise DWDBRMError(f"spider argument {name}={value!r} must be a number") from None
 
 
 @dataclass
@@ -65,7 +82,8 @@ class DiscoverySpider(scrapy.Spider):
 
     def __init__(self, *args, seeds: str | None = None, background: str | None = None,
                  backend: str = "local", backend_url: str | None = None, k: int | str = 10,
-                 pages: int | str = 5000, reward: str = "paper", **kwargs):
+                 pages: int | str = 5000, reward: str = "paper", alpha: float | str = 0.2,
+                 rankers: str = ",".join(DEFAULT_RANKERS), combination: str = "position", **kwargs):
         super().__init__(*args, **kwargs)
         self.seed_arg = seeds
         self.background_arg = background
@@ -74,13 +92,20 @@ class DiscoverySpider(scrapy.Spider):
         self.k = int(k)
         self.page_limit = int(pages)
         self.reward = reward
+        self.alpha = float(alpha)
+        self.rankers = tuple(r.strip() for r in rankers.split(",") if r.strip())
+        self.combination = combination
         self._meta: dict[str, dict] = {}  # url -> relevance, title, language, fetched_at
 
     @staticmethod
     def check_arguments(backend: str = "local", backend_url: str | None = None, k="10", pages="5000",
-                        reward: str = "paper", background: str | None = None, **_ignored) -> None:
+                        reward: str = "paper", background: str | None = None, alpha="0.2",
+                        rankers: str = ",".join(DEFAULT_RANKERS), combination: str = "position",
+                        **_ignored) -> None:
         """Raise a one-line user error for a bad spider argument (called by ``scrapy crawl``)."""
         make_backend(backend, backend_url)
+        CombinedFunctionRank(rankers=[r.strip() for r in rankers.split(",") if r.strip()],
+                             alpha=_float(alpha, "alpha"), combination=combination)._check()
         if reward not in REWARDS:
             raise DWDBRMError(f"spider argument reward={reward!r}: expected one of {', '.join(REWARDS)}")
         for name, value in (("k", k), ("pages", pages)):
@@ -104,8 +129,9 @@ class DiscoverySpider(scrapy.Spider):
     async def start(self):
         scheduler = self.crawler.engine.scheduler
         backend = make_backend(self.backend_name, self.backend_url)
-        self.ctl = DiscoveryController(self.tc.topic, self.operators, backend, k=self.k,
-                                       page_limit=self.page_limit, reward=self.reward)
+        self.ctl = DiscoveryController(self.tc.topic, self.operators, backend, k=self.k, alpha=self.alpha,
+                                       page_limit=self.page_limit, reward=self.reward,
+                                       rankers=self.rankers, combination=self.combination)
         scheduler.discovery = self.ctl
         if scheduler.discovery_state is not None:  # JOBDIR resume
             self.ctl.load_state(scheduler.discovery_state)
