@@ -314,10 +314,17 @@ def _link(base: str, href: str) -> str | None:
     href = strip_html5_whitespace(href)
     if not href or href.startswith("#"):
         return None
+    if not href.startswith(("http://", "https://")):
+        href = urljoin(base, href)
+    return _absolute(href)
+
+
+@lru_cache(maxsize=131072)
+def _absolute(url: str) -> str | None:
+    """Memoised: the same absolute links (navigation, hubs) recur on many pages."""
     try:
-        absolute = safe_url_string(urljoin(base, href))
+        absolute = urldefrag(safe_url_string(url))[0]
     except ValueError:
         return None
-    absolute = urldefrag(absolute)[0]
     parts = urlsplit(absolute)
     return absolute if parts.scheme in ("http", "https") and parts.netloc else None
