@@ -11,7 +11,7 @@ repeat (nearly: 16 concurrent responses arrive in varying order) identically the
 at each DP checkpoint is taken by :class:`CheckpointClock`, an item pipeline this script adds to
 the crawl (seconds from ``spider_opened`` until the checkpoint's page was counted).
 ``--lo-workaround`` runs the LibreOffice corpus with a bench-only patch of lxml's ``drop_tree``
-(``topiccrawl.text.extract`` raises AssertionError on every help page; docs/benchmarks-wl.md).
+(``topiccrawl.text.extract`` raised AssertionError on every help page before the fix; docs/benchmarks.md).
 The report also gives target recall over *distinct* pages (the stats count duplicate URLs).
 Raw outputs (``stats.json``, ``harvest.csv`` per run) go to ``--out`` (default ``out/wl-tables``);
 ``run`` skips runs whose ``stats.json`` exists, so an interrupted session continues.
