@@ -133,6 +133,8 @@ class TopicCrawl:
 
             self.corpus = open_corpus(cfg.web)
             self.ground_truth = GroundTruth.from_corpus(self.corpus)
+        # count the corpus's relevant pages now, at start-up, not inside the crawl
+        self.total_relevant()
 
     def is_truly_relevant(self, url: str) -> bool:
         return bool(self.ground_truth and self.ground_truth.is_relevant(url, self.topic.labels))
