@@ -41,7 +41,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from topiccrawl.dwdbrm import combine_positions  # noqa: E402
-from topiccrawl.metrics import mean_rank, median_rank, precision_at  # noqa: E402
+from topiccrawl.metrics import mean_rank, mean_sd, median_rank, precision_at  # noqa: E402
 from topiccrawl.topic import load_topic  # noqa: E402
 from topiccrawl.web.api import WebLab  # noqa: E402
 from topiccrawl.web.corpus import open_corpus  # noqa: E402
@@ -177,11 +177,7 @@ def crawl(args) -> None:
 
 # -- report -----------------------------------------------------------------------------------
 def ms(values, digits: int = 1) -> str:
-    values = [v for v in values if v is not None]
-    if not values:
-        return "–"
-    sd = statistics.stdev(values) if len(values) > 1 else 0.0
-    return f"{statistics.mean(values):.{digits}f} ± {sd:.{digits}f}"
+    return mean_sd(values, digits)
 
 
 def at(curve, x: int, idx: int) -> int:

@@ -23,6 +23,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from topiccrawl.metrics import mean_sd  # noqa: E402
 from topiccrawl.web.api import WebLab  # noqa: E402
 
 CHECKPOINTS = (100, 250, 500, 1000)
@@ -79,12 +80,7 @@ def at(curve, dp: int, idx: int):
 
 
 def fmt(values) -> str:
-    values = [v for v in values if v is not None]
-    if not values:
-        return "–"
-    if len(values) == 1:
-        return f"{values[0]:.3f}"
-    return f"{statistics.mean(values):.3f} ± {statistics.stdev(values):.3f}"
+    return mean_sd(values, 3)
 
 
 def main() -> None:

@@ -36,6 +36,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from topiccrawl.metrics import mean_sd  # noqa: E402
 from topiccrawl.tdcs import load_tree  # noqa: E402
 from topiccrawl.web.api import WebLab  # noqa: E402
 from topiccrawl.web.corpus import open_corpus  # noqa: E402
@@ -108,12 +109,7 @@ def value(curve: list[float], n: int) -> float | None:
 
 
 def fmt(values) -> str:
-    values = [v for v in values if v is not None]
-    if not values:
-        return "–"
-    if len(values) == 1:
-        return f"{values[0]:.1f}"
-    return f"{statistics.mean(values):.1f} ± {statistics.stdev(values):.1f}"
+    return mean_sd(values, 1)
 
 
 def report(runs: list[dict], nodes: list[str], scorers: list[str], pages: int, out: Path, data: str) -> str:

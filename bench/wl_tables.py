@@ -30,6 +30,8 @@ import sys
 import time
 from pathlib import Path
 
+from topiccrawl.metrics import mean_sd
+
 REPO = Path(__file__).resolve().parent.parent
 STRATEGIES = ("wl", "bfs", "bestfirst", "sa", "fcsa-host", "oracle")
 LO_SCRIPT = REPO / "scripts" / "fetch-libreoffice-help.sh"
@@ -233,12 +235,7 @@ def checkpoint(stats: dict, dp: int, key: str):
 
 
 def fmt(values, digits: int = 3) -> str:
-    values = [v for v in values if v is not None]
-    if not values:
-        return "–"
-    mean = statistics.fmean(values)
-    sd = statistics.stdev(values) if len(values) > 1 else 0.0
-    return f"{mean:.{digits}f} ± {sd:.{digits}f}"
+    return mean_sd(values, digits)
 
 
 def table(runs: dict[str, list[dict]], checkpoints) -> list[str]:

@@ -220,3 +220,13 @@ def median_rank(ranked_relevance: list[bool]) -> float | None:
     """MedR: median 1-based rank of the relevant items; None if there are none."""
     ranks = _ranks(ranked_relevance)
     return float(statistics.median(ranks)) if ranks else None
+
+
+def mean_sd(values, digits: int = 3) -> str:
+    """``mean ± sd`` (sample sd; 0 for one value) of the non-None values, "–" when none: the
+    cell format of every benchmark table."""
+    values = [v for v in values if v is not None]
+    if not values:
+        return "–"
+    sd = statistics.stdev(values) if len(values) > 1 else 0.0
+    return f"{statistics.fmean(values):.{digits}f} ± {sd:.{digits}f}"
