@@ -57,6 +57,8 @@ class Corpus(abc.ABC):
 
     #: short name used in logs, cache keys and docs, e.g. ``generated:zh-disaster``
     name: str = "corpus"
+    #: charset of HTML pages whose Content-Type names none (WebKB: latin-1)
+    default_charset: str | None = None
 
     @abc.abstractmethod
     def has_host(self, host: str) -> bool:
@@ -99,14 +101,15 @@ class Corpus(abc.ABC):
         return []
 
     def doc(self, url: str) -> Doc | None:
-        """Searchable text of a page. The default parses the served HTML."""
+        """Searchable text of a page. The default parses the served HTML (header names are
+        matched case-insensitively: replayed corpora keep their original spelling)."""
         page = self.get(url)
         if page is None or page.status != 200:
             return None
-        ctype = page.headers.get("Content-Type", "text/html")
-        if "html" not in ctype:
+        ctype = next((v for k, v in page.headers.items() if k.lower() == "content-type"), "text/html")
+        if "html" not in ctype.lower():
             return None
-        return html_to_doc(url, page.body, page.links, _charset(ctype))
+        return html_to_doc(page.url, page.body, page.links, _charset(ctype) or self.default_charset)
 
     def search_sample(self, limit: int) -> Iterator[str]:
         """URLs to put into the search index: all of them, or a bounded sample if larger."""

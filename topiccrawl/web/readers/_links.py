@@ -9,7 +9,6 @@ from lxml import etree
 from lxml import html as lxml_html
 from w3lib.url import canonicalize_url, safe_url_string
 
-from topiccrawl.web.corpus import Doc, Page, _charset, html_to_doc
 
 #: (tag, attribute) pairs that are navigation links (not images, scripts or styles)
 LINK_ATTRS = {("a", "href"), ("area", "href"), ("frame", "src"), ("iframe", "src"),
@@ -72,16 +71,3 @@ def extract_links(body: bytes, url: str, charset: str | None = None) -> list[str
         return []
     return list(dict.fromkeys(link for *_, link in iter_links(doc, url)))
 
-
-def page_doc(page: Page | None, default_charset: str | None = None) -> Doc | None:
-    """:meth:`Corpus.doc` for a served page, tolerant of bodies lxml cannot parse (an empty or
-    comment-only document gets an empty Doc rather than an exception)."""
-    if page is None or page.status != 200:
-        return None
-    ctype = next((v for k, v in page.headers.items() if k.lower() == "content-type"), "text/html")
-    if "html" not in ctype.lower():
-        return None
-    try:
-        return html_to_doc(page.url, page.body, page.links, _charset(ctype) or default_charset)
-    except etree.LxmlError:
-        return Doc(page.url, "", "", list(page.links))

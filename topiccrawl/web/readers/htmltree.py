@@ -32,8 +32,8 @@ from urllib.parse import quote, unquote, urlsplit
 
 from w3lib.encoding import html_body_declared_encoding
 
-from topiccrawl.web.corpus import Corpus, CorpusError, Doc, Page, int_param
-from topiccrawl.web.readers._links import iter_links, page_doc, parse_html
+from topiccrawl.web.corpus import Corpus, CorpusError, Page, int_param
+from topiccrawl.web.readers._links import iter_links, parse_html
 
 DEFAULT_HOST = "htmltree.test"
 _ATTR_RE = re.compile(r"""((?:href|src|content)\s*=\s*)(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))""", re.I)
@@ -185,8 +185,6 @@ class HtmlTreeCorpus(Corpus):
         text = _BASE_RE.sub("", _ATTR_RE.sub(swap, text))
         return text.encode(encoding, "surrogateescape")
 
-    def doc(self, url: str) -> Doc | None:
-        return page_doc(self.get(url))
 
     def iter_urls(self) -> Iterator[str]:
         return (f.url for f in self.files.values())

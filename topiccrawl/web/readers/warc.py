@@ -17,8 +17,8 @@ from urllib.parse import urlsplit
 from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
 
-from topiccrawl.web.corpus import Corpus, CorpusError, Doc, Page, _charset
-from topiccrawl.web.readers._links import extract_links, page_doc, url_key
+from topiccrawl.web.corpus import Corpus, CorpusError, Page, _charset
+from topiccrawl.web.readers._links import extract_links, url_key
 
 _DROP = {"connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding",
          "upgrade", "content-length", "content-encoding"}
@@ -89,8 +89,6 @@ class WarcCorpus(Corpus):
         key = url_key(url)
         return self._page(key) if key in self._offsets else None
 
-    def doc(self, url: str) -> Doc | None:
-        return page_doc(self.get(url))
 
     def iter_urls(self) -> Iterator[str]:
         return iter(self._urls.values())

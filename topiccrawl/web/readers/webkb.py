@@ -26,9 +26,9 @@ from functools import lru_cache
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
-from topiccrawl.web.corpus import Corpus, CorpusError, Doc, Page, _charset
+from topiccrawl.web.corpus import Corpus, CorpusError, Page, _charset
 from topiccrawl.web.readers._cache import find_layout
-from topiccrawl.web.readers._links import extract_links, page_doc, url_key
+from topiccrawl.web.readers._links import extract_links, url_key
 
 ARCHIVE = "webkb-raw-8282pages.tar.xz"
 DEFAULT_TYPE = "text/html; charset=iso-8859-1"
@@ -88,6 +88,7 @@ def _header_block(raw: bytes) -> tuple[dict[str, str], bytes]:
 
 
 class WebKBCorpus(Corpus):
+    default_charset = "iso-8859-1"  # the crawl is latin-1; most files name no charset
     name = "webkb"
 
     def __init__(self, root: Path):
@@ -141,8 +142,6 @@ class WebKBCorpus(Corpus):
             return Page(url, 301, {"Location": key, "Content-Type": DEFAULT_TYPE})
         return self._page(key)
 
-    def doc(self, url: str) -> Doc | None:
-        return page_doc(self.get(url), "iso-8859-1")
 
     def iter_urls(self) -> Iterator[str]:
         return iter(self._files)
