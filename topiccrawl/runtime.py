@@ -16,7 +16,9 @@ from __future__ import annotations
 import logging
 import random
 import weakref
+from functools import lru_cache
 from pathlib import Path
+from urllib.parse import urlsplit
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -29,9 +31,9 @@ from topiccrawl.items import PageItem
 from topiccrawl.metrics import CrawlMetrics
 from topiccrawl.dmoz import TreeError
 from topiccrawl.relevance import RelevanceScorer
-from topiccrawl.text import extract, tokenize
+from topiccrawl.text import Extracted, extract, tokenize
 from topiccrawl.tdcs import scorer_from_state
-from topiccrawl.topic import Topic, load_topic
+from topiccrawl.topic import load_topic
 
 logger = logging.getLogger(__name__)
 
@@ -41,7 +43,14 @@ _tld = tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None)
 
 def registered_domain(url_or_host: str) -> str:
     """``news.example.com.cn`` -> ``example.com.cn`` (the unit of region competition and sites)."""
-    ext = _tld(url_or_host)
+    host = urlsplit(url_or_host).hostname if "//" in url_or_host else url_or_host
+    return _domain_of_host(host or url_or_host)
+
+
+@lru_cache(maxsize=65536)
+def _domain_of_host(host: str) -> str:
+    """Memoised per host: the scheduler asks for every enqueued request."""
+    ext = _tld(host)
     if ext.suffix:
         return ext.top_domain_under_public_suffix
     # no public suffix (``.test`` hosts of the offline web, IP addresses): keep the last two labels
@@ -173,11 +182,15 @@ class TopicCrawl:
             self.lab = None
 
     # -- scoring --------------------------------------------------------------------------------
-    def process_page(self, response, depth: int, parent: str | None, anchor: str) -> tuple[PageItem, list[ScoredLink]]:
-        """Score a downloaded page (R(P), eq. 4) and its outlinks (R(l), eq. 5)."""
+    def read_page(self, response) -> tuple[Extracted, float]:
+        """Extract a downloaded page and score it: R(P) (eq. 4) over title, meta data and text."""
         ex = extract(response.body, response.url, response.headers.get("Content-Type", b"").decode("latin-1"))
         terms = tokenize(" ".join((ex.title, ex.description, " ".join(ex.keywords), ex.text)))
-        relevance = self.scorer.page_relevance(terms)
+        return ex, self.scorer.page_relevance(terms)
+
+    def process_page(self, response, depth: int, parent: str | None, anchor: str) -> tuple[PageItem, list[ScoredLink]]:
+        """Score a downloaded page (R(P), eq. 4) and its outlinks (R(l), eq. 5)."""
+        ex, relevance = self.read_page(response)
         best: dict[str, ScoredLink] = {}
         for a in ex.anchors:
             score = self.scorer.link_relevance(self.scorer.anchor_relevance(f"{a.text} {a.context}"), relevance)

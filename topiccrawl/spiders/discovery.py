@@ -43,7 +43,6 @@ from topiccrawl.dwdbrm import (
 )
 from topiccrawl.runtime import TopicCrawl
 from topiccrawl.search.backends import SearchBackendError, make_backend
-from topiccrawl.text import extract, tokenize
 
 BACKGROUND_SAMPLE = 200
 
@@ -159,10 +158,9 @@ class DiscoverySpider(scrapy.Spider):
     def _page(self, response) -> DiscoveredPage | None:
         if not isinstance(response, TextResponse):
             return None
-        ex = extract(response.body, response.url, response.headers.get("Content-Type", b"").decode("latin-1"))
-        terms = tokenize(" ".join((ex.title, ex.description, " ".join(ex.keywords), ex.text)))
+        ex, relevance = self.tc.read_page(response)
         self._meta[response.url] = {
-            "relevance": round(self.tc.scorer.page_relevance(terms), 6), "title": ex.title[:300],
+            "relevance": round(relevance, 6), "title": ex.title[:300],
             "language": ex.language, "fetched_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         }
         return DiscoveredPage.from_extracted(response.url, ex)
