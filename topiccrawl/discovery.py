@@ -210,21 +210,20 @@ class DiscoveryController:
             out[name] = row
         return out
 
-    def harvest_segments(self, is_relevant, segments: int = 5) -> list[dict]:
-        """Page and site harvest rate over the run in equal segments (the papers' Figs. 2–3)."""
-        urls = list(self.results)
-        if not urls:
+    @staticmethod
+    def harvest_segments(curve: list[tuple[int, int, int]], segments: int = 5) -> list[dict]:
+        """Page and site harvest rate over the run in equal segments (the papers' Figs. 2–3),
+        from :meth:`curves`."""
+        if not curve:
             return []
-        size = max(1, -(-len(urls) // segments))
-        seen_sites: set[str] = set()
-        out = []
-        for i in range(0, len(urls), size):
-            chunk = urls[i:i + size]
-            relevant = [u for u in chunk if is_relevant(u)]
-            new_sites = {urlsplit(u).hostname for u in relevant} - seen_sites
-            seen_sites |= new_sites
-            out.append({"pages": len(chunk), "page_harvest_rate": len(relevant) / len(chunk),
-                        "new_relevant_sites": len(new_sites), "site_harvest_rate": len(new_sites) / len(chunk)})
+        size = max(1, -(-len(curve) // segments))
+        out, prev = [], (0, 0, 0)
+        for i in range(0, len(curve), size):
+            row = curve[min(i + size, len(curve)) - 1]
+            pages, relevant, sites = (row[k] - prev[k] for k in range(3))
+            out.append({"pages": pages, "page_harvest_rate": relevant / pages,
+                        "new_relevant_sites": sites, "site_harvest_rate": sites / pages})
+            prev = row
         return out
 
     def curves(self, is_relevant) -> list[tuple[int, int, int]]:

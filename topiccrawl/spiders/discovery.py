@@ -252,8 +252,8 @@ class DiscoverySpider(scrapy.Spider):
         if self.tc.ground_truth and self.tc.topic.labels:
             is_rel = self.tc.is_truly_relevant
             report["ranking"] = ctl.ranking_quality(is_rel)
-            report["segments"] = ctl.harvest_segments(is_rel)
             report["curve"] = ctl.curves(is_rel)
+            report["segments"] = ctl.harvest_segments(report["curve"])
             for ranker, values in report["ranking"].items():
                 for key, value in values.items():
                     stats.set_value(f"topiccrawl/ranking/{ranker}/{key}", value)
