@@ -4,7 +4,8 @@
 
 Scrapy defaults except: breadth-first queues, LOG_LEVEL=WARNING, ``CLOSESPIDER_PAGECOUNT=--pages``
 and the proxy given the ordinary way (the ``http_proxy`` environment variable read by Scrapy's
-HttpProxyMiddleware). Prints one JSON line ``{"pages", "seconds", "pages_per_s"}`` last.
+HttpProxyMiddleware); ``-s NAME=VALUE`` adds a setting (e.g. the project's ``CONCURRENT_ITEMS=8``).
+Prints one JSON line ``{"pages", "seconds", "pages_per_s"}`` last.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ def main() -> None:
     parser.add_argument("--proxy", required=True)
     parser.add_argument("--pages", type=int, default=2000)
     parser.add_argument("--seeds", default="http://www.daohang-wang.cn/", help="comma-separated start URLs")
+    parser.add_argument("-s", dest="settings", action="append", default=[], metavar="NAME=VALUE")
     args = parser.parse_args()
     os.environ["http_proxy"] = args.proxy
     seeds = [s for s in args.seeds.split(",") if s]
@@ -40,6 +42,7 @@ def main() -> None:
         "DEPTH_PRIORITY": 1,
         "SCHEDULER_DISK_QUEUE": "scrapy.squeues.PickleFifoDiskQueue",
         "SCHEDULER_MEMORY_QUEUE": "scrapy.squeues.FifoMemoryQueue",
+        **dict(s.split("=", 1) for s in args.settings),
     })
     crawler = process.create_crawler(PlainSpider)
     process.crawl(crawler, start_urls=seeds)

@@ -14,7 +14,10 @@ the crawl (seconds from ``spider_opened`` until the checkpoint's page was counte
 (``topiccrawl.text.extract`` raised AssertionError on every help page before the fix; docs/benchmarks.md).
 The report also gives target recall over *distinct* pages (the stats count duplicate URLs).
 Raw outputs (``stats.json``, ``harvest.csv`` per run) go to ``--out`` (default ``out/wl-tables``);
-``run`` skips runs whose ``stats.json`` exists, so an interrupted session continues.
+``run`` skips runs whose ``stats.json`` exists, so an interrupted session continues. After the
+strategies of one corpus instance, a plain Scrapy BFS spider (bench/plain_spider.py) crawls the same
+lab with the same page budget (``plain/*.json``): the report's throughput table sets each
+strategy's pages/s (DP / Scrapy's elapsed time) next to it.
 """
 
 from __future__ import annotations
@@ -172,6 +175,20 @@ def run(args) -> None:
                 print(f"{name} {strategy} rep {rep}: DP {stats.get('topiccrawl/dp')}, "
                       f"true harvest {stats.get('topiccrawl/truth/harvest_rate'):.3f}, "
                       f"{stats['bench/wall_seconds']:.0f} s", file=sys.stderr, flush=True)
+            plain_reference(args.out, spec, lab, max(min(max(CORPORA[n][3]), args.max_pages or 10**9) for n, *_ in jobs))
+
+
+def plain_reference(out: Path, spec: str, lab, pages: int) -> None:
+    """pages/s of a plain Scrapy BFS spider on the same lab, right after the strategies' runs."""
+    from strategies import run_plain
+
+    path = out / "plain" / (hashlib.sha1(spec.encode()).hexdigest()[:10] + ".json")
+    if path.exists():
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pps = run_plain(lab.proxy_url, lab.info.get("seeds", [])[:5] or [], pages)
+    path.write_text(json.dumps({"spec": spec, "pages": pages, "pages_per_s": pps}), encoding="utf-8")
+    print(f"plain Scrapy on {spec}: {pps:.0f} pages/s", file=sys.stderr, flush=True)
 
 
 # -- report ---------------------------------------------------------------------------------------
@@ -265,6 +282,24 @@ def end_table(runs: dict[str, list[dict]]) -> list[str]:
     return lines
 
 
+def throughput_table(out: Path, name: str, runs: dict[str, list[dict]]) -> list[str]:
+    """Each strategy's pages/s (DP / elapsed) next to the plain Scrapy spider on the same labs."""
+    _, spec, _, _, generated = CORPORA[name]
+    plain = [json.loads(p.read_text(encoding="utf-8")) for p in sorted((out / "plain").glob("*.json"))]
+    plain = [p["pages_per_s"] for p in plain if (p["spec"].startswith(spec.split("?")[0].split("{")[0]))]
+    if not plain:
+        return []
+    ref = statistics.fmean(plain)
+    lines = [f"Throughput (pages/s = DP / Scrapy's elapsed time; plain Scrapy BFS spider on the same labs: "
+             f"{fmt(plain, 0)} pages/s over {len(plain)} lab(s)):", "",
+             "| strategy | pages/s | × plain Scrapy |", "|---|---|---|"]
+    for s, rs in runs.items():
+        pps = [r["topiccrawl/dp"] / r["elapsed_time_seconds"] for r in rs if r.get("elapsed_time_seconds")]
+        if pps:
+            lines.append(f"| {s} | {fmt(pps, 0)} | {statistics.fmean(pps) / ref:.2f} |")
+    return lines
+
+
 def wl_table(runs: list[dict]) -> list[str]:
     def cell(v):
         return f"{v:.4g}" if isinstance(v, float) else str(v)
@@ -335,6 +370,7 @@ def report(args) -> None:
         md += [f"### {title}", "", f"Runs per strategy: {', '.join(f'{s} {len(rs)}' for s, rs in runs.items())}; "
                f"truly relevant pages in the web: {', '.join(map(str, totals))}; code versions: {', '.join(map(str, hashes))}.", ""]
         md += table(runs, cps) + ["", "At the end of the runs:", ""] + end_table(runs)
+        md += [""] + throughput_table(args.out, name, runs)
         md += ["", f"![{name}](img/wl-{name}.png)", ""]
         if runs.get("wl"):
             md += ["WL sampler state at the end of each run (`topiccrawl/wl/*`):", ""] + wl_table(runs["wl"]) + [""]

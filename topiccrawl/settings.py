@@ -19,6 +19,10 @@ DOWNLOAD_DELAY = 0
 DOWNLOAD_TIMEOUT = 30
 DOWNLOAD_MAXSIZE = 16 * 1024 * 1024
 REDIRECT_MAX_TIMES = 10
+# Scrapy starts CONCURRENT_ITEMS (default 100) asyncio tasks per response to run the callback's
+# output through the spider middlewares and pipelines; ours are synchronous CPU work, so 100
+# tasks buy nothing and cost ~10% of a crawl's CPU (docs/benchmarks.md, "Frontier strategies").
+CONCURRENT_ITEMS = 8
 RETRY_TIMES = 2
 
 DOWNLOADER_MIDDLEWARES = {"topiccrawl.middlewares.WebRoutingMiddleware": 740}

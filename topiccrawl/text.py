@@ -90,6 +90,8 @@ def tokenize(text: str, stopwords: frozenset[str] = STOPWORDS) -> list[str]:
 
 
 def _tokenize(text: str, stopwords: frozenset[str]) -> list[str]:
+    if not _CJK_RE.search(text):  # Latin-only text: one C-level findall, same terms as the loop
+        return [tok for tok in map(str.lower, _TOKEN_RE.findall(text)) if len(tok) > 1 and tok not in stopwords]
     out: list[str] = []
     for m in _TOKEN_RE.finditer(text):
         run = m.group(0)
