@@ -30,6 +30,11 @@ DEFAULTS: dict[str, object] = {
     "TOPICCRAWL_TOPIC_TREE": "",
     "TOPICCRAWL_TOPIC_NODE": "",
     "TOPICCRAWL_TDCS_K": 180,
+    "TOPICCRAWL_STORE": "memory",
+    "TOPICCRAWL_REDIS_URL": "redis://127.0.0.1:6379/0",
+    "TOPICCRAWL_CRAWL_ID": "",
+    "TOPICCRAWL_LEASE_SECONDS": 30.0,
+    "TOPICCRAWL_IDLE_TIMEOUT": 60.0,
 }
 
 
@@ -61,6 +66,11 @@ class TopicCrawlConfig:
     topic_tree: str = ""
     topic_node: str = ""
     tdcs_k: int = 180
+    store: str = "memory"
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    crawl_id: str = ""
+    lease_seconds: float = 30.0
+    idle_timeout: float = 60.0
 
     @property
     def offline(self) -> bool:
@@ -110,3 +120,14 @@ class TopicCrawlConfig:
             raise ConfigError("TOPICCRAWL_LINK_THRESHOLD must lie in [0, 1]")
         if self.pagerank_every < 1:
             raise ConfigError("TOPICCRAWL_PAGERANK_EVERY must be >= 1")
+        if self.store not in ("memory", "redis"):
+            raise ConfigError(f"TOPICCRAWL_STORE={self.store!r}: expected memory or redis")
+        if self.lease_seconds <= 0 or self.idle_timeout < 0:
+            raise ConfigError("TOPICCRAWL_LEASE_SECONDS must be > 0 and TOPICCRAWL_IDLE_TIMEOUT >= 0")
+        if self.store == "redis":
+            from topiccrawl.store import STRATEGIES, check_redis
+
+            if self.strategy not in STRATEGIES:
+                raise ConfigError(f"TOPICCRAWL_STORE=redis supports the strategies {', '.join(STRATEGIES)}, "
+                                  f"not {self.strategy!r}")
+            check_redis(self.redis_url)  # unreachable / wrong password: one line before the crawl

@@ -116,6 +116,8 @@ class TopicCrawl:
         self.lab = None
         self.corpus = None
         self.ground_truth: GroundTruth | None = None
+        #: the Redis scheduler when TOPICCRAWL_STORE=redis: global DP budget and counters
+        self.shared = None
         self._start_web()
         self._load_ground_truth()
 
@@ -250,6 +252,8 @@ class TopicCrawl:
         """Count one downloaded page in the metrics; None once the page budget is spent."""
         if self.config.max_pages and self.metrics.dp >= self.config.max_pages:
             return None
+        if self.shared is not None and not self.shared.count(item):
+            return None  # global budget spent, or another worker counted this page
         gt = self.ground_truth
         labels = gt.labels(item.url) if gt else None
         identity = gt.identity(item.url) if gt else None
@@ -259,6 +263,8 @@ class TopicCrawl:
 
     @property
     def budget_spent(self) -> bool:
+        if self.shared is not None:
+            return self.shared.budget_spent
         return bool(self.config.max_pages) and self.metrics.dp >= self.config.max_pages
 
     def total_relevant(self) -> int | None:

@@ -18,7 +18,6 @@ import logging
 import pickle
 from pathlib import Path
 
-from scrapy import signals
 from scrapy.core.scheduler import BaseScheduler
 from scrapy.utils.job import job_dir
 from scrapy.utils.misc import build_from_crawler, load_object
@@ -44,8 +43,8 @@ class TopicScheduler(BaseScheduler):
         options.update(vars(self.tc.config))
         self.frontier: Frontier = make_frontier(self.tc.config.strategy, self.tc.is_truly_relevant, options)
         self.spider = None
-        #: requests handed to the engine that have not left the downloader yet: re-queued on
-        #: close (pause, budget, Ctrl-C) so that a resumed crawl loses none of them
+        #: requests handed to the engine and not yet through the downloader and the spider: they
+        #: count against the DP budget, and are re-queued on close so a resume loses none of them
         self.inflight: dict[object, Link] = {}
         #: requests already chosen by the strategy but not counted when the crawl stopped; a
         #: resumed crawl fetches them first, exactly where the uninterrupted crawl fetched them
@@ -55,10 +54,13 @@ class TopicScheduler(BaseScheduler):
         #: saved with JOBDIR, and ``discovery_state`` holds a restored one until a spider takes it
         self.discovery = None
         self.discovery_state: dict | None = None
-        crawler.signals.connect(self._left_downloader, signal=signals.request_left_downloader)
 
     @classmethod
     def from_crawler(cls, crawler):
+        if crawler.settings.get("TOPICCRAWL_STORE") == "redis" and cls is TopicScheduler:
+            from topiccrawl.store.scheduler import RedisScheduler  # TOPICCRAWL_STORE=redis
+
+            return RedisScheduler.from_crawler(crawler)
         dupefilter = build_from_crawler(load_object(crawler.settings["DUPEFILTER_CLASS"]), crawler)
         return cls(crawler, dupefilter, job_dir(crawler.settings), crawler.stats)
 
@@ -125,7 +127,9 @@ class TopicScheduler(BaseScheduler):
         # hand out no more requests than the DP budget can still count
         budget = self.tc.config.max_pages
         if budget and self.tc.metrics.dp + len(self.inflight) >= budget:
-            return None
+            self._prune_inflight()
+            if self.tc.metrics.dp + len(self.inflight) >= budget:
+                return None
         link = self.chosen.pop(0) if self.chosen else self.frontier.pop()
         if link is None:
             return None
@@ -135,6 +139,7 @@ class TopicScheduler(BaseScheduler):
         self._pops += 1
         if self._pops % 100 == 0:
             self._strategy_stats()
+            self._prune_inflight()
         return link.payload
 
     def _strategy_stats(self) -> None:
@@ -144,8 +149,19 @@ class TopicScheduler(BaseScheduler):
             for key, value in stats().items():
                 self.stats.set_value(f"topiccrawl/{key}", value)
 
-    def _left_downloader(self, request, spider=None) -> None:
-        self.inflight.pop(request, None)
+    def _prune_inflight(self) -> None:
+        """Forget handed-out requests the engine is done with. A request is live while it is in
+        the downloader (middlewares included) or its response is in the scraper (the sets that
+        ``scrapy.utils.engine.get_engine_status`` reports). No signal covers every end: a request
+        a downloader middleware ignores (robots.txt, a host outside the offline web, a private
+        address) never sends ``request_left_downloader``, and counting it for ever would stop the
+        crawl short of its budget with requests still queued."""
+        engine = self.crawler.engine
+        if engine is None or not self.inflight:
+            return
+        live = engine.downloader.active
+        scraping = engine.scraper.slot.active if engine.scraper.slot is not None else set()
+        self.inflight = {r: l for r, l in self.inflight.items() if r in live or r in scraping}
 
     def __len__(self) -> int:
         return len(self.frontier) + len(self.chosen)
@@ -155,6 +171,7 @@ class TopicScheduler(BaseScheduler):
         return Path(self.jobdir) / STATE_FILE if self.jobdir else None
 
     def _save(self) -> None:
+        self._prune_inflight()
         self.stats.set_value("topiccrawl/requeued_inflight", len(self.inflight))
         chosen = sorted([*self.chosen, *self.inflight.values()], key=lambda l: l.seq)
         state = self.frontier.state()

@@ -1,0 +1,31 @@
+"""A duplicate filter shared by all workers of a crawl: a Redis SET of Scrapy request
+fingerprints (``crawler.request_fingerprinter``), key ``topiccrawl:<crawl_id>:dupefilter`` as in
+scrapy-redis (``%(spider)s:dupefilter``)."""
+
+from __future__ import annotations
+
+import logging
+
+from scrapy.dupefilters import BaseDupeFilter
+
+logger = logging.getLogger(__name__)
+
+
+class RedisDupeFilter(BaseDupeFilter):
+    def __init__(self, client, key: str, fingerprinter, stats=None, debug: bool = False) -> None:
+        self.r, self.key, self.fingerprinter, self.stats, self.debug = client, key, fingerprinter, stats, debug
+        self._logged = False
+
+    def request_seen(self, request) -> bool:
+        """True when any worker saw the request before (SADD returned 0)."""
+        return self.r.sadd(self.key, self.fingerprinter.fingerprint(request).hex()) == 0
+
+    def log(self, request, spider) -> None:
+        if self.debug:
+            logger.debug("Filtered duplicate request: %(request)s", {"request": request})
+        elif not self._logged:
+            logger.debug("Filtered duplicate request %(request)s - no more duplicates will be shown "
+                         "(see DUPEFILTER_DEBUG to show all duplicates)", {"request": request})
+            self._logged = True
+        if self.stats is not None:
+            self.stats.inc_value("dupefilter/filtered")
