@@ -95,3 +95,16 @@ def test_requests_ignored_by_robots_txt_do_not_hold_the_budget(tmp_path):
     stats = _stats(out)
     assert stats["robotstxt/forbidden"] == 3
     assert stats["topiccrawl/dp"] == 15 and stats["finish_reason"] == "topiccrawl_max_pages"
+
+
+def test_a_topic_without_evaluation_labels_crawls_without_truth_statistics(tmp_path):
+    topic = tmp_path / "nolabels.toml"
+    topic.write_text('name = "typhoon"\nlanguage = "zh"\nbeta = 0.5\n[words]\n"台风" = 0.8\n"风暴潮" = 0.5\n',
+                     encoding="utf-8")
+    proc, out = run_crawl(tmp_path, args={"topic": str(topic), "max_pages": 20},
+                          settings={"TOPICCRAWL_WEB": WEB, "TOPICCRAWL_PLOT_ENABLED": "false",
+                                    "TOPICCRAWL_PROGRESS_INTERVAL": "1"})
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    stats = _stats(out)
+    assert stats["topiccrawl/dp"] == 20 and stats["topiccrawl/truth/harvest_rate"] is None
+    assert "Crawled 20 pages" in proc.stderr and "true harvest" not in proc.stderr

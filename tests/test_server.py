@@ -21,7 +21,7 @@ READER = {"fixture": "tests.test_server:open_fixture"}
 HTML = {"Content-Type": "text/html; charset=utf-8"}
 LAST_MODIFIED = "Mon, 01 Jan 2024 10:00:00 GMT"
 FAULTS = ("latency=0.3-0.4@0.2,timeout=5@0.1,5xx@0.1,reset@0.1,truncate@0.1,"
-          "badlength@0.1,drip=0.5@0.1,seed=11")
+          "badlength@0.1,drip=0.5@0.1,loop@0.1,seed=11")
 
 
 def open_fixture(arg: str, params: dict) -> MemoryCorpus:
@@ -227,6 +227,22 @@ def test_fault_drip_delivers_the_whole_body_slowly(faulty_lab):
     assert time.monotonic() - started >= 0.45  # 16 pauses of 0.5/16 s before the last byte
 
 
+def test_fault_loop_redirects_in_a_cycle(faulty_lab):
+    url, _ = first_url_with("loop")
+    status, headers, _ = faulty_lab.fetch(url)
+    assert status == 302 and headers["Location"] == url + "?_loop=1"
+    assert faulty_lab.fetch(url + "?_loop=1")[1]["Location"] == url  # loop=2: A -> A?_loop=1 -> A
+    plain, _ = first_url_with(None)
+    assert parse_faults(FAULTS).loop_hop(plain + "?_loop=1") is None  # served as an unknown page
+
+
+def test_fault_loop_length(lab_env):
+    plan = parse_faults("loop=3@1")
+    url = "http://c.test/p1.html"
+    assert [plan.loop_next(url, k) for k in range(3)] == [url + "?_loop=1", url + "?_loop=2", url]
+    assert parse_faults("loop=1@1").loop_next(url, 0) == url
+
+
 def test_fault_timeout_never_answers(faulty_lab):
     url, _ = first_url_with("timeout")
     status, _, body, error = raw_get(faulty_lab, url, timeout=1.0)
@@ -267,6 +283,8 @@ def test_faults_follow_the_seed_and_heal(lab_env):
     ("reset=3@0.1", "takes no value"),
     ("seed=x", "must be an integer"),
     ("drip=abc@0.1", "not a number"),
+    ("loop=0@0.1", "whole number of hops"),
+    ("loop=2.5@0.1", "whole number of hops"),
 ])
 def test_bad_fault_specs(spec, message):
     with pytest.raises(FaultSpecError, match=message) as err:

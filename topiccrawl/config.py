@@ -26,6 +26,10 @@ DEFAULTS: dict[str, object] = {
     "TOPICCRAWL_CHECKPOINTS": [100, 250, 500, 1000, 5000, 10000, 15000],
     "TOPICCRAWL_PROGRESS_INTERVAL": 10.0,
     "TOPICCRAWL_LIVE_ALLOW_PRIVATE": False,
+    "TOPICCRAWL_LIVE_ALLOW_HOSTS": "",
+    "TOPICCRAWL_TRAP_GUARD_ENABLED": True,
+    "TOPICCRAWL_TRAP_GUARD_DEPTH": 20,
+    "TOPICCRAWL_SLOW_SECONDS": 5.0,
     "TOPICCRAWL_SCORER": "vsm",
     "TOPICCRAWL_TOPIC_TREE": "",
     "TOPICCRAWL_TOPIC_NODE": "",
@@ -62,6 +66,10 @@ class TopicCrawlConfig:
     checkpoints: list[int] = field(default_factory=list)
     progress_interval: float = 10.0
     live_allow_private: bool = False
+    live_allow_hosts: str = ""
+    trap_guard_enabled: bool = True
+    trap_guard_depth: int = 20
+    slow_seconds: float = 5.0
     scorer: str = "vsm"
     topic_tree: str = ""
     topic_node: str = ""
@@ -131,3 +139,10 @@ class TopicCrawlConfig:
                 raise ConfigError(f"TOPICCRAWL_STORE=redis supports the strategies {', '.join(STRATEGIES)}, "
                                   f"not {self.strategy!r}")
             check_redis(self.redis_url)  # unreachable / wrong password: one line before the crawl
+        if self.trap_guard_depth < 1:
+            raise ConfigError("TOPICCRAWL_TRAP_GUARD_DEPTH must be >= 1")
+        if self.slow_seconds <= 0:
+            raise ConfigError("TOPICCRAWL_SLOW_SECONDS must be > 0")
+        from topiccrawl.middlewares import parse_allow_hosts  # raises ConfigError on a bad entry
+
+        parse_allow_hosts(self.live_allow_hosts)

@@ -61,7 +61,9 @@ class TopicStats(TopicComponent):
         m = self.tc.metrics
         minutes = max((time.monotonic() - self.started) / 60, 1e-9)
         frontier = self.crawler.stats.get_value("topiccrawl/frontier_size", 0)
-        truth = f", true harvest {m.truth_harvest_rate:.3f}" if self.tc.ground_truth else ""
+        # a topic without evaluation labels has no true harvest rate, even on an offline web
+        rate = m.truth_harvest_rate if self.tc.ground_truth else None
+        truth = f", true harvest {rate:.3f}" if rate is not None else ""
         logger.info(
             "Crawled %d pages (%.0f pages/min), harvest rate %.3f (LP %d)%s, frontier %d",
             m.dp, m.dp / minutes, m.accuracy, m.lp, truth, frontier,

@@ -18,18 +18,72 @@ import logging
 import pickle
 from pathlib import Path
 
+from scrapy import Request
 from scrapy.core.scheduler import BaseScheduler
 from scrapy.utils.job import job_dir
 from scrapy.utils.misc import build_from_crawler, load_object
 from scrapy.utils.request import request_from_dict
 
 from topiccrawl.frontier import Frontier, Link, make_frontier
+from topiccrawl.middlewares import TRAP_META
 from topiccrawl.runtime import TopicCrawl, registered_domain
 
 logger = logging.getLogger(__name__)
 
 STATE_FILE = "topiccrawl.state"
 META_KEY = "topiccrawl"
+
+#: keys of ``meta[META_KEY]`` a packed request keeps; score, depth and potential live in its Link
+_PACKED_KEYS = ("score", "depth", "potential", "parent", "anchor")
+#: other meta keys a packed request may carry: Scrapy's depth and the trap guard's chain length
+_PACKED_META = ("depth", TRAP_META)
+_ABSENT = object()
+
+
+def pack(request: Request, spider) -> tuple | Request:
+    """A queued request in a fraction of its memory: a Scrapy Request with its meta dicts and
+    Headers costs ~1.2 kB, the tuple ~0.3 kB (docs/benchmarks.md, "Scale"). Only the shape the
+    project's spiders yield is packed — a GET to a spider method, meta holding only ``topiccrawl``
+    (the keys above) and the keys of ``_PACKED_META``, at most a Referer header; anything else
+    stays a Request. :func:`unpack` rebuilds an equal request."""
+    if (type(request) is not Request or request.method != "GET" or request.body or request.cookies
+            or request.cb_kwargs or request.flags or request.priority or request.dont_filter
+            or request.errback is not None or request.encoding != "utf-8"):
+        return request
+    callback = request.callback
+    name = getattr(callback, "__name__", None)
+    if callback is not None and (name is None or getattr(spider, name, None) != callback):
+        return request
+    headers = request.headers
+    if len(headers) > 1 or (headers and b"Referer" not in headers):
+        return request
+    meta = request.meta
+    topic = meta.get(META_KEY)
+    if not meta.keys() <= {META_KEY, *_PACKED_META} or not isinstance(topic, dict) or not topic.keys() <= {*_PACKED_KEYS, "seq"}:
+        return request
+    parent = topic.get("parent", _ABSENT)
+    referer = headers.get(b"Referer")
+    if referer is not None and isinstance(parent, str) and referer == parent.encode():
+        referer = True  # the usual case: the Referer is the parent page (shared string)
+    present = sum(1 << i for i, key in enumerate(_PACKED_KEYS) if key in topic)
+    plain = meta.keys() <= {META_KEY, "depth"}  # the common case: one value, no tuple
+    extra = meta.get("depth", _ABSENT) if plain else tuple(meta.get(k, _ABSENT) for k in _PACKED_META)
+    return (name, extra, present, parent, topic.get("anchor", _ABSENT), referer)
+
+
+def unpack(link: Link, spider) -> Request:
+    """The Request of a link whose payload :func:`pack` packed (a Request is returned as is)."""
+    payload = link.payload
+    if not isinstance(payload, tuple):
+        return payload
+    name, extra, present, parent, anchor, referer = payload
+    values = (link.score, link.depth, link.potential, parent, anchor)
+    meta = {META_KEY: {key: values[i] for i, key in enumerate(_PACKED_KEYS) if present >> i & 1}}
+    for key, value in zip(_PACKED_META, extra if isinstance(extra, tuple) else (extra,)):
+        if value is not _ABSENT:
+            meta[key] = value
+    headers = None if referer is None else {"Referer": parent if referer is True else referer}
+    return Request(link.url, callback=getattr(spider, name) if name else None, meta=meta, headers=headers)
 
 
 class TopicScheduler(BaseScheduler):
@@ -96,7 +150,9 @@ class TopicScheduler(BaseScheduler):
         if not request.dont_filter and self.df.request_seen(request):
             self.df.log(request, self.spider)
             return False
-        self.frontier.push(self._link(request))
+        link = self._link(request)
+        link.payload = pack(request, self.spider)
+        self.frontier.push(link)
         self.stats.inc_value("scheduler/enqueued")
         self.stats.set_value("topiccrawl/frontier_size", len(self.frontier))
         return True
@@ -133,8 +189,9 @@ class TopicScheduler(BaseScheduler):
         link = self.chosen.pop(0) if self.chosen else self.frontier.pop()
         if link is None:
             return None
-        self.inflight[link.payload] = link
-        link.payload.meta.setdefault(META_KEY, {})["seq"] = link.seq  # for requeue()
+        link.payload = request = unpack(link, self.spider)
+        self.inflight[request] = link
+        request.meta.setdefault(META_KEY, {})["seq"] = link.seq  # for requeue()
         self.stats.inc_value("scheduler/dequeued")
         self._pops += 1
         if self._pops % 100 == 0:
@@ -176,7 +233,7 @@ class TopicScheduler(BaseScheduler):
         chosen = sorted([*self.chosen, *self.inflight.values()], key=lambda l: l.seq)
         state = self.frontier.state()
         for link in [*state["links"], *chosen]:
-            link.payload = link.payload.to_dict(spider=self.spider)
+            link.payload = unpack(link, self.spider).to_dict(spider=self.spider)
         data = {"strategy": self.frontier.name, "frontier": state, "chosen": chosen, "crawl": self.tc.state(),
                 "discovery": self.discovery.state() if self.discovery is not None else None}
         path = self._state_path()
@@ -197,8 +254,10 @@ class TopicScheduler(BaseScheduler):
                 "JOBDIR state was written by strategy %r, resuming with %r: queued links re-ordered",
                 data["strategy"], self.frontier.name,
             )
-        for link in [*data["frontier"]["links"], *data["chosen"]]:
+        for link in data["chosen"]:
             link.payload = request_from_dict(link.payload, spider=self.spider)
+        for link in data["frontier"]["links"]:
+            link.payload = pack(request_from_dict(link.payload, spider=self.spider), self.spider)
         self.frontier.load_state(data["frontier"])
         self.chosen = data["chosen"]
         self.discovery_state = data.get("discovery")

@@ -25,7 +25,15 @@ REDIRECT_MAX_TIMES = 10
 CONCURRENT_ITEMS = 8
 RETRY_TIMES = 2
 
-DOWNLOADER_MIDDLEWARES = {"topiccrawl.middlewares.WebRoutingMiddleware": 740}
+DOWNLOAD_WARNSIZE = 2 * 1024 * 1024  # bigger pages are kept but logged and counted (docs/resilience.md)
+DOWNLOAD_FAIL_ON_DATALOSS = True  # a truncated body is an error: retried, never scored as a page
+
+DOWNLOADER_MIDDLEWARES = {
+    "topiccrawl.middlewares.WebRoutingMiddleware": 740,
+    "topiccrawl.middlewares.PrivateAddressMiddleware": 745,
+    "topiccrawl.middlewares.FaultStatsMiddleware": 950,
+}
+SPIDER_MIDDLEWARES = {"topiccrawl.middlewares.TrapGuardMiddleware": 800}
 ITEM_PIPELINES = {
     "topiccrawl.pipelines.ImportancePipeline": 300,
     "topiccrawl.pipelines.HarvestPipeline": 400,

@@ -3,7 +3,7 @@
 A fault spec is a comma-separated list of ``KIND[=VALUE]@RATE`` items plus the options ``seed=N``
 and ``heal=N``, for example::
 
-    latency=0.05-0.2@0.1,timeout@0.01,5xx@0.02,reset@0.01,truncate@0.01,badlength@0.01,drip@0.01,seed=7
+    latency=0.05-0.2@0.1,timeout@0.01,5xx@0.02,reset@0.01,truncate@0.01,badlength@0.01,drip@0.01,loop@0.01,seed=7
 
 Kinds (VALUE in brackets is optional):
 
@@ -22,6 +22,11 @@ Kinds (VALUE in brackets is optional):
     silently keeps a cut body).
 ``drip[=S]``
     send the body in 16 pieces spread over S seconds (default 2).
+``loop[=N]``
+    a redirect cycle of N hops (default 2): ``302`` to the URL with ``_loop=1`` appended to its
+    query, which answers ``302`` to ``_loop=2`` … and hop N-1 redirects back to the URL itself
+    (``loop=1``: the URL redirects to itself). N above the crawler's redirect limit makes an
+    endless chain for that crawler.
 
 The kinds other than ``latency`` are mutually exclusive: their rates partition [0, 1) in the
 order above, so their sum must be at most 1. The decision is a pure function of ``seed`` and the
@@ -34,11 +39,15 @@ retries meet the same fault again.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field
 
 #: exclusive kinds in the order their rates partition [0, 1)
-KINDS = ("timeout", "5xx", "reset", "truncate", "badlength", "drip")
-DEFAULT_VALUES = {"timeout": 3600.0, "drip": 2.0}
+KINDS = ("timeout", "5xx", "reset", "truncate", "badlength", "drip", "loop")
+DEFAULT_VALUES = {"timeout": 3600.0, "drip": 2.0, "loop": 2.0}
+#: the query parameter that numbers the hops of a ``loop`` fault
+LOOP_PARAM = "_loop"
+_LOOP_RE = re.compile(rf"[?&]{LOOP_PARAM}=([1-9][0-9]*)$")
 DEFAULT_5XX = (500, 502, 503, 504)
 _2_64 = float(1 << 64)
 
@@ -53,7 +62,7 @@ class Fault:
 
     delay: float = 0.0
     kind: str | None = None
-    #: hang seconds (timeout), drip seconds (drip) or status code (5xx)
+    #: hang seconds (timeout), drip seconds (drip), status code (5xx) or cycle length (loop)
     value: float = 0.0
 
 
@@ -91,6 +100,21 @@ class FaultPlan:
                     return Fault(delay, kind, self.codes[int(u_code * len(self.codes))])
                 return Fault(delay, kind, self.values.get(kind, 0.0))
         return Fault(delay) if delay else NO_FAULT
+
+    def loop_hop(self, url: str) -> tuple[str, int] | None:
+        """For a hop ``URL?…&_loop=K`` of a URL whose fault is ``loop``: (the URL, K); else None."""
+        m = _LOOP_RE.search(url)
+        if m is None:
+            return None
+        base = url[:m.start()]
+        return (base, int(m.group(1))) if self.decide(base).kind == "loop" else None
+
+    def loop_next(self, url: str, hop: int) -> str:
+        """Where hop ``hop`` (0 = the URL itself) of ``url``'s redirect cycle points."""
+        hop += 1
+        if hop >= self.values["loop"]:
+            return url
+        return f"{url}{'&' if '?' in url else '?'}{LOOP_PARAM}={hop}"
 
     def describe(self) -> dict:
         return {"spec": self.spec, "seed": self.seed, "heal": self.heal}
@@ -149,6 +173,9 @@ def parse_faults(spec: str) -> FaultPlan:
                 raise FaultSpecError(f"5xx codes {value!r} must be between 500 and 599 in fault spec {spec!r}")
         elif eq and kind in DEFAULT_VALUES:
             plan.values[kind] = _number(value, kind, spec)
+            hops = plan.values[kind]
+            if kind == "loop" and (hops < 1 or not hops.is_integer()):
+                raise FaultSpecError(f"loop={value!r} must be a whole number of hops >= 1 in fault spec {spec!r}")
         elif eq:
             raise FaultSpecError(f"fault {kind!r} takes no value (got {raw!r}) in fault spec {spec!r}")
         plan.rates[kind] = rate

@@ -141,6 +141,10 @@ class LabServer:
         if req.method not in (b"GET", b"HEAD"):
             req.setHeader(b"Allow", b"GET, HEAD")
             return self._send(req, 405, HTML, _html("405 Method Not Allowed", "the web lab serves GET and HEAD"))
+        if self.faults is not None and (hop := self.faults.loop_hop(url)) is not None:
+            # a later hop of a redirect cycle: no corpus page, no heal, just the next hop
+            base, k = hop
+            return self._redirect(req, self.faults.loop_next(base, k))
         if path == "/robots.txt" and not query:
             text = self.corpus.robots_txt(host)
             page = None if text is None else Page(url, 200, {"Content-Type": "text/plain; charset=utf-8"}, text.encode())
@@ -159,9 +163,9 @@ class LabServer:
             return self._respond(req, page.status, page.headers, page.body)
         self.stats[f"fault_{fault.kind or 'latency'}"] += 1
         if fault.delay:
-            self._later(req, fault.delay, self._inject, req, fault, page)
+            self._later(req, fault.delay, self._inject, req, fault, page, url)
         else:
-            self._inject(req, fault, page)
+            self._inject(req, fault, page, url)
 
     # -- answers --------------------------------------------------------------------------------
 
@@ -180,12 +184,16 @@ class LabServer:
     def _send(self, req: http.Request, status: int, ctype: str, body: bytes) -> None:
         self._respond(req, status, {"Content-Type": ctype}, body)
 
+    def _redirect(self, req: http.Request, location: str) -> None:
+        self._respond(req, 302, {"Location": location, "Content-Type": HTML},
+                      _html("302 Found", "injected redirect loop"))
+
     def _later(self, req: http.Request, delay: float, fn, *args) -> None:
         """Call ``fn(*args)`` after ``delay`` seconds unless the client has gone by then."""
         call = self.reactor.callLater(delay, fn, *args)
         req.notifyFinish().addErrback(lambda _: call.cancel() if call.active() else None)
 
-    def _inject(self, req: http.Request, fault, page: Page) -> None:
+    def _inject(self, req: http.Request, fault, page: Page, url: str) -> None:
         kind, body = fault.kind, page.body
         if kind is None:
             self._respond(req, page.status, page.headers, body)
@@ -201,6 +209,8 @@ class LabServer:
             self._respond(req, page.status, page.headers, body, len(body) if kind == "truncate" else cut)
             req.write(body[:cut] if kind == "truncate" else body)
             req.transport.loseConnection()
+        elif kind == "loop":
+            self._redirect(req, self.faults.loop_next(url, 0))
         elif kind == "drip":
             self._respond(req, page.status, page.headers, body, len(body))
             step = -(-len(body) // DRIP_PIECES) or 1
