@@ -5,6 +5,8 @@ Modules, small and focused like scrapy-redis's:
 ``connection``  the client from ``TOPICCRAWL_REDIS_URL``, the key layout, one-line errors
 ``frontier``    :class:`RedisFrontier`: the bfs/bestfirst/oracle order in a ZSET, leases, the
                 global DP budget and counters (Lua scripts, atomic); Scrapy-free
+``wl``          :class:`RedisWLFrontier`: one shared Wang–Landau sampler, a decision = one Lua script
+``bandit``      :class:`RedisBandit`: the DWDBRM UCB1 statistics, atomic updates (not wired yet)
 ``codec``       Scrapy requests as JSON (``Request.to_dict``), never pickle
 ``graph``       the seen link graph shared between workers for PageRank
 ``scheduler``   :class:`RedisScheduler`: the TopicScheduler over the shared frontier (dupefilter,
@@ -13,6 +15,10 @@ Modules, small and focused like scrapy-redis's:
 See docs/deploy.md ("Running N workers on one crawl", "Redis settings", "Recovery").
 """
 
-from topiccrawl.store.connection import STRATEGIES, RedisStoreError, check_redis, connect, crawl_keys
+from topiccrawl.store.connection import STRATEGIES as _ORDERED
+from topiccrawl.store.connection import RedisStoreError, check_redis, connect, crawl_keys
+
+#: strategies TOPICCRAWL_STORE=redis runs: the memory order in a ZSET, and the shared WL sampler
+STRATEGIES = (*_ORDERED, "wl")
 
 __all__ = ["STRATEGIES", "RedisStoreError", "check_redis", "connect", "crawl_keys"]

@@ -10,6 +10,12 @@ Scrapy-free. Keys (``topiccrawl:<crawl_id>:`` + name, see :mod:`topiccrawl.store
 ``done``           HASH member -> ``outcome|worker`` (counted, failed:…, nopage)
 ``stats``          HASH of global counters: dp, lp, truth, lease_expired, released, failed
 
+Every script gets the same KEYS: requests, requests:data, leases, leases:owner, stats, done,
+requests:seq, then the strategy's own keys (:meth:`RedisFrontier.extra_keys`); :attr:`LIB` is Lua
+prepended to each script with the hooks ``on_push(m)``, ``requeue(m)`` (put a member in the queue)
+and ``forget(m)`` (a member is done for good), so a subclass (the WL frontier,
+:mod:`topiccrawl.store.wl`) keeps its own queue structures in step with the lease scripts.
+
 The member *is* the sort key, so one ZPOPMIN gives exactly the memory strategy's next link:
 ``bfs`` = ``seq`` (12 digits); ``bestfirst`` = ``hex(-R(l))`` + ``seq``; ``oracle`` = ``0|1`` (truly
 relevant target first) + ``hex(-R(l))`` + ``seq``. ``hex`` is the IEEE-754 bit pattern made
@@ -30,6 +36,13 @@ from collections.abc import Callable, Iterable
 
 from topiccrawl.frontier import Link
 
+#: the queue hooks of bfs / bestfirst / oracle: the ``requests`` ZSET is the whole queue
+LIB = """
+local function on_push(m) end
+local function requeue(m) redis.call('ZADD', KEYS[1], 0, m) end
+local function forget(m) redis.call('ZREM', KEYS[1], m) end
+"""
+
 #: moves expired leases back to the queue; defines ``now`` and ``expired`` for the rest of a script
 _RECLAIM = """
 local t = redis.call('TIME')
@@ -38,42 +51,51 @@ local expired = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, 10
 for _, m in ipairs(expired) do
   redis.call('ZREM', KEYS[3], m)
   redis.call('HDEL', KEYS[4], m)
-  if redis.call('HEXISTS', KEYS[2], m) == 1 then redis.call('ZADD', KEYS[1], 0, m) end
+  if redis.call('HEXISTS', KEYS[2], m) == 1 then requeue(m) end
 end
 if #expired > 0 then redis.call('HINCRBY', KEYS[5], 'lease_expired', #expired) end
 local dp = tonumber(redis.call('HGET', KEYS[5], 'dp') or '0')
 """
 
-# KEYS: requests, data, leases, owners, stats   ARGV: lease seconds, budget, worker
-_POP = _RECLAIM + """
+#: after _RECLAIM: no pop while budget <= counted + leased (ARGV[2] = budget, 0 = none)
+BUDGET = """
 local budget = tonumber(ARGV[2])
 if budget > 0 and dp + redis.call('ZCARD', KEYS[3]) >= budget then
   return {-1, dp, #expired, redis.call('ZCARD', KEYS[1])}
 end
+"""
+
+#: leases member ``m`` to ARGV[3] for ARGV[1] seconds and answers the pop
+LEASE = """
+redis.call('ZADD', KEYS[3], now + tonumber(ARGV[1]), m)
+redis.call('HSET', KEYS[4], m, ARGV[3])
+"""
+
+# ARGV: lease seconds, budget, worker -> {1, dp, reclaimed, queued, member, json} or {0|-1, dp, reclaimed, queued}
+_POP = _RECLAIM + BUDGET + """
 local popped = redis.call('ZPOPMIN', KEYS[1])
 if #popped == 0 then return {0, dp, #expired, 0} end
 local m = popped[1]
-redis.call('ZADD', KEYS[3], now + tonumber(ARGV[1]), m)
-redis.call('HSET', KEYS[4], m, ARGV[3])
+""" + LEASE + """
 return {1, dp, #expired, redis.call('ZCARD', KEYS[1]), m, redis.call('HGET', KEYS[2], m)}
 """
 
-# KEYS: requests, data, leases, owners, stats   ARGV: -> {queued, leased, dp, reclaimed}
+# ARGV: -> {queued, leased, dp, reclaimed}
 _STATUS = _RECLAIM + """
 return {redis.call('ZCARD', KEYS[1]), redis.call('ZCARD', KEYS[3]), dp, #expired}
 """
 
-# KEYS: requests, data, seq   ARGV: member prefix, seq (-1: next), json -> member
+# ARGV: member prefix, seq (-1: next), json, strategy arguments... -> member
 _PUSH = """
 local seq = tonumber(ARGV[2])
-if seq < 0 then seq = redis.call('INCR', KEYS[3]) - 1 end
+if seq < 0 then seq = redis.call('INCR', KEYS[7]) - 1 end
 local m = ARGV[1] .. string.format('%012d', seq)
 redis.call('HSET', KEYS[2], m, ARGV[3])
-redis.call('ZADD', KEYS[1], 0, m)
+on_push(m)
+requeue(m)
 return m
 """
 
-# KEYS: requests, data, leases, owners, stats, done
 # ARGV: member, outcome, worker, count (0/1), lp (0/1), truth (0/1), budget
 # -> new global dp (counted or finished), -1 over budget (nothing changed), -2 already done
 _FINISH = """
@@ -92,12 +114,12 @@ end
 redis.call('HDEL', KEYS[2], m)
 redis.call('ZREM', KEYS[3], m)
 redis.call('HDEL', KEYS[4], m)
-redis.call('ZREM', KEYS[1], m)
+forget(m)
 redis.call('HSET', KEYS[6], m, ARGV[2] .. '|' .. ARGV[3])
 return dp
 """
 
-# KEYS: requests, data, leases, owners, stats   ARGV: worker, members... -> released
+# ARGV: worker, members... -> released
 _RELEASE = """
 local n = 0
 for i = 2, #ARGV do
@@ -105,7 +127,7 @@ for i = 2, #ARGV do
   if redis.call('HGET', KEYS[4], m) == ARGV[1] then
     redis.call('ZREM', KEYS[3], m)
     redis.call('HDEL', KEYS[4], m)
-    if redis.call('HEXISTS', KEYS[2], m) == 1 then redis.call('ZADD', KEYS[1], 0, m); n = n + 1 end
+    if redis.call('HEXISTS', KEYS[2], m) == 1 then requeue(m); n = n + 1 end
   end
 end
 if n > 0 then redis.call('HINCRBY', KEYS[5], 'released', n) end
@@ -141,10 +163,13 @@ class RedisFrontier:
     :attr:`last` holds the script's answer (``blocked``, ``dp``, ``queued``, ``reclaimed``).
     """
 
+    STRATEGIES = ("bfs", "bestfirst", "oracle")
+    LIB = LIB
+
     def __init__(self, client, keys: dict[str, str], strategy: str = "bestfirst",
                  is_relevant: Callable[[str], bool] | None = None, lease_seconds: float = 30.0,
                  budget: int = 0, worker: str = "worker") -> None:
-        if strategy not in ("bfs", "bestfirst", "oracle"):
+        if strategy not in self.STRATEGIES:
             raise ValueError(f"the Redis frontier has no strategy {strategy!r}")
         if strategy == "oracle" and is_relevant is None:
             raise ValueError("strategy 'oracle' needs is_relevant (ground truth)")
@@ -154,13 +179,18 @@ class RedisFrontier:
         self.lease_seconds, self.budget, self.worker = float(lease_seconds), int(budget), worker
         self.last: dict = {"blocked": False, "dp": 0, "queued": 0, "reclaimed": 0}
         k = keys
-        self._lease_keys = [k["requests"], k["requests:data"], k["leases"], k["leases:owner"], k["stats"]]
-        self._pop = client.register_script(_POP)
-        self._status = client.register_script(_STATUS)
-        self._push = client.register_script(_PUSH)
-        self._finish = client.register_script(_FINISH)
-        self._release = client.register_script(_RELEASE)
+        self._keys = [k["requests"], k["requests:data"], k["leases"], k["leases:owner"], k["stats"], k["done"],
+                      k["requests:seq"], *self.extra_keys()]
+        self._pop = client.register_script(self.LIB + _POP)
+        self._status = client.register_script(self.LIB + _STATUS)
+        self._push = client.register_script(self.LIB + _PUSH)
+        self._finish = client.register_script(self.LIB + _FINISH)
+        self._release = client.register_script(self.LIB + _RELEASE)
         self._renew = client.register_script(_RENEW)
+
+    def extra_keys(self) -> list[str]:
+        """The strategy's own keys, KEYS[8] onwards of every script (none here)."""
+        return []
 
     # -- order ----------------------------------------------------------------------------------
     def prefix(self, link: Link) -> str:
@@ -181,13 +211,16 @@ class RedisFrontier:
         it (a re-queued request), others get the next insertion number. Returns the member."""
         data = json.dumps({"url": link.url, "score": link.score, "depth": link.depth, "domain": link.domain,
                            "potential": link.potential, "payload": link.payload}, ensure_ascii=False)
-        member = self._push(keys=[self.keys["requests"], self.keys["requests:data"], self.keys["requests:seq"]],
-                            args=[self.prefix(link), link.seq, data])
+        member = self._push(keys=self._keys, args=[self.prefix(link), link.seq, data, *self.push_args(link)])
         link.seq = int(member[-12:])
         return member
 
+    def push_args(self, link: Link) -> list:
+        """What the strategy's ``on_push`` hook needs beyond the member (ARGV[4] onwards)."""
+        return []
+
     def pop(self) -> Link | None:
-        res = self._pop(keys=self._lease_keys, args=[self.lease_seconds, self.budget, self.worker])
+        res = self._pop(keys=self._keys, args=[self.lease_seconds, self.budget, self.worker])
         self.last = {"blocked": res[0] == -1, "dp": int(res[1]), "reclaimed": int(res[2]), "queued": int(res[3])}
         if res[0] != 1:
             return None
@@ -229,7 +262,7 @@ class RedisFrontier:
         return self._done(member, outcome, False, False, False)
 
     def _done(self, member, outcome, count, lp, truth) -> int:
-        dp = int(self._finish(keys=[*self._lease_keys, self.keys["done"]],
+        dp = int(self._finish(keys=self._keys,
                               args=[member, outcome, self.worker, int(count), int(lp), int(truth), self.budget]))
         if dp >= 0:
             self.last["dp"] = dp
@@ -238,7 +271,7 @@ class RedisFrontier:
     def release(self, members: Iterable[str]) -> int:
         """Give this worker's leases back to the queue with their original priority."""
         members = list(members)
-        return int(self._release(keys=self._lease_keys, args=[self.worker, *members])) if members else 0
+        return int(self._release(keys=self._keys, args=[self.worker, *members])) if members else 0
 
     def renew(self, members: Iterable[str]) -> int:
         """Extend this worker's leases by ``lease_seconds`` from now; the number still owned."""
@@ -250,7 +283,7 @@ class RedisFrontier:
 
     def status(self) -> dict:
         """``queued``, ``leased``, ``dp`` (global) after returning expired leases to the queue."""
-        queued, leased, dp, reclaimed = self._status(keys=self._lease_keys)
+        queued, leased, dp, reclaimed = self._status(keys=self._keys)
         self.last.update(dp=int(dp), queued=int(queued))
         return {"queued": int(queued), "leased": int(leased), "dp": int(dp), "reclaimed": int(reclaimed)}
 

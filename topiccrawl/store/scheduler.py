@@ -13,6 +13,8 @@ so ``SCHEDULER`` stays the same. What differs from the memory scheduler:
 * the DP budget is global (the pop script hands out no more than budget − counted − leased);
 * ``spider_idle`` waits (DontCloseSpider) while the shared queue has work, or up to
   ``TOPICCRAWL_IDLE_TIMEOUT`` seconds while other workers hold leases; it closes at the budget;
+* strategy ``wl`` runs one shared WL sampler (:class:`~topiccrawl.store.wl.RedisWLFrontier`); its
+  ``topiccrawl/wl/*`` stats are the global ones; WL options the store lacks refuse the crawl;
 * ``close`` (budget, Ctrl-C, SIGTERM) gives this worker's leases back to the queue, so a restart
   continues where everything stopped; JOBDIR is not used for the frontier.
 """
@@ -30,6 +32,7 @@ from scrapy.exceptions import CloseSpider, DontCloseSpider
 from scrapy.utils.job import job_dir
 from twisted.internet import task
 
+from topiccrawl.config import ConfigError
 from topiccrawl.importance import PageRankCache
 from topiccrawl.runtime import TopicCrawl
 from topiccrawl.scheduler import META_KEY, TopicScheduler
@@ -37,6 +40,7 @@ from topiccrawl.store.codec import decode, encode
 from topiccrawl.store.connection import connect, crawl_keys, redact
 from topiccrawl.store.dupefilter import RedisDupeFilter
 from topiccrawl.store.frontier import RedisFrontier
+from topiccrawl.store.wl import RedisWLFrontier
 from topiccrawl.store.graph import SharedLinkGraph
 
 logger = logging.getLogger(__name__)
@@ -94,12 +98,21 @@ class RedisScheduler(TopicScheduler):
         super().__init__(crawler, df, jobdir, stats)
         self.r = client
         self.worker = f"{socket.gethostname()}:{os.getpid()}"
-        self.frontier = RedisFrontier(client, self.keys, cfg.strategy, tc.is_truly_relevant, cfg.lease_seconds,
-                                      cfg.max_pages, self.worker)
+        self.refused: str | None = None
+        lease = {"lease_seconds": cfg.lease_seconds, "budget": cfg.max_pages, "worker": self.worker}
+        try:
+            if cfg.strategy == "wl":
+                options = {k[len("TOPICCRAWL_"):].lower(): v for k, v in crawler.settings.items()
+                           if k.startswith("TOPICCRAWL_")}
+                self.frontier = RedisWLFrontier.from_options(client, self.keys, {**options, **vars(cfg)}, **lease)
+            else:
+                self.frontier = RedisFrontier(client, self.keys, cfg.strategy, tc.is_truly_relevant, **lease)
+        except ConfigError as exc:  # e.g. a WL option the Redis store lacks: refused in open()
+            self.refused = str(exc)
+            self.frontier = RedisFrontier(client, self.keys, "bfs", **lease)
         self.leases: dict[str, Request] = {}  # member -> request, for this worker's leases
         self.local: list[Request] = []  # retries and redirects of leased requests (same lease)
         self.responding: dict[str, str] = {}  # page URL -> member until its item is counted
-        self.refused: str | None = None
         self._renewal: task.LoopingCall | None = None
         self._idle_since: float | None = None
         crawler.signals.connect(self._idle, signal=signals.spider_idle)
@@ -114,9 +127,12 @@ class RedisScheduler(TopicScheduler):
         self.spider = spider
         from topiccrawl.spiders.focused import FocusedSpider
 
-        self.r.hsetnx(self.keys["meta"], "strategy", self.frontier.name)
+        if not self.refused:
+            self.r.hsetnx(self.keys["meta"], "strategy", self.frontier.name)
         started = self.r.hget(self.keys["meta"], "strategy")
-        if not isinstance(spider, FocusedSpider):
+        if self.refused:
+            pass
+        elif not isinstance(spider, FocusedSpider):
             self.refused = f"TOPICCRAWL_STORE=redis supports the focused spider only, not {spider.name!r}"
         elif started != self.frontier.name:
             self.refused = (f"crawl id {self.crawl_id!r} in Redis was started with strategy {started!r}, "
@@ -255,6 +271,9 @@ class RedisScheduler(TopicScheduler):
     def _global_stats(self) -> None:
         for key, value in self.frontier.counters().items():
             self.stats.set_value(f"topiccrawl/global/{key}", value)
+        strategy = getattr(self.frontier, "stats", None)  # e.g. wl/lnf of the shared sampler
+        for key, value in (strategy() if strategy is not None else {}).items():
+            self.stats.set_value(f"topiccrawl/{key}", value)
 
     def _idle(self, spider) -> None:
         if self.refused:
