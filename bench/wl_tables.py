@@ -37,6 +37,11 @@ from topiccrawl.metrics import mean_sd
 
 REPO = Path(__file__).resolve().parent.parent
 STRATEGIES = ("wl", "bfs", "bestfirst", "sa", "fcsa-host", "oracle")
+#: WL with non-default options (docs/wl.md), run as extra "strategies": name -> (strategy, settings)
+VARIANTS = {
+    "wl-nonempty": ("wl", {"TOPICCRAWL_WL_VISITED": "nonempty"}),  # only bins with queued links count
+    "wl-flat": ("wl", {"TOPICCRAWL_WL_STAGE_RULE": "flat", "TOPICCRAWL_WL_LNF_FLOOR": "0.0625"}),
+}
 LO_SCRIPT = REPO / "scripts" / "fetch-libreoffice-help.sh"
 
 #: name -> (title, corpus spec (``{seed}``/``{lo}`` filled in), topic, checkpoints, seeds vary the corpus)
@@ -121,8 +126,10 @@ def crawl(spec: str, proxy: str, topic: str, strategy: str, checkpoints, rng_see
 
     out.mkdir(parents=True, exist_ok=True)
     pipelines = {**ITEM_PIPELINES, "wl_tables.CheckpointClock": 900}
+    strategy, extra = VARIANTS.get(strategy, (strategy, {}))
     cmd = [str(Path(sys.executable).parent / "scrapy"), "crawl", "wl", "-a", f"topic={topic}",
            "-a", f"strategy={strategy}", "-a", f"max_pages={max(checkpoints)}",
+           *(x for k, v in extra.items() for x in ("-s", f"{k}={v}")),
            "-s", f"TOPICCRAWL_WEB={spec}", "-s", f"TOPICCRAWL_WEB_PROXY={proxy}",
            "-s", f"TOPICCRAWL_CHECKPOINTS={','.join(map(str, checkpoints))}",
            "-s", f"TOPICCRAWL_WL_SEED={rng_seed}", "-s", f"TOPICCRAWL_SA_SEED={rng_seed}",
