@@ -76,6 +76,16 @@ def check_structures(f: RedisWLFrontier) -> dict:
     {"stage_steps": 4, "stage_rule": "one-over-t", "visited": "stage", "link_threshold": 0.3},
     {"max_steps": 50, "lnf0": 0.7},
 ])
+
+def _run_threads(worker, n: int, errors: list) -> None:
+    """Run ``worker(0..n-1)`` in n threads at once; exceptions they collected fail the test."""
+    threads = [threading.Thread(target=worker, args=(w,)) for w in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors, errors
+
 def test_same_decisions_as_the_memory_wl(redis_server, options):
     memory = WangLandauFrontier(**options)
     memory._rng = Uniforms(7)  # the memory sampler's RNG, drawing as documented above
@@ -193,12 +203,7 @@ def test_concurrent_workers_keep_the_sampler_and_queue_consistent(redis_server):
         except BaseException as exc:  # reported by the main thread
             errors.append(exc)
 
-    threads = [threading.Thread(target=worker, args=(w,)) for w in range(6)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
-    assert not errors, errors
+    _run_threads(worker, 6, errors)
     f = RedisWLFrontier(redis_server.client(), keys, worker="check", **options)
     status = f.status()  # returns the slow worker's expired leases to the queue
     st = _sampler_invariants(f, 1.0)
@@ -273,12 +278,7 @@ def test_concurrent_bandit_updates_lose_nothing(redis_server):
         except BaseException as exc:
             errors.append(exc)
 
-    threads = [threading.Thread(target=worker, args=(w,)) for w in range(5)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
-    assert not errors, errors
+    _run_threads(worker, 5, errors)
     shared = RedisBandit(redis_server.client(), "topiccrawl:cb:")
     flat = [x for mine in applied for x in mine]
     assert sum(shared.plays.values()) == shared.n == len(flat) == 750
