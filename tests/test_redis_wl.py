@@ -68,15 +68,6 @@ def check_structures(f: RedisWLFrontier) -> dict:
     return by_domain
 
 
-@pytest.mark.parametrize("options", [
-    {},
-    {"stage_steps": 7, "visited": "stage"},
-    {"stage_steps": 5, "visited": "nonempty", "stage_rule": "flat"},
-    {"stage_steps": 3, "stage_rule": "zhou-bhatt", "max_rejections": 2, "lnf_floor": 0.1},
-    {"stage_steps": 4, "stage_rule": "one-over-t", "visited": "stage", "link_threshold": 0.3},
-    {"max_steps": 50, "lnf0": 0.7},
-])
-
 def _run_threads(worker, n: int, errors: list) -> None:
     """Run ``worker(0..n-1)`` in n threads at once; exceptions they collected fail the test."""
     threads = [threading.Thread(target=worker, args=(w,)) for w in range(n)]
@@ -86,6 +77,15 @@ def _run_threads(worker, n: int, errors: list) -> None:
         t.join(120)
     assert not errors, errors
 
+
+@pytest.mark.parametrize("options", [
+    {},
+    {"stage_steps": 7, "visited": "stage"},
+    {"stage_steps": 5, "visited": "nonempty", "stage_rule": "flat"},
+    {"stage_steps": 3, "stage_rule": "zhou-bhatt", "max_rejections": 2, "lnf_floor": 0.1},
+    {"stage_steps": 4, "stage_rule": "one-over-t", "visited": "stage", "link_threshold": 0.3},
+    {"max_steps": 50, "lnf0": 0.7},
+])
 def test_same_decisions_as_the_memory_wl(redis_server, options):
     memory = WangLandauFrontier(**options)
     memory._rng = Uniforms(7)  # the memory sampler's RNG, drawing as documented above
