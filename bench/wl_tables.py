@@ -27,6 +27,7 @@ import csv
 import hashlib
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -50,6 +51,10 @@ CORPORA = {
              (500, 1000, 2500, 5000), True),
     "typhoon": ("generated 台风灾害 (synthetic)", "generated:zh-disaster?pages=20000&seed={seed}", "台风灾害",
                 (500, 1000, 2500, 5000), True),
+    "rain-large": ("generated 暴雨灾害, 100,000 pages (synthetic)", "generated:zh-disaster?pages=100000&seed={seed}",
+                   "暴雨灾害", (1000, 5000, 10000, 15000), True),
+    "typhoon-large": ("generated 台风灾害, 100,000 pages (synthetic)", "generated:zh-disaster?pages=100000&seed={seed}",
+                      "台风灾害", (1000, 5000, 10000, 15000), True),
     "wiki": ("Wikispeedia weather-en", "wikispeedia:/work/shared/data/wikispeedia", "weather-en",
              (250, 500, 1000, 2000), False),
     "lo": ("LibreOffice help zh-CN, Calc (scalc-zh)", "htmltree:{lo}?opaque=1&labeldepth=1",
@@ -58,7 +63,9 @@ CORPORA = {
 WL_KEYS = ("lnf", "stage", "accepted", "rejected", "forced", "steps", "visited_bins", "dropped")
 TABLE_KEYS = ("accuracy", "lp", "ardp", "sddp", "arlp", "sdlp", "seconds",
               "truth/harvest_rate", "truth/target_recall", "recall_distinct")
-PLOT_TITLES = {"rain": "generated web (synthetic), topic rainstorm disasters", "typhoon":
+PLOT_TITLES = {"rain-large": "generated web, 100,000 pages (synthetic), topic rainstorm disasters",
+               "typhoon-large": "generated web, 100,000 pages (synthetic), topic typhoon disasters",
+               "rain": "generated web (synthetic), topic rainstorm disasters", "typhoon":
                "generated web (synthetic), topic typhoon disasters", "wiki": "Wikispeedia, topic weather-en",
                "lo": "LibreOffice help zh-CN, topic scalc-zh (Calc pages)"}
 
@@ -293,7 +300,8 @@ def throughput_table(out: Path, name: str, runs: dict[str, list[dict]]) -> list[
     """Each strategy's pages/s (DP / elapsed) next to the plain Scrapy spider on the same labs."""
     _, spec, _, _, generated = CORPORA[name]
     plain = [json.loads(p.read_text(encoding="utf-8")) for p in sorted((out / "plain").glob("*.json"))]
-    plain = [p["pages_per_s"] for p in plain if (p["spec"].startswith(spec.split("?")[0].split("{")[0]))]
+    pattern = re.escape(spec).replace(re.escape("{seed}"), r"\d+").replace(re.escape("{lo}"), ".*")
+    plain = [p["pages_per_s"] for p in plain if re.fullmatch(pattern, p["spec"])]
     if not plain:
         return []
     ref = statistics.fmean(plain)
