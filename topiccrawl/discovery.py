@@ -74,6 +74,13 @@ class DiscoveryController:
         #: it has not expanded yet (as DISCO does), else a stable top-k starves every operator
         self.expanded: dict[str, set[str]] = {op: set() for op in self.bandit.operators}
         self.finished: str | None = None
+        #: the results of all workers of a shared crawl (``add``, ``total``; see :meth:`share`)
+        self.shared_results = None
+
+    def share(self, bandit, results) -> None:
+        """Play ``bandit``, shared with other workers, and count the page limit on ``results``,
+        their common result counter (``TOPICCRAWL_STORE=redis``: topiccrawl/store/discovery.py)."""
+        self.bandit, self.shared_results = bandit, results
 
     # -- pages in ---------------------------------------------------------------------------
     def _graph(self, page: DiscoveredPage) -> None:
@@ -95,13 +102,20 @@ class DiscoveryController:
         page.operator, page.iteration = self.operator or page.operator, self.iteration
         self.results[page.url] = page
         self.found.append(page.url)
+        if self.shared_results is not None:
+            self.shared_results.add()
         self._graph(page)
         return True
 
     @property
+    def result_count(self) -> int:
+        """The results counted against the page limit: this controller's, or all workers'."""
+        return len(self.results) if self.shared_results is None else self.shared_results.total()
+
+    @property
     def full(self) -> bool:
         """The page limit is reached: requests already planned finish, no new ones are made."""
-        return len(self.results) >= self.page_limit
+        return self.result_count >= self.page_limit
 
     def follow(self, request: PlannedRequest, results) -> list[PlannedRequest]:
         if self.full:
@@ -151,8 +165,9 @@ class DiscoveryController:
                 record.iteration, self.operator, len(self.found), reward,
                 {op: round(s, 4) for op, s in record.scores.items()},
             )
-        if self.full:
-            self.finished = f"page limit reached ({len(self.results)} >= {self.page_limit})"
+        count = self.result_count
+        if count >= self.page_limit:
+            self.finished = f"page limit reached ({count} >= {self.page_limit})"
             return emitted, []
         # an operator that plans nothing (queries used up, no new links) scores 0 and yields
         for _ in range(len(self.bandit.active)):

@@ -112,9 +112,9 @@ class TopicScheduler(BaseScheduler):
     @classmethod
     def from_crawler(cls, crawler):
         if crawler.settings.get("TOPICCRAWL_STORE") == "redis" and cls is TopicScheduler:
-            from topiccrawl.store.scheduler import RedisScheduler  # TOPICCRAWL_STORE=redis
+            from topiccrawl.store.discovery import redis_scheduler  # TOPICCRAWL_STORE=redis
 
-            return RedisScheduler.from_crawler(crawler)
+            return redis_scheduler(crawler)
         dupefilter = build_from_crawler(load_object(crawler.settings["DUPEFILTER_CLASS"]), crawler)
         return cls(crawler, dupefilter, job_dir(crawler.settings), crawler.stats)
 

@@ -6,7 +6,9 @@ Modules, small and focused like scrapy-redis's:
 ``frontier``    :class:`RedisFrontier`: the bfs/bestfirst/oracle order in a ZSET, leases, the
                 global DP budget and counters (Lua scripts, atomic); Scrapy-free
 ``wl``          :class:`RedisWLFrontier`: one shared Wang–Landau sampler, a decision = one Lua script
-``bandit``      :class:`RedisBandit`: the DWDBRM UCB1 statistics, atomic updates (not wired yet)
+``bandit``      :class:`RedisBandit`: the DWDBRM UCB1 statistics, atomic updates
+``discovery``   the discovery spiders' scheduler: own iteration queue, shared duplicates, bandit
+                (with pending plays) and page limit
 ``codec``       Scrapy requests as JSON (``Request.to_dict``), never pickle
 ``graph``       the seen link graph shared between workers for PageRank
 ``scheduler``   :class:`RedisScheduler`: the TopicScheduler over the shared frontier (dupefilter,

@@ -12,8 +12,8 @@ Keys (``topiccrawl:<crawl_id>:`` + name):
 An update is one Lua script (read the snapshot, n_op += 1, total_op += reward, n += 1, append the
 record), so concurrent updates never lose a play. :meth:`select` and the scores are the memory
 bandit's own code run on a snapshot of the hash, so the choice is the memory implementation's on
-the same statistics. Not wired into the discovery spiders yet (TOPICCRAWL_STORE=redis refuses
-them): :class:`RedisBandit` has UCB1Bandit's interface for the DiscoveryController.
+the same statistics. :class:`RedisBandit` has UCB1Bandit's interface; the discovery spiders use it
+under TOPICCRAWL_STORE=redis through :mod:`topiccrawl.store.discovery` (docs/dwdbrm.md).
 """
 
 from __future__ import annotations

@@ -133,7 +133,7 @@ class RedisScheduler(TopicScheduler):
         if self.refused:
             pass
         elif not isinstance(spider, FocusedSpider):
-            self.refused = f"TOPICCRAWL_STORE=redis supports the focused spider only, not {spider.name!r}"
+            self.refused = f"TOPICCRAWL_STORE=redis supports the focused and discovery spiders only, not {spider.name!r}"
         elif started != self.frontier.name:
             self.refused = (f"crawl id {self.crawl_id!r} in Redis was started with strategy {started!r}, "
                             f"not {self.frontier.name!r} (set TOPICCRAWL_CRAWL_ID to start another crawl)")

@@ -1,0 +1,130 @@
+"""End to end: two `scrapy crawl dwdbrm` workers on one discovery crawl through a real
+redis-server and one shared web lab (docs/dwdbrm.md, "Discovery (dwdbrm) on Redis")."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections import Counter
+
+import pytest
+
+from conftest import REPO, bin_path, run_crawl
+from redis_fixture import redis_server  # noqa: F401
+from topiccrawl.store import crawl_keys
+from topiccrawl.web.api import WebLab
+
+WEB = "generated:zh-realestate?pages=8000&seed=4"
+LIMIT = 80
+OPS = ("KS", "RS", "FC", "BC")
+
+
+@pytest.fixture(scope="module")
+def lab():
+    with WebLab(WEB) as running:
+        yield running
+
+
+def _settings(redis_url: str, proxy: str, out) -> dict:
+    return {"TOPICCRAWL_STORE": "redis", "TOPICCRAWL_REDIS_URL": redis_url, "TOPICCRAWL_CRAWL_ID": "disc",
+            "TOPICCRAWL_WEB": WEB, "TOPICCRAWL_WEB_PROXY": proxy, "TOPICCRAWL_OUTPUT_DIR": str(out),
+            "TOPICCRAWL_PROGRESS_INTERVAL": "0", "TOPICCRAWL_PLOT_ENABLED": "false"}
+
+
+def _start(tmp_path, name: str, redis_url: str, proxy: str, spider="dwdbrm"):
+    out = tmp_path / name
+    cmd = [bin_path("scrapy"), "crawl", spider, "-a", "seeds=truth:5", "-a", f"pages={LIMIT}",
+           "-O", str(out / "pages.jsonl")]
+    for k, v in _settings(redis_url, proxy, out).items():
+        cmd += ["-s", f"{k}={v}"]
+    log = (tmp_path / f"{name}.log").open("w")
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, "TOPICCRAWL_CACHE": str(tmp_path / "cache")})
+    proc.out, proc.log = out, tmp_path / f"{name}.log"
+    return proc
+
+
+def _read(path) -> list[dict]:
+    return [json.loads(l) for l in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_two_dwdbrm_workers_share_duplicates_bandit_and_page_limit(tmp_path, redis_server, lab):
+    workers = [_start(tmp_path, f"w{i}", redis_server.url, lab.proxy_url) for i in range(2)]
+    for w in workers:
+        w.wait(300)
+        assert w.returncode == 0, w.log.read_text()[-3000:]
+    feeds = [[p["url"] for p in _read(w.out / "pages.jsonl")] for w in workers]
+    iterations = [_read(w.out / "iterations.jsonl") for w in workers]
+    stats = [json.loads((w.out / "stats.json").read_text(encoding="utf-8")) for w in workers]
+    union = [u for feed in feeds for u in feed]
+    assert len(union) == len(set(union)), "a page was fetched by both workers"
+    assert all(s["finish_reason"] == "discovery_finished" for s in stats)
+    assert all(feed for feed in feeds), [len(f) for f in feeds]  # both workers found pages
+
+    client = redis_server.client()
+    keys = crawl_keys("disc")
+    shared = client.hgetall("topiccrawl:disc:bandit")
+    records = [r for it in iterations for r in it]
+    # one shared bandit: every iteration of every worker is one play of it, and nothing else is
+    assert int(shared["n"]) == len(records) == client.llen("topiccrawl:disc:bandit:log")
+    per_op = Counter(r["operator"] for r in records)
+    assert {op: int(shared.get(f"plays:{op}", 0)) for op in OPS} == {op: per_op[op] for op in OPS}
+    for op in OPS:
+        rewards = sum(r["reward"] for r in records if r["operator"] == op)
+        assert float(shared.get(f"totals:{op}", 0)) == pytest.approx(rewards, abs=1e-12)
+        assert sum(s.get(f"topiccrawl/dwdbrm/op/{op}/pulls", 0) for s in stats) == per_op[op]
+    assert sorted(r["iteration"] for r in records) == list(range(1, len(records) + 1))  # shared play numbers
+    # pending plays spread the workers over the arms (the same statistics would give the same
+    # choice): the first four choices of the crawl are four different arms, and no play is left
+    # pending (every choice was rewarded: the choices are the records)
+    assert len(per_op) == min(len(OPS), len(records)), per_op
+    assert iterations[0][0]["operator"] != iterations[1][0]["operator"]
+    assert all(int(shared.get(f"pending:{op}", 0)) == 0 for op in OPS), shared
+    # each worker's feed is exactly the pages its iterations found
+    for feed, it in zip(feeds, iterations):
+        assert sorted(feed) == sorted(u for r in it for u in r["new_pages"])
+
+    # the shared page limit: results of all workers reach it, and only the workers' last iterations
+    # (already running when it was reached) go beyond it
+    total = int(client.hget(keys["stats"], "discovery_results"))
+    assert total == len(union)
+    assert max(s["topiccrawl/dwdbrm/shared/results"] for s in stats) == total  # as the last one closed
+    last = sum(len(it[-1]["new_pages"]) for it in iterations)
+    assert LIMIT <= total <= LIMIT - 1 + last, (total, last)
+    print(f"2 dwdbrm workers, pages={LIMIT}: {[len(f) for f in feeds]} results, {len(records)} plays "
+          f"{dict(per_op)}, last iterations {[len(it[-1]['new_pages']) for it in iterations]} pages")
+
+
+def test_discovery_worker_refuses_a_focused_crawl_id(tmp_path, redis_server, lab):
+    client = redis_server.client()
+    client.hset(crawl_keys("disc")["meta"], "strategy", "bfs")  # as a focused crawl leaves it
+    proc, out = run_crawl(tmp_path, "dwdbrm", args={"seeds": "truth:3", "pages": 20},
+                          settings=_settings(redis_server.url, lab.proxy_url, tmp_path / "out"))
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    errors = [l for l in proc.stderr.splitlines() if " ERROR: " in l]
+    assert len(errors) == 1 and "started with strategy 'bfs'" in errors[0], errors
+    stats = json.loads((out / "stats.json").read_text(encoding="utf-8"))
+    assert stats["finish_reason"] == "redis_refused" and not _read(out / "pages.jsonl")
+
+
+def test_operator_spider_cannot_join_a_dwdbrm_crawl(tmp_path, redis_server, lab):
+    client = redis_server.client()
+    client.hset(crawl_keys("disc")["meta"], "strategy", "discovery")
+    client.hset("topiccrawl:disc:bandit", "operators", json.dumps(list(OPS)))  # a dwdbrm crawl's bandit
+    proc, out = run_crawl(tmp_path, "forward", args={"seeds": "truth:3", "pages": 20},
+                          settings=_settings(redis_server.url, lab.proxy_url, tmp_path / "out"))
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    errors = [l for l in proc.stderr.splitlines() if " ERROR: " in l]
+    assert len(errors) == 1 and "has operators" in errors[0] and "'forward'" in errors[0], errors
+    assert json.loads((out / "stats.json").read_text(encoding="utf-8"))["finish_reason"] == "redis_refused"
+
+
+@pytest.mark.parametrize("kind", ["down", "not-redis"])
+def test_bad_redis_url_is_one_line_for_dwdbrm(tmp_path, kind):
+    url = "redis://127.0.0.1:1/0" if kind == "down" else "http://127.0.0.1:6379/0"
+    proc, _ = run_crawl(tmp_path, "dwdbrm", args={"seeds": "truth:3", "pages": 20},
+                        settings={"TOPICCRAWL_STORE": "redis", "TOPICCRAWL_REDIS_URL": url, "TOPICCRAWL_WEB": WEB})
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    errors = [l for l in proc.stderr.splitlines() if l.startswith("error:")]
+    assert len(errors) == 1 and "redis" in errors[0].lower(), proc.stderr[-2000:]
