@@ -237,7 +237,8 @@ def load(out: Path, name: str, strategies) -> dict[str, list[dict]]:
     runs: dict[str, list[dict]] = {s: [] for s in strategies}
     idents: dict[int, object] = {}
     for s in strategies:
-        paths = sorted((out / name).glob(f"{s}-*/stats.json"), key=lambda p: int(p.parent.name.rsplit("-", 1)[1]))
+        paths = sorted((p for p in (out / name).glob(f"{s}-*/stats.json") if p.parent.name.rsplit("-", 1)[0] == s),
+                       key=lambda p: int(p.parent.name.rsplit("-", 1)[1]))  # "wl-*" also matches wl-flat-0
         for path in paths:
             stats = json.loads(path.read_text(encoding="utf-8"))
             stats["rep"] = rep = int(path.parent.name.rsplit("-", 1)[1])
@@ -373,6 +374,7 @@ def report(args) -> None:
     strategies = args.strategies.split(",")
     md: list[str] = []
     blocks: dict[str, list[dict]] = {"truth/harvest_rate": [], "recall_distinct": [], "accuracy": []}
+    early: list[dict] = []  # true harvest at each corpus's first checkpoint
     for name in args.corpora:
         title, spec, topic, checkpoints, generated = CORPORA[name]
         runs = load(args.out, name, strategies)
@@ -397,10 +399,13 @@ def report(args) -> None:
             dp = max(c for c in cps if all(r["topiccrawl/dp"] >= c for r in row.values()))
             for key, block in blocks.items():
                 block.append({s: checkpoint(r, dp, key) for s, r in row.items()})
+            early.append({s: checkpoint(r, cps[0], "truth/harvest_rate") for s, r in row.items()})
     for key, label in (("truth/harvest_rate", "true harvest rate"), ("recall_distinct", "target recall (distinct pages)"),
                        ("accuracy", "self-assessed Accuracy (for comparison)")):
         md += ["", f"### Friedman ranks: {label} at the last checkpoint every strategy reached", ""]
         md += friedman(blocks[key], strategies)
+    md += ["", "### Friedman ranks: true harvest rate at each corpus's first checkpoint", ""]
+    md += friedman(early, strategies)
     text = "\n".join(md) + "\n"
     (args.out / "tables.md").write_text(text, encoding="utf-8")
     print(text)
