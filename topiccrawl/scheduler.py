@@ -42,7 +42,8 @@ _ABSENT = object()
 
 def pack(request: Request, spider) -> tuple | Request:
     """A queued request in a fraction of its memory: a Scrapy Request with its meta dicts and
-    Headers costs ~1.2 kB, the tuple ~0.3 kB (docs/benchmarks.md, "Scale"). Only the shape the
+    Headers costs ~1.2–1.6 kB, the Link with this tuple ~0.18 kB (a whole queued URL, strings and
+    fingerprint included, ~0.65 kB: docs/benchmarks.md, "Scale"). Only the shape the
     project's spiders yield is packed — a GET to a spider method, meta holding only ``topiccrawl``
     (the keys above) and the keys of ``_PACKED_META``, at most a Referer header; anything else
     stays a Request. :func:`unpack` rebuilds an equal request."""
@@ -213,8 +214,13 @@ class TopicScheduler(BaseScheduler):
         a downloader middleware ignores (robots.txt, a host outside the offline web, a private
         address) never sends ``request_left_downloader``, and counting it for ever would stop the
         crawl short of its budget with requests still queued."""
-        engine = self.crawler.engine
-        if engine is None or not self.inflight:
+        if not self.inflight:
+            return
+        try:
+            engine = self.crawler.engine
+        except RuntimeError:  # Scrapy 2.19 raises before the engine exists (benchmarks, tests)
+            return
+        if engine is None:
             return
         live = engine.downloader.active
         scraping = engine.scraper.slot.active if engine.scraper.slot is not None else set()
