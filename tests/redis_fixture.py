@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from conftest import free_port
+from conftest import REPO, bin_path, free_port
 
 PASSWORD = "s3cret-pw"
 
@@ -83,3 +83,17 @@ def redis_server_auth(tmp_path):
     server = _start(tmp_path / "redis-auth", PASSWORD)
     yield server
     _stop(server)
+
+
+def start_worker(tmp_path, name: str, spider: str, args: list[str], settings: dict) -> subprocess.Popen:
+    """One ``scrapy crawl`` worker in the background (feed and outputs in ``tmp_path/name``, log in
+    ``tmp_path/name.log``); the returned process carries ``out`` and ``log``."""
+    out = tmp_path / name
+    cmd = [bin_path("scrapy"), "crawl", spider, *args, "-O", str(out / "pages.jsonl")]
+    for k, v in {**settings, "TOPICCRAWL_OUTPUT_DIR": str(out)}.items():
+        cmd += ["-s", f"{k}={v}"]
+    log = (tmp_path / f"{name}.log").open("w")
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, "TOPICCRAWL_CACHE": str(tmp_path / "cache")})
+    proc.out, proc.log = out, tmp_path / f"{name}.log"
+    return proc

@@ -4,16 +4,14 @@ all on one shared web lab (``TOPICCRAWL_WEB_PROXY``), as in docs/deploy.md."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import socket
-import subprocess
 import time
 
 import pytest
 
-from conftest import REPO, bin_path, run_crawl
-from redis_fixture import PASSWORD, redis_server, redis_server_auth  # noqa: F401
+from conftest import run_crawl
+from redis_fixture import PASSWORD, redis_server, redis_server_auth, start_worker  # noqa: F401
 from topiccrawl.store import crawl_keys
 from topiccrawl.web.api import WebLab
 
@@ -36,20 +34,12 @@ def slow_lab():
 
 
 def _start(tmp_path, name: str, redis_url: str, proxy: str, strategy="bfs", budget=300, **settings):
-    out = tmp_path / name
-    cmd = [bin_path("scrapy"), "crawl", "focused", "-a", "topic=台风灾害", "-a", f"strategy={strategy}",
-           "-a", f"max_pages={budget}", "-O", str(out / "pages.jsonl")]
     merged = {"TOPICCRAWL_STORE": "redis", "TOPICCRAWL_REDIS_URL": redis_url, "TOPICCRAWL_CRAWL_ID": "e2e",
-              "TOPICCRAWL_WEB": WEB, "TOPICCRAWL_WEB_PROXY": proxy, "TOPICCRAWL_OUTPUT_DIR": str(out),
+              "TOPICCRAWL_WEB": WEB, "TOPICCRAWL_WEB_PROXY": proxy,
               "TOPICCRAWL_PROGRESS_INTERVAL": "0", "TOPICCRAWL_PLOT_ENABLED": "false",
               "TOPICCRAWL_IDLE_TIMEOUT": "30", **settings}
-    for k, v in merged.items():
-        cmd += ["-s", f"{k}={v}"]
-    log = (tmp_path / f"{name}.log").open("w")
-    proc = subprocess.Popen(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, text=True,
-                            env={**os.environ, "TOPICCRAWL_CACHE": str(tmp_path / "cache")})
-    proc.out, proc.log = out, tmp_path / f"{name}.log"
-    return proc
+    return start_worker(tmp_path, name, "focused",
+                        ["-a", "topic=台风灾害", "-a", f"strategy={strategy}", "-a", f"max_pages={budget}"], merged)
 
 
 def _wait(procs, timeout=240):

@@ -4,14 +4,12 @@ redis-server and one shared web lab (docs/dwdbrm.md, "Discovery (dwdbrm) on Redi
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from collections import Counter
 
 import pytest
 
-from conftest import REPO, bin_path, run_crawl
-from redis_fixture import redis_server  # noqa: F401
+from conftest import run_crawl
+from redis_fixture import redis_server, start_worker  # noqa: F401
 from topiccrawl.store import crawl_keys
 from topiccrawl.web.api import WebLab
 
@@ -33,16 +31,8 @@ def _settings(redis_url: str, proxy: str, out) -> dict:
 
 
 def _start(tmp_path, name: str, redis_url: str, proxy: str, spider="dwdbrm"):
-    out = tmp_path / name
-    cmd = [bin_path("scrapy"), "crawl", spider, "-a", "seeds=truth:5", "-a", f"pages={LIMIT}",
-           "-O", str(out / "pages.jsonl")]
-    for k, v in _settings(redis_url, proxy, out).items():
-        cmd += ["-s", f"{k}={v}"]
-    log = (tmp_path / f"{name}.log").open("w")
-    proc = subprocess.Popen(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, text=True,
-                            env={**os.environ, "TOPICCRAWL_CACHE": str(tmp_path / "cache")})
-    proc.out, proc.log = out, tmp_path / f"{name}.log"
-    return proc
+    return start_worker(tmp_path, name, spider, ["-a", "seeds=truth:5", "-a", f"pages={LIMIT}"],
+                        _settings(redis_url, proxy, tmp_path / name))
 
 
 def _read(path) -> list[dict]:
