@@ -133,12 +133,11 @@ class TopicCrawlConfig:
         if self.lease_seconds <= 0 or self.idle_timeout < 0:
             raise ConfigError("TOPICCRAWL_LEASE_SECONDS must be > 0 and TOPICCRAWL_IDLE_TIMEOUT >= 0")
         if self.store == "redis":
-            from topiccrawl.store import STRATEGIES, check_redis
+            from topiccrawl.store import STRATEGIES
 
             if self.strategy not in STRATEGIES:
                 raise ConfigError(f"TOPICCRAWL_STORE=redis supports the strategies {', '.join(STRATEGIES)}, "
                                   f"not {self.strategy!r}")
-            check_redis(self.redis_url)  # unreachable / wrong password: one line before the crawl
         if self.trap_guard_depth < 1:
             raise ConfigError("TOPICCRAWL_TRAP_GUARD_DEPTH must be >= 1")
         if self.slow_seconds <= 0:

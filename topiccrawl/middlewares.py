@@ -291,11 +291,14 @@ class TrapGuardMiddleware(TopicComponent, BaseSpiderMiddleware):
         if not self.tc.config.trap_guard_enabled:
             raise NotConfigured
         self.depth = self.tc.config.trap_guard_depth
+        self._page = ("", "")  # (URL, shape) of the page whose links are coming through
 
     def get_processed_request(self, request, response):
         if response is None:  # start requests
             return request
-        chain = response.meta.get(TRAP_META, 0) + 1 if url_shape(request.url) == url_shape(response.url) else 0
+        if self._page[0] != response.url:  # once per page, not once per link
+            self._page = (response.url, url_shape(response.url))
+        chain = response.meta.get(TRAP_META, 0) + 1 if url_shape(request.url) == self._page[1] else 0
         if chain > self.depth:
             self.crawler.stats.inc_value(FAULT_PREFIX + "trap_dropped")
             return None

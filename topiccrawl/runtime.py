@@ -200,8 +200,7 @@ class TopicCrawl:
             score = self.scorer.link_relevance(self.scorer.anchor_relevance(f"{a.text} {a.context}"), relevance)
             if a.url not in best or score > best[a.url].score:
                 best[a.url] = ScoredLink(a.url, score, a.text.strip()[:200])
-        graph = self.graph
-        graph.add_page(response.url, best.keys())
+        self.graph.add_page(response.url, best.keys())
         self.pagerank.maybe_refresh()
         potential = self.pagerank.potential(response.url, self.config.potential_pagerank)
         links = []

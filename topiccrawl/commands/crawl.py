@@ -1,7 +1,7 @@
 """``scrapy crawl`` with the project's user errors checked first.
 
-A broken topic file, a bad ``TOPICCRAWL_*`` value, a malformed corpus spec or a missing corpus
-directory are user mistakes: they get one line on stderr and exit status 2, before any crawl
+A broken topic file, a bad ``TOPICCRAWL_*`` value, a malformed corpus spec, a missing corpus
+directory or an unreachable Redis (``TOPICCRAWL_STORE=redis``) are user mistakes: they get one line on stderr and exit status 2, before any crawl
 starts, instead of a traceback from inside the engine.
 """
 
@@ -49,6 +49,10 @@ def check_crawl_inputs(settings, spargs: dict, spidercls=None) -> None:
             raise CorpusError(f"{spec.kind} corpus path not found: {spec.arg}")
     if cfg.ground_truth and not Path(cfg.ground_truth).is_file():
         raise GroundTruthError(f"{cfg.ground_truth}: labels file not found")
+    if cfg.store == "redis":
+        from topiccrawl.store import check_redis
+
+        check_redis(cfg.redis_url)  # unreachable / wrong password: one line before the crawl
 
 
 class Command(ScrapyCrawlCommand):

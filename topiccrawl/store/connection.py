@@ -54,6 +54,6 @@ def connect(url: str, timeout: float = 10.0):
 
 
 def check_redis(url: str) -> None:
-    """Raise :class:`RedisStoreError` unless ``url`` answers PING (used by config validation, so
-    ``scrapy crawl`` stops with one line before the engine starts)."""
+    """Raise :class:`RedisStoreError` unless ``url`` answers PING (the crawl command's pre-flight
+    check, so ``scrapy crawl`` stops with one line before the engine starts)."""
     connect(url, timeout=5.0).close()
