@@ -90,3 +90,15 @@ def test_packed_requests_take_a_fraction_of_the_memory():
     packed = measure(lambda r: pack(r, spider))
     assert packed < full / 3, (packed, full)
     print(f"bytes per queued request: Request {full:.0f}, packed {packed:.0f}", file=sys.stderr)
+
+
+def test_requests_of_one_shape_share_it_and_odd_anchors_stay_requests():
+    spider = Spider()
+    parent = "http://www.site1.example.cn/list/1.html"
+    a, _ = _roundtrip(_spider_request(1, parent, callback=spider.parse), spider)
+    b, _ = _roundtrip(_spider_request(2, parent, callback=spider.parse), spider)
+    assert a.payload[0] is b.payload[0]  # (callback, meta extras, keys, Referer flag): one tuple
+    assert isinstance(a.payload[2], bytes)  # the anchor is kept as UTF-8
+    odd = _spider_request(3, parent, callback=spider.parse)
+    odd.meta[META_KEY]["anchor"] = None
+    assert pack(odd, spider) is odd

@@ -60,6 +60,8 @@ class TopicStats(TopicComponent):
     def log_progress(self) -> None:
         m = self.tc.metrics
         minutes = max((time.monotonic() - self.started) / 60, 1e-9)
+        if self.tc.scheduler is not None:
+            self.tc.scheduler.publish_stats()
         frontier = self.crawler.stats.get_value("topiccrawl/frontier_size", 0)
         # a topic without evaluation labels has no true harvest rate, even on an offline web
         rate = m.truth_harvest_rate if self.tc.ground_truth else None

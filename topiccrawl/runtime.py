@@ -14,6 +14,7 @@ page and its links; item pipelines then add importance (PageRank) and record the
 from __future__ import annotations
 
 import logging
+import re
 import random
 import weakref
 from functools import lru_cache
@@ -41,9 +42,17 @@ logger = logging.getLogger(__name__)
 _tld = tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None)
 
 
+#: ``scheme://host/`` with a plain lower-case host (no user, port, IPv6 brackets, query): the host
+#: is the text between ``//`` and the next ``/``, without parsing the URL
+_PLAIN_HOST = re.compile(r"[a-z][a-z0-9+.-]*://([a-z0-9.-]+)/")
+
+
 def registered_domain(url_or_host: str) -> str:
     """``news.example.com.cn`` -> ``example.com.cn`` (the unit of region competition and sites)."""
-    host = urlsplit(url_or_host).hostname if "//" in url_or_host else url_or_host
+    if "//" not in url_or_host:
+        return _domain_of_host(url_or_host)
+    plain = _PLAIN_HOST.match(url_or_host)
+    host = plain.group(1) if plain is not None else urlsplit(url_or_host).hostname
     return _domain_of_host(host or url_or_host)
 
 
@@ -118,6 +127,8 @@ class TopicCrawl:
         self.ground_truth: GroundTruth | None = None
         #: the Redis scheduler when TOPICCRAWL_STORE=redis: global DP budget and counters
         self.shared = None
+        #: the crawl's TopicScheduler (progress lines ask it to publish its queue statistics)
+        self.scheduler = None
         self._start_web()
         self._load_ground_truth()
 

@@ -38,15 +38,26 @@ _PACKED_KEYS = ("score", "depth", "potential", "parent", "anchor")
 #: other meta keys a packed request may carry: Scrapy's depth and the trap guard's chain length
 _PACKED_META = ("depth", TRAP_META)
 _ABSENT = object()
+_META_OK = frozenset({META_KEY, *_PACKED_META})
+_PLAIN_META = frozenset({META_KEY, "depth"})
+_TOPIC_OK = frozenset({*_PACKED_KEYS, "seq"})
+_BITS = {key: 1 << i for i, key in enumerate(_PACKED_KEYS)}
+
+
+#: the shape of packed requests — (callback name, meta extras, keys present, Referer flag): a
+#: crawl has few, so one tuple per shape is shared by every queued request of that shape
+_SHAPES: dict[tuple, tuple] = {}
+_MAX_SHAPES = 4096
 
 
 def pack(request: Request, spider) -> tuple | Request:
     """A queued request in a fraction of its memory: a Scrapy Request with its meta dicts and
-    Headers costs ~1.2–1.6 kB, the Link with this tuple ~0.18 kB (a whole queued URL, strings and
-    fingerprint included, ~0.65 kB: docs/benchmarks.md, "Scale"). Only the shape the
-    project's spiders yield is packed — a GET to a spider method, meta holding only ``topiccrawl``
-    (the keys above) and the keys of ``_PACKED_META``, at most a Referer header; anything else
-    stays a Request. :func:`unpack` rebuilds an equal request."""
+    Headers costs ~1.2–1.6 kB, this ``(shape, parent, anchor)`` tuple 64 bytes (+ the anchor as
+    UTF-8 bytes; a whole queued URL, strings and fingerprint included, is measured in
+    docs/benchmarks.md, "Scale"). Only the shape the project's spiders yield is packed — a GET to a
+    spider method, meta holding only ``topiccrawl`` (the keys above, a text anchor) and the keys of
+    ``_PACKED_META``, at most a Referer header; anything else stays a Request. :func:`unpack`
+    rebuilds an equal request."""
     if (type(request) is not Request or request.method != "GET" or request.body or request.cookies
             or request.cb_kwargs or request.flags or request.priority or request.dont_filter
             or request.errback is not None or request.encoding != "utf-8"):
@@ -56,20 +67,32 @@ def pack(request: Request, spider) -> tuple | Request:
     if callback is not None and (name is None or getattr(spider, name, None) != callback):
         return request
     headers = request.headers
-    if len(headers) > 1 or (headers and b"Referer" not in headers):
+    referer = dict.get(headers, b"Referer")  # Headers keeps normalised keys: skip its normalisation
+    if len(headers) > (referer is not None) or (referer is not None and len(referer) != 1):
         return request
     meta = request.meta
     topic = meta.get(META_KEY)
-    if not meta.keys() <= {META_KEY, *_PACKED_META} or not isinstance(topic, dict) or not topic.keys() <= {*_PACKED_KEYS, "seq"}:
+    if not meta.keys() <= _META_OK or not isinstance(topic, dict) or not topic.keys() <= _TOPIC_OK:
+        return request
+    anchor = topic.get("anchor", _ABSENT)
+    if type(anchor) is str:
+        anchor = anchor.encode()
+    elif anchor is not _ABSENT:
         return request
     parent = topic.get("parent", _ABSENT)
-    referer = headers.get(b"Referer")
-    if referer is not None and isinstance(parent, str) and referer == parent.encode():
-        referer = True  # the usual case: the Referer is the parent page (shared string)
-    present = sum(1 << i for i, key in enumerate(_PACKED_KEYS) if key in topic)
-    plain = meta.keys() <= {META_KEY, "depth"}  # the common case: one value, no tuple
+    if referer is not None:
+        referer = referer[0]
+        if isinstance(parent, str) and referer == parent.encode():
+            referer = True  # the usual case: the Referer is the parent page (shared string)
+    present = 0
+    for key in topic:
+        present |= _BITS.get(key, 0)
+    plain = meta.keys() <= _PLAIN_META  # the common case: one value, no tuple
     extra = meta.get("depth", _ABSENT) if plain else tuple(meta.get(k, _ABSENT) for k in _PACKED_META)
-    return (name, extra, present, parent, topic.get("anchor", _ABSENT), referer)
+    shape = (name, extra, present, referer)
+    if referer is True or referer is None:  # hashable, and the shapes are few
+        shape = _SHAPES.get(shape) or (_SHAPES.setdefault(shape, shape) if len(_SHAPES) < _MAX_SHAPES else shape)
+    return (shape, parent, anchor)
 
 
 def unpack(link: Link, spider) -> Request:
@@ -77,14 +100,18 @@ def unpack(link: Link, spider) -> Request:
     payload = link.payload
     if not isinstance(payload, tuple):
         return payload
-    name, extra, present, parent, anchor, referer = payload
+    (name, extra, present, referer), parent, anchor = payload
+    if anchor is not _ABSENT:
+        anchor = anchor.decode()
     values = (link.score, link.depth, link.potential, parent, anchor)
     meta = {META_KEY: {key: values[i] for i, key in enumerate(_PACKED_KEYS) if present >> i & 1}}
     for key, value in zip(_PACKED_META, extra if isinstance(extra, tuple) else (extra,)):
         if value is not _ABSENT:
             meta[key] = value
-    headers = None if referer is None else {"Referer": parent if referer is True else referer}
-    return Request(link.url, callback=getattr(spider, name) if name else None, meta=meta, headers=headers)
+    request = Request(link.url, callback=getattr(spider, name) if name else None, meta=meta)
+    if referer is not None:  # Headers is a dict of normalised keys -> value lists: what pack() read
+        dict.__setitem__(request.headers, b"Referer", [parent.encode() if referer is True else referer])
+    return request
 
 
 class TopicScheduler(BaseScheduler):
@@ -94,6 +121,7 @@ class TopicScheduler(BaseScheduler):
         self.jobdir = jobdir
         self.stats = stats
         self.tc = TopicCrawl.for_crawler(crawler)
+        self.tc.scheduler = self
         options = {k[len("TOPICCRAWL_"):].lower(): v for k, v in crawler.settings.items() if k.startswith("TOPICCRAWL_")}
         options.update(vars(self.tc.config))
         self.frontier: Frontier = make_frontier(self.tc.config.strategy, self.tc.is_truly_relevant, options)
@@ -126,7 +154,7 @@ class TopicScheduler(BaseScheduler):
         return self.df.open()
 
     def close(self, reason: str):
-        self._strategy_stats()
+        self.publish_stats()
         report = getattr(self.frontier, "write_report", None)
         if report is not None and self.tc.config.plot_enabled:
             out = self.tc.output_dir
@@ -155,7 +183,6 @@ class TopicScheduler(BaseScheduler):
         link.payload = pack(request, self.spider)
         self.frontier.push(link)
         self.stats.inc_value("scheduler/enqueued")
-        self.stats.set_value("topiccrawl/frontier_size", len(self.frontier))
         return True
 
     @staticmethod
@@ -196,12 +223,14 @@ class TopicScheduler(BaseScheduler):
         self.stats.inc_value("scheduler/dequeued")
         self._pops += 1
         if self._pops % 100 == 0:
-            self._strategy_stats()
+            self.publish_stats()
             self._prune_inflight()
         return link.payload
 
-    def _strategy_stats(self) -> None:
-        """Strategy-specific statistics (e.g. ``wl/lnf``) into the Scrapy stats."""
+    def publish_stats(self) -> None:
+        """The frontier size and strategy-specific statistics (e.g. ``wl/lnf``) into the Scrapy
+        stats; every 100 requests handed out, at each progress line and on close."""
+        self.stats.set_value("topiccrawl/frontier_size", len(self))
         stats = getattr(self.frontier, "stats", None)
         if stats is not None:
             for key, value in stats().items():

@@ -13,6 +13,10 @@ REMOTE_CONTROL_ENABLED = False
 TELNETCONSOLE_ENABLED = False
 
 SCHEDULER = "topiccrawl.scheduler.TopicScheduler"
+# Scrapy's fingerprints, computed without canonicalize_url for already-canonical URLs, and a
+# duplicate filter holding 63-bit prefixes in a sorted array (topiccrawl/dupefilter.py)
+REQUEST_FINGERPRINTER_CLASS = "topiccrawl.dupefilter.RequestFingerprinter"
+DUPEFILTER_CLASS = "topiccrawl.dupefilter.CompactDupeFilter"
 CONCURRENT_REQUESTS = 16
 CONCURRENT_REQUESTS_PER_DOMAIN = 8
 DOWNLOAD_DELAY = 0

@@ -123,8 +123,11 @@ class _Entry:
     def __init__(self, link: Link, dom: _Domain, pos: int, w: int, b: int) -> None:
         self.link, self.dom, self.pos, self.w, self.bin = link, dom, pos, w, b
 
-    def __lt__(self, other: _Entry) -> bool:  # only reached for a link pushed twice (same seq)
-        return False
+    def __lt__(self, other: _Entry) -> bool:
+        """Heap order of ``_lheap``: highest clipped R(l) first, then earlier insertion (the heap
+        holds the entries themselves, no ``(key, entry)`` tuple per queued link)."""
+        s, t = clip01(self.link.score), clip01(other.link.score)
+        return s > t or (s == t and self.link.seq < other.link.seq)
 
 
 class _Domain:
@@ -171,7 +174,7 @@ class WangLandauFrontier:
         self._by_name: dict[str, _Domain] = {}
         self._dheap: list[tuple] = []  # (−mean R, domain index, version), stale entries skipped
         self._dcount = SumTree() if self.proposal == "uniform" else None  # queued links per domain index
-        self._lheap: list[tuple] = []  # (−R, seq, entry): highest-R link, removed entries skipped
+        self._lheap: list[_Entry] = []  # highest-R link first (_Entry.__lt__), removed entries skipped
         self._queued = [0] * BINS
         self._size = self._live = 0
 
@@ -206,7 +209,7 @@ class WangLandauFrontier:
         if self._dcount is not None:
             self._dcount.add(d.index, 1)
         self._touch(d)
-        heapq.heappush(self._lheap, (-score, link.seq, e))
+        heapq.heappush(self._lheap, e)
         self._queued[e.bin] += 1
         self._size += 1
 
@@ -229,15 +232,15 @@ class WangLandauFrontier:
         self._queued[e.bin] -= 1
         self._size -= 1
         if len(self._lheap) > 2 * self._size + 64:
-            self._lheap = [(-clip01(x.link.score), x.link.seq, x) for d in self._domains for x in d.entries]
+            self._lheap = [x for d in self._domains for x in d.entries]
             heapq.heapify(self._lheap)
 
     def _top(self) -> _Entry:
         """The queued link with the highest R(l) (earliest on ties)."""
         h = self._lheap
-        while h[0][2].pos < 0:
+        while h[0].pos < 0:
             heapq.heappop(h)
-        return h[0][2]
+        return h[0]
 
     def _best_domain(self) -> _Domain:
         """Region competition (§2.3): the domain whose queued links have the highest mean R(l)."""
