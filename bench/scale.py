@@ -15,7 +15,8 @@ runs here). N requests shaped as the focused spider yields them (callback, ``met
 score/depth/parent/anchor/potential, Scrapy's ``depth``, a Referer = parent; one parent per 10
 links, 70 % on the parent's host; 3,000 hosts with skewed popularity; URLs of ~70 characters;
 anchors of 4-12 CJK characters; R(l) ~ Beta(1.5, 4)) go through ``enqueue_request`` (duplicate
-filter included). Memory: RSS growth (/proc/self/statm) over the N enqueues / N, and for
+filter included; the Redis scheduler buffers them and the ``len()`` that ends the timed fill sends
+its last batch). Memory: RSS growth (/proc/self/statm) over the N enqueues / N, and for
 N <= --trace-up-to a second fresh run under tracemalloc (Python heap only, by allocating file);
 Redis: ``INFO memory`` used_memory growth / N and ``MEMORY USAGE`` per key. Then, with the set-up
 objects frozen out of the cyclic GC (``gc.freeze``, as bench/bench_decisions.py), --decisions
@@ -137,10 +138,11 @@ def queue_one(backend: str, strategy: str, n: int, decisions: int, trace: bool, 
     for request in link_stream(spider, rng, n):
         url_chars += len(request.url)
         accepted += scheduler.enqueue_request(request)
+    queued = len(scheduler)  # Redis: flushes the scheduler's enqueue buffer, so all N are in Redis
     fill = time.perf_counter() - t0
     del request
     gc.collect()
-    out = {"backend": backend, "strategy": strategy, "n": n, "accepted": accepted, "url_chars": url_chars / n,
+    out = {"backend": backend, "strategy": strategy, "n": n, "accepted": accepted, "queued": queued, "url_chars": url_chars / n,
            "fill_us_per_enqueue": fill / n * 1e6, "load": os.getloadavg()}
     if trace:
         snapshot = tracemalloc.take_snapshot()

@@ -205,7 +205,8 @@ def test_password_url_and_one_line_errors(redis_server_auth):
 def test_config_refuses_strategies_the_store_lacks(redis_server):
     settings = Settings({"TOPICCRAWL_STORE": "redis", "TOPICCRAWL_REDIS_URL": redis_server.url})
     assert TopicCrawlConfig.from_settings(settings, {"strategy": "bfs"}).store == "redis"
-    with pytest.raises(ConfigError, match="supports the strategies bfs, bestfirst, oracle, wl, not 'sa'"):
-        TopicCrawlConfig.from_settings(settings, {"strategy": "sa"})
+    assert TopicCrawlConfig.from_settings(settings, {"strategy": "fcsa-host"}).strategy == "fcsa-host"
+    with pytest.raises(ConfigError, match="supports the strategies bfs, bestfirst, oracle, wl, sa, fcsa-host, not 'sitefinder'"):
+        TopicCrawlConfig.from_settings(settings, {"strategy": "sitefinder"})
     with pytest.raises(ConfigError, match="expected memory or redis"):
         TopicCrawlConfig.from_settings(Settings({"TOPICCRAWL_STORE": "disk"}))

@@ -6,10 +6,12 @@ Modules, small and focused like scrapy-redis's:
 ``frontier``    :class:`RedisFrontier`: the bfs/bestfirst/oracle order in a ZSET, leases, the
                 global DP budget and counters (Lua scripts, atomic); Scrapy-free
 ``wl``          :class:`RedisWLFrontier`: one shared Wang–Landau sampler, a decision = one Lua script
+``annealing``   ``sa`` / ``fcsa-host``: one shared annealing chain (and host memory), a decision = one
+                Lua script; ``make_redis_frontier`` picks the frontier of a strategy
 ``bandit``      :class:`RedisBandit`: the DWDBRM UCB1 statistics, atomic updates
 ``discovery``   the discovery spiders' scheduler: own iteration queue, shared duplicates, bandit
                 (with pending plays) and page limit
-``codec``       Scrapy requests as JSON (``Request.to_dict``), never pickle
+``codec``       Scrapy requests as compact JSON (``Request.to_dict`` without defaults), never pickle
 ``graph``       the seen link graph shared between workers for PageRank
 ``scheduler``   :class:`RedisScheduler`: the TopicScheduler over the shared frontier (dupefilter,
                 leases around callbacks, idle-wait, pause/resume)
@@ -20,7 +22,8 @@ See docs/deploy.md ("Running N workers on one crawl", "Redis settings", "Recover
 from topiccrawl.store.connection import STRATEGIES as _ORDERED
 from topiccrawl.store.connection import RedisStoreError, check_redis, connect, crawl_keys
 
-#: strategies TOPICCRAWL_STORE=redis runs: the memory order in a ZSET, and the shared WL sampler
-STRATEGIES = (*_ORDERED, "wl")
+#: strategies TOPICCRAWL_STORE=redis runs: the memory order in a ZSET, the shared WL sampler and
+#: the shared annealing chains (the site finder keeps its own spider and memory scheduler)
+STRATEGIES = (*_ORDERED, "wl", "sa", "fcsa-host")
 
 __all__ = ["STRATEGIES", "RedisStoreError", "check_redis", "connect", "crawl_keys"]

@@ -3,7 +3,7 @@
 Scrapy-free. Keys (``topiccrawl:<crawl_id>:`` + name, see :mod:`topiccrawl.store.connection`):
 
 ``requests``       ZSET of queued members, all with score 0, so Redis orders them by member
-``requests:data``  HASH member -> JSON of the link and its payload (queued or leased)
+``requests:data``  HASH member -> JSON ``[url, score, depth, domain, potential, payload]`` (queued or leased)
 ``requests:seq``   insertion counter (the ``seq`` of :class:`~topiccrawl.frontier.Link`)
 ``leases``         ZSET member -> lease expiry (Redis server time, seconds)
 ``leases:owner``   HASH member -> worker id
@@ -11,10 +11,16 @@ Scrapy-free. Keys (``topiccrawl:<crawl_id>:`` + name, see :mod:`topiccrawl.store
 ``stats``          HASH of global counters: dp, lp, truth, lease_expired, released, failed
 
 Every script gets the same KEYS: requests, requests:data, leases, leases:owner, stats, done,
-requests:seq, then the strategy's own keys (:meth:`RedisFrontier.extra_keys`); :attr:`LIB` is Lua
-prepended to each script with the hooks ``on_push(m)``, ``requeue(m)`` (put a member in the queue)
-and ``forget(m)`` (a member is done for good), so a subclass (the WL frontier,
-:mod:`topiccrawl.store.wl`) keeps its own queue structures in step with the lease scripts.
+requests:seq, then the strategy's own keys (:meth:`RedisFrontier.extra_keys`); the push script
+also gets the crawl's ``dupefilter`` SET, last. :attr:`LIB` is Lua prepended to each script with the
+hooks ``on_push(m, j)`` (a new member; its strategy arguments are ARGV[j] onwards), ``drop()`` (a
+new link the strategy does not queue), ``requeue(m)`` (put a member in the queue) and ``forget(m)``
+(a member is done for good), so a subclass (the WL frontier, :mod:`topiccrawl.store.wl`) keeps its
+own queue structures in step with the lease scripts.
+
+:meth:`RedisFrontier.push_many` queues any number of links in ONE script call (one round trip);
+given their request fingerprints it also does the duplicate filter's SADD of each, so the
+RedisScheduler sends a page's ~40 new links as one batch instead of 2 × 40 round trips.
 
 The member *is* the sort key, so one ZPOPMIN gives exactly the memory strategy's next link:
 ``bfs`` = ``seq`` (12 digits); ``bestfirst`` = ``hex(-R(l))`` + ``seq``; ``oracle`` = ``0|1`` (truly
@@ -32,13 +38,14 @@ from __future__ import annotations
 
 import json
 import struct
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from topiccrawl.frontier import Link
 
 #: the queue hooks of bfs / bestfirst / oracle: the ``requests`` ZSET is the whole queue
 LIB = """
-local function on_push(m) end
+local function on_push(m, j) end
+local function drop() end
 local function requeue(m) redis.call('ZADD', KEYS[1], 0, m) end
 local function forget(m) redis.call('ZREM', KEYS[1], m) end
 """
@@ -85,15 +92,29 @@ _STATUS = _RECLAIM + """
 return {redis.call('ZCARD', KEYS[1]), redis.call('ZCARD', KEYS[3]), dp, #expired}
 """
 
-# ARGV: member prefix, seq (-1: next), json, strategy arguments... -> member
+# KEYS: the frontier's, then the dupefilter SET (last). ARGV: stride, then per link: fingerprint
+# ('' = no duplicate check), member prefix, seq (-1: next), json ('' = not queued: drop()), strategy
+# arguments... -> {queued, per link: member | '' (not queued) | nil (fingerprint already in the SET)}
 _PUSH = """
-local seq = tonumber(ARGV[2])
-if seq < 0 then seq = redis.call('INCR', KEYS[7]) - 1 end
-local m = ARGV[1] .. string.format('%012d', seq)
-redis.call('HSET', KEYS[2], m, ARGV[3])
-on_push(m)
-requeue(m)
-return m
+local stride, out = tonumber(ARGV[1]), {0}
+for i = 2, #ARGV, stride do
+  if ARGV[i] ~= '' and redis.call('SADD', KEYS[#KEYS], ARGV[i]) == 0 then
+    out[#out + 1] = false
+  elseif ARGV[i + 3] == '' then
+    drop()
+    out[#out + 1] = ''
+  else
+    local seq = tonumber(ARGV[i + 2])
+    if seq < 0 then seq = redis.call('INCR', KEYS[7]) - 1 end
+    local m = ARGV[i + 1] .. string.format('%012d', seq)
+    redis.call('HSET', KEYS[2], m, ARGV[i + 3])
+    on_push(m, i + 4)
+    requeue(m)
+    out[#out + 1] = m
+  end
+end
+out[1] = redis.call('ZCARD', KEYS[1])
+return out
 """
 
 # ARGV: member, outcome, worker, count (0/1), lp (0/1), truth (0/1), budget
@@ -181,6 +202,7 @@ class RedisFrontier:
         k = keys
         self._keys = [k["requests"], k["requests:data"], k["leases"], k["leases:owner"], k["stats"], k["done"],
                       k["requests:seq"], *self.extra_keys()]
+        self._push_keys = [*self._keys, k["dupefilter"]]
         self._pop = client.register_script(self.LIB + _POP)
         self._status = client.register_script(self.LIB + _STATUS)
         self._push = client.register_script(self.LIB + _PUSH)
@@ -206,17 +228,39 @@ class RedisFrontier:
         return f"{self.prefix(link)}{link.seq:012d}"
 
     # -- Frontier protocol ------------------------------------------------------------------------
-    def push(self, link: Link) -> str:
+    def push(self, link: Link) -> str | None:
         """Queue ``link`` (its payload must be JSON-serialisable); a link with ``seq >= 0`` keeps
-        it (a re-queued request), others get the next insertion number. Returns the member."""
-        data = json.dumps({"url": link.url, "score": link.score, "depth": link.depth, "domain": link.domain,
-                           "potential": link.potential, "payload": link.payload}, ensure_ascii=False)
-        member = self._push(keys=self._keys, args=[self.prefix(link), link.seq, data, *self.push_args(link)])
-        link.seq = int(member[-12:])
-        return member
+        it (a re-queued request), others get the next insertion number. Returns the member (None:
+        the strategy did not queue it)."""
+        return self.push_many([(link, self.entry(link))])[0] or None
+
+    def entry(self, link: Link, fingerprint: str = "") -> list:
+        """The push script's arguments for ``link``: its request ``fingerprint`` ('' = none), the
+        member prefix, seq, the JSON of ``requests:data`` and :meth:`push_args`. Serialised now, so
+        a payload changed later is stored as it was; TypeError/ValueError for a non-JSON payload."""
+        data = json.dumps([link.url, link.score, link.depth, link.domain, link.potential, link.payload],
+                          ensure_ascii=False, separators=(",", ":"))
+        return [fingerprint, self.prefix(link), link.seq, data, *self.push_args(link)]
+
+    def push_many(self, items: Sequence[tuple[Link, list]]) -> list[str | None]:
+        """Queue ``(link, entry(link, fingerprint))`` pairs in order, in one atomic script call:
+        a link whose fingerprint the crawl's ``dupefilter`` SET already holds (another worker's, or
+        an earlier one of the same batch) is not queued (None), the others get their member ('' =
+        new, but the strategy drops it) and their seq; :attr:`last` ``queued`` is updated."""
+        if not items:
+            return []
+        args = [len(items[0][1])]
+        for _, entry in items:
+            args += entry
+        res = self._push(keys=self._push_keys, args=args)
+        self.last["queued"] = int(res[0])
+        for (link, _), member in zip(items, res[1:]):
+            if member:
+                link.seq = int(member[-12:])
+        return res[1:]
 
     def push_args(self, link: Link) -> list:
-        """What the strategy's ``on_push`` hook needs beyond the member (ARGV[4] onwards)."""
+        """What the strategy's ``on_push`` hook needs beyond the member (ARGV[j] onwards)."""
         return []
 
     def pop(self) -> Link | None:
@@ -229,7 +273,10 @@ class RedisFrontier:
     @staticmethod
     def _link(member: str, data: str) -> Link:
         d = json.loads(data)
-        return Link(d["url"], d["score"], d["depth"], d["domain"], d["potential"], d["payload"], int(member[-12:]))
+        if isinstance(d, dict):  # queued before the compact array (an older topiccrawl's crawl)
+            d = [d[k] for k in ("url", "score", "depth", "domain", "potential", "payload")]
+        url, score, depth, domain, potential, payload = d
+        return Link(url, score, depth, domain, potential, payload, int(member[-12:]))
 
     def __len__(self) -> int:
         return self.r.zcard(self.keys["requests"])

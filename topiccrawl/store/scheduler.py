@@ -5,6 +5,11 @@ so ``SCHEDULER`` stays the same. What differs from the memory scheduler:
 
 * duplicates: the shared fingerprint SET (:class:`~topiccrawl.store.dupefilter.RedisDupeFilter`);
   it also makes seeding happen once — a second worker's seeds are duplicates;
+* batching: ``enqueue_request`` only buffers; :meth:`RedisScheduler.flush` sends the buffer in ONE
+  round trip (one script: per request the fingerprint SADD and, when new, the push), when the
+  engine asks for a request or the queue size, when ``BATCH`` requests wait, before any lease is
+  settled (so a page's links are in Redis before its lease ends: a kill -9 loses none), on idle and
+  on close; the stored request is compact JSON (:mod:`topiccrawl.store.codec`);
 * ``next_request`` pops a *leased* request; its callback and errback are wrapped so the lease is
   released when the page is counted (HarvestPipeline -> ``TopicCrawl.record`` -> :meth:`count`),
   or the request ends otherwise (no item, download error, ignored, HTTP error); retries and
@@ -33,6 +38,7 @@ from scrapy.utils.job import job_dir
 from twisted.internet import task
 
 from topiccrawl.config import ConfigError
+from topiccrawl.frontier import Link
 from topiccrawl.importance import PageRankCache
 from topiccrawl.runtime import TopicCrawl
 from topiccrawl.scheduler import META_KEY, TopicScheduler
@@ -40,7 +46,7 @@ from topiccrawl.store.codec import decode, encode
 from topiccrawl.store.connection import connect, crawl_keys, redact
 from topiccrawl.store.dupefilter import RedisDupeFilter
 from topiccrawl.store.frontier import RedisFrontier
-from topiccrawl.store.wl import RedisWLFrontier
+from topiccrawl.store.annealing import make_redis_frontier
 from topiccrawl.store.graph import SharedLinkGraph
 
 logger = logging.getLogger(__name__)
@@ -88,6 +94,9 @@ class _Lease:
 
 
 class RedisScheduler(TopicScheduler):
+    #: buffered requests that trigger a flush (one push script call of at most this many)
+    BATCH = 256
+
     def __init__(self, crawler, client, jobdir, stats) -> None:
         tc = TopicCrawl.for_crawler(crawler)
         cfg = tc.config
@@ -101,17 +110,16 @@ class RedisScheduler(TopicScheduler):
         self.refused: str | None = None
         lease = {"lease_seconds": cfg.lease_seconds, "budget": cfg.max_pages, "worker": self.worker}
         try:
-            if cfg.strategy == "wl":
-                options = {k[len("TOPICCRAWL_"):].lower(): v for k, v in crawler.settings.items()
-                           if k.startswith("TOPICCRAWL_")}
-                self.frontier = RedisWLFrontier.from_options(client, self.keys, {**options, **vars(cfg)}, **lease)
-            else:
-                self.frontier = RedisFrontier(client, self.keys, cfg.strategy, tc.is_truly_relevant, **lease)
+            options = {k[len("TOPICCRAWL_"):].lower(): v for k, v in crawler.settings.items()
+                       if k.startswith("TOPICCRAWL_")}
+            self.frontier = make_redis_frontier(client, self.keys, cfg.strategy, {**options, **vars(cfg)},
+                                                tc.is_truly_relevant, **lease)
         except ConfigError as exc:  # e.g. a WL option the Redis store lacks: refused in open()
             self.refused = str(exc)
             self.frontier = RedisFrontier(client, self.keys, "bfs", **lease)
         self.leases: dict[str, Request] = {}  # member -> request, for this worker's leases
         self.local: list[Request] = []  # retries and redirects of leased requests (same lease)
+        self.buffer: list[tuple[Request, Link, list]] = []  # (request, link, push entry) to flush
         self.responding: dict[str, str] = {}  # page URL -> member until its item is counted
         self._renewal: task.LoopingCall | None = None
         self._idle_since: float | None = None
@@ -158,6 +166,7 @@ class RedisScheduler(TopicScheduler):
         if self._renewal is not None and self._renewal.running:
             self._renewal.stop()
         if not self.refused:
+            self.flush()
             released = self.frontier.release(self.leases)
             self.leases.clear()
             self.stats.set_value("topiccrawl/redis/released_on_close", released)
@@ -171,29 +180,50 @@ class RedisScheduler(TopicScheduler):
         return self.df.close(reason)
 
     def has_pending_requests(self) -> bool:
+        self.flush()
         last = self.frontier.last
         return not self.refused and (bool(self.local) or (last["queued"] > 0 and not last["blocked"]))
 
     def enqueue_request(self, request) -> bool:
+        """Buffer ``request`` for the next :meth:`flush` and return True, with no round trip.
+
+        The duplicate check happens at the flush, so a duplicate is also answered True here; the
+        flush logs and counts it like an immediate check (``dupefilter/filtered``,
+        DUPEFILTER_DEBUG) but Scrapy's ``request_dropped`` signal is NOT sent for it (the engine
+        sends that signal only for a False answer, which would cost a round trip per request).
+        Retries and redirects of a request this worker leases are checked at once (they are
+        rare, and a redirect to a page already seen settles the lease)."""
         if self.refused:
             return False
         meta = request.meta.get(META_KEY) or {}
         lease = meta.get("lease")
-        if not request.dont_filter and self.df.request_seen(request):
-            self.df.log(request, self.spider)
-            if lease in self.leases:  # a redirect to a page already seen: this lease is done
-                self.finish(lease, "duplicate")
-            return False
         if lease in self.leases:  # a retry or redirect of a leased request keeps its lease
+            if not request.dont_filter and self.df.request_seen(request):
+                self.df.log(request, self.spider)
+                self.finish(lease, "duplicate")  # a redirect to a page already seen: this lease is done
+                return False
             self.local.append(request)
             return True
         if lease is not None:  # a stale copy of a settled request: a new entry
             request.meta[META_KEY] = {k: v for k, v in meta.items() if k not in ("lease", "seq")}
         link = self._link(request)
-        link.payload = encode(request, self.spider)
-        self.frontier.push(link)
-        self.stats.inc_value("scheduler/enqueued")
+        link.payload = encode(request, self.spider, link)
+        fingerprint = "" if request.dont_filter else self.df.fingerprint(request)
+        self.buffer.append((request, link, self.frontier.entry(link, fingerprint)))
+        if len(self.buffer) >= self.BATCH:
+            self.flush()
         return True
+
+    def flush(self) -> None:
+        """Push the buffered requests in one round trip; log the duplicates found there."""
+        if not self.buffer:
+            return
+        batch, self.buffer = self.buffer, []
+        answers = self.frontier.push_many([(link, entry) for _, link, entry in batch])
+        for (request, _, _), answer in zip(batch, answers):
+            if answer is None:
+                self.df.log(request, self.spider)
+        self.stats.inc_value("scheduler/enqueued", sum(answer is not None for answer in answers))
 
     def next_request(self):
         if self.refused:
@@ -201,12 +231,13 @@ class RedisScheduler(TopicScheduler):
         if self.local:
             self.stats.inc_value("scheduler/dequeued")
             return self.local.pop(0)
+        self.flush()
         link = self.frontier.pop()
         self._reclaimed(self.frontier.last["reclaimed"])
         if link is None:
             return None
         member = self.frontier.member(link)
-        request = decode(link.payload, self.spider)
+        request = decode(link.payload, self.spider, link)
         request.meta[META_KEY] = {**(request.meta.get(META_KEY) or {}), "seq": link.seq, "lease": member}
         lease = _Lease(self, member, request.callback or self.spider._parse, request.errback)
         request.callback, request.errback = lease.callback, lease.errback
@@ -216,12 +247,14 @@ class RedisScheduler(TopicScheduler):
         return request
 
     def __len__(self) -> int:
+        self.flush()
         return len(self.local) + self.frontier.last["queued"]
 
     def requeue(self, request) -> None:
         """A page fetched after the global budget was spent: back to the queue (for a resume)."""
         member = (request.meta.get(META_KEY) or {}).get("lease")
         if self.leases.pop(member, None) is not None:
+            self.flush()
             self.frontier.release([member])
             self.stats.inc_value("topiccrawl/requeued_over_budget")
 
@@ -241,6 +274,7 @@ class RedisScheduler(TopicScheduler):
         if member not in self.leases:
             return False
         lp = adapter["relevance"] >= self.tc.topic.beta
+        self.flush()  # the page's links reach Redis before its lease ends
         dp = self.frontier.count(member, lp, self.tc.is_truly_relevant(url))
         if dp == -1:
             self.requeue(self.leases[member])
@@ -253,6 +287,7 @@ class RedisScheduler(TopicScheduler):
 
     def finish(self, member: str, outcome: str) -> None:
         if self.leases.pop(member, None) is not None:
+            self.flush()
             if self.frontier.finish(member, outcome) == -2:
                 self.stats.inc_value("topiccrawl/redis/duplicate_fetch")
 
@@ -278,6 +313,7 @@ class RedisScheduler(TopicScheduler):
     def _idle(self, spider) -> None:
         if self.refused:
             raise CloseSpider("redis_refused")
+        self.flush()
         if self.leases:  # nothing of ours is in flight any more: these can never settle
             logger.warning("%d leases ended without an outcome (e.g. %s); marked done", len(self.leases),
                            ", ".join(r.url for r in list(self.leases.values())[:3]))

@@ -72,14 +72,15 @@ local function set_mean(d, n, total)
     redis.call('ZADD', DMEAN, (n - total) / n, key); redis.call('HSET', DCOUNT, d, n)
   end
 end
-local function on_push(m)
-  local d = redis.call('HGET', DOMAINS, ARGV[4])
+local function on_push(m, j)
+  local d = redis.call('HGET', DOMAINS, ARGV[j])
   if not d then
     d = redis.call('HLEN', DOMAINS)
-    redis.call('HSET', DOMAINS, ARGV[4], d)
+    redis.call('HSET', DOMAINS, ARGV[j], d)
   end
-  redis.call('HSET', LINK, m, d .. '|' .. ARGV[5] .. '|' .. ARGV[6])
+  redis.call('HSET', LINK, m, d .. '|' .. ARGV[j + 1] .. '|' .. ARGV[j + 2])
 end
+local function drop() redis.call('HINCRBY', S, 'dropped', 1) end
 local function requeue(m)
   if redis.call('ZSCORE', KEYS[1], m) then return end
   local d, w, b = info(m)
@@ -303,12 +304,12 @@ class RedisWLFrontier(RedisFrontier):
         score = clip01(link.score)
         return [link.domain, round(score * QUANTUM) + 1, energy_bin(score)]
 
-    def push(self, link: Link) -> str | None:
-        """Queue a link; below ``link_threshold`` it is dropped unless it has potential value."""
+    def entry(self, link: Link, fingerprint: str = "") -> list:
+        """A link below ``link_threshold`` without potential value is not queued (counted in
+        ``dropped``; its fingerprint is still added, as in memory, where the dupefilter saw it)."""
         if link.score < self.link_threshold and not link.potential:
-            self.r.hincrby(self._base + "state", "dropped", 1)
-            return None
-        return super().push(link)
+            return [fingerprint, "", -1, "", "", 0, 0]
+        return super().entry(link, fingerprint)
 
     def pop(self) -> Link | None:
         """One WL decision (atomic, leased): the start, an accepted proposal or a forced move."""
