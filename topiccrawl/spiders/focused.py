@@ -49,7 +49,8 @@ class FocusedSpider(scrapy.Spider):
         meta = response.meta.get(META_KEY) or {}
         depth = int(meta.get("depth", 0))
         item, links = self.tc.process_page(response, depth, meta.get("parent"), meta.get("anchor", ""))
-        yield item
+        # links first, the item last: the item counts the page (and, on Redis, ends its lease), so
+        # by then every link of the page is in the frontier — a worker killed right after loses none
         for link in links:
             yield scrapy.Request(
                 link.url,
@@ -57,3 +58,4 @@ class FocusedSpider(scrapy.Spider):
                 meta={META_KEY: {"score": link.score, "depth": depth + 1, "parent": response.url,
                                 "anchor": link.anchor, "potential": link.potential}},
             )
+        yield item
