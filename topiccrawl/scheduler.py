@@ -179,19 +179,20 @@ class TopicScheduler(BaseScheduler):
         if not request.dont_filter and self.df.request_seen(request):
             self.df.log(request, self.spider)
             return False
-        link = self._link(request)
+        link = self._link(request, getattr(self.frontier, "link_type", Link))
         link.payload = pack(request, self.spider)
         self.frontier.push(link)
         self.stats.inc_value("scheduler/enqueued")
         return True
 
     @staticmethod
-    def _link(request) -> Link:
-        """The frontier entry of a request. A re-queued request keeps its insertion number, and
+    def _link(request, link_type: type[Link] = Link) -> Link:
+        """The frontier entry of a request, a ``link_type`` (a frontier's own subclass of Link, such
+        as WL's, which carries its queue position). A re-queued request keeps its insertion number, and
         so does a redirect (its meta is copied from the request it replaces): it takes the place
         of a request that already left the frontier, and the site finder recognises it by it."""
         meta = request.meta.get(META_KEY) or {}
-        return Link(
+        return link_type(
             url=request.url,
             score=float(meta.get("score", 0.0)),
             depth=int(meta.get("depth", request.meta.get("depth", 0))),

@@ -98,8 +98,14 @@ class SumTree:
             i += i & -i
 
     def append(self, weight: int) -> None:
-        i = len(self.t)
-        self.t.append(weight + self.prefix(i - 1) - self.prefix(i - (i & -i)))
+        # node i covers weights (i − lowbit(i), i]: the new weight plus the nodes that tile the rest
+        t = self.t
+        i = len(t)
+        stop, j = i - (i & -i), i - 1
+        while j > stop:
+            weight += t[j]
+            j &= j - 1
+        t.append(weight)
 
     def drop_last(self) -> None:
         # node n only feeds prefix sums of indices >= n, so removing it leaves the rest exact
@@ -117,17 +123,23 @@ class SumTree:
         return pos, u
 
 
-class _Entry:
-    __slots__ = ("link", "dom", "pos", "w", "bin")
+def weight(score: float) -> int:
+    """Roulette weight of a link: round(R·QUANTUM) + 1, R clipped to [0, 1]."""
+    return round(clip01(score) * QUANTUM) + 1
 
-    def __init__(self, link: Link, dom: _Domain, pos: int, w: int, b: int) -> None:
-        self.link, self.dom, self.pos, self.w, self.bin = link, dom, pos, w, b
 
-    def __lt__(self, other: _Entry) -> bool:
-        """Heap order of ``_lheap``: highest clipped R(l) first, then earlier insertion (the heap
-        holds the entries themselves, no ``(key, entry)`` tuple per queued link)."""
-        s, t = clip01(self.link.score), clip01(other.link.score)
-        return s > t or (s == t and self.link.seq < other.link.seq)
+class WLLink(Link):
+    """A link queued in the WL frontier: a :class:`Link` plus ``pos``, its index in its domain's
+    array (−1 once it left the queue). The region structures and the highest-R heap hold these
+    links themselves; weight and energy bin are recomputed from ``score`` when needed. No entry
+    object per queued link (~120 bytes, docs/benchmarks.md "Scale")."""
+
+    __slots__ = ("pos",)
+
+    def __lt__(self, other: Link) -> bool:
+        """Order of the highest-R heap: highest clipped R(l) first, then earlier insertion."""
+        s, t = clip01(self.score), clip01(other.score)
+        return s > t or (s == t and self.seq < other.seq)
 
 
 class _Domain:
@@ -137,7 +149,7 @@ class _Domain:
 
     def __init__(self, name: str, index: int) -> None:
         self.name, self.index = name, index
-        self.entries: list[_Entry] = []
+        self.entries: list[WLLink] = []
         self.tree = SumTree()
         self.total = 0
         self.version = 0
@@ -147,6 +159,8 @@ class WangLandauFrontier:
     """The WL strategy (``wl``). Constructor arguments = the ``TOPICCRAWL_WL_*`` options."""
 
     name = "wl"
+    #: the scheduler builds its queue entries with this class (no copy in ``push``)
+    link_type = WLLink
 
     def __init__(self, *, stage_rule: str = "paper", visited: str = "ever", proposal: str = "region-roulette",
                  lnf0: float = 1.0, lnf_floor: float = 0.0, lnf_min: float = 1e-8, max_steps: int = 10**6,
@@ -174,7 +188,7 @@ class WangLandauFrontier:
         self._by_name: dict[str, _Domain] = {}
         self._dheap: list[tuple] = []  # (−mean R, domain index, version), stale entries skipped
         self._dcount = SumTree() if self.proposal == "uniform" else None  # queued links per domain index
-        self._lheap: list[_Entry] = []  # highest-R link first (_Entry.__lt__), removed entries skipped
+        self._lheap: list[WLLink] = []  # highest-R link first (WLLink.__lt__), removed links skipped
         self._queued = [0] * BINS
         self._size = self._live = 0
 
@@ -198,44 +212,47 @@ class WangLandauFrontier:
             heapq.heapify(self._dheap)
 
     def _add(self, link: Link) -> None:
+        if type(link) is not WLLink:  # a link from a JOBDIR state or a caller that did not use link_type
+            link = WLLink(link.url, link.score, link.depth, link.domain, link.potential, link.payload, link.seq)
         d = self._domain(link.domain)
-        score = clip01(link.score)
-        e = _Entry(link, d, len(d.entries), round(score * QUANTUM) + 1, energy_bin(score))
-        if not d.entries:
+        w = weight(link.score)
+        entries = d.entries
+        if not entries:
             self._live += 1
-        d.entries.append(e)
-        d.tree.append(e.w)
-        d.total += e.w
+        link.pos = len(entries)
+        entries.append(link)
+        d.tree.append(w)
+        d.total += w
         if self._dcount is not None:
             self._dcount.add(d.index, 1)
         self._touch(d)
-        heapq.heappush(self._lheap, e)
-        self._queued[e.bin] += 1
+        heapq.heappush(self._lheap, link)
+        self._queued[energy_bin(link.score)] += 1
         self._size += 1
 
-    def _remove(self, e: _Entry) -> None:
-        d, p = e.dom, e.pos
-        last = d.entries[-1]
+    def _remove(self, e: WLLink) -> None:
+        d, p, w = self._by_name[e.domain], e.pos, weight(e.score)
+        entries = d.entries
+        last = entries.pop()
         if last is not e:
-            d.tree.add(p, last.w - e.w)
-            d.entries[p] = last
+            d.tree.add(p, weight(last.score) - w)
+            entries[p] = last
             last.pos = p
-        d.entries.pop()
         d.tree.drop_last()
-        d.total -= e.w
+        d.total -= w
         e.pos = -1
-        if not d.entries:
+        if not entries:
             self._live -= 1
         if self._dcount is not None:
             self._dcount.add(d.index, -1)
         self._touch(d)
-        self._queued[e.bin] -= 1
+        self._queued[energy_bin(e.score)] -= 1
         self._size -= 1
         if len(self._lheap) > 2 * self._size + 64:
             self._lheap = [x for d in self._domains for x in d.entries]
             heapq.heapify(self._lheap)
 
-    def _top(self) -> _Entry:
+    def _top(self) -> WLLink:
         """The queued link with the highest R(l) (earliest on ties)."""
         h = self._lheap
         while h[0].pos < 0:
@@ -252,7 +269,7 @@ class WangLandauFrontier:
                 return d
             heapq.heappop(h)
 
-    def _propose_entry(self) -> _Entry:
+    def _propose_entry(self) -> WLLink:
         if self.proposal == "uniform":
             index, offset = self._dcount.find(self._rng.randrange(self._size))
             return self._domains[index].entries[offset]
@@ -272,7 +289,7 @@ class WangLandauFrontier:
 
     def propose(self) -> Link | None:
         """Draw a proposal X2 without fetching it (region competition + roulette, or uniform)."""
-        return self._propose_entry().link if self._size else None
+        return self._propose_entry() if self._size else None
 
     def pop(self) -> Link | None:
         """The next link to fetch: WL Metropolis steps until a proposal is accepted or forced."""
@@ -280,16 +297,18 @@ class WangLandauFrontier:
             return None
         if self._x1 is None:  # start: X1 = the highest-relevance link, g = 1, H = 1
             e = self._top()
-            self._enter(e.bin)
-            self._x1 = e.bin
-            return self._fetch(e)
+            b = energy_bin(e.score)
+            self._enter(b)
+            self._x1 = b
+            return self._fetch(e, b)
         lng, hist = self._lng, self._hist
         while True:
             e = self._propose_entry()
-            self._enter(e.bin)
-            if accepts(lng[self._x1], lng[e.bin], 1.0 - self._rng.random()):
+            b = energy_bin(e.score)
+            self._enter(b)
+            if accepts(lng[self._x1], lng[b], 1.0 - self._rng.random()):
                 self._accepted += 1
-                return self._move(e)
+                return self._move(e, b)
             lng[self._x1] += self._lnf
             hist[self._x1] += 1
             self._rejected += 1
@@ -297,7 +316,8 @@ class WangLandauFrontier:
             self._step()
             if self._m >= self.max_rejections:
                 self._forced += 1
-                return self._move(self._top())
+                e = self._top()
+                return self._move(e, energy_bin(e.score))
 
     def __len__(self) -> int:
         return self._size
@@ -309,21 +329,20 @@ class WangLandauFrontier:
             self._lng[b] = 0.0
             self._hist[b] = 1
 
-    def _move(self, e: _Entry) -> Link:
-        """X1 ← e (accepted or forced): ln g(E) += ln f, H(E) += 1, and fetch it."""
-        b = e.bin
+    def _move(self, e: WLLink, b: int) -> Link:
+        """X1 ← e in bin b (accepted or forced): ln g(E) += ln f, H(E) += 1, and fetch it."""
         self._enter(b)
         self._lng[b] += self._lnf
         self._hist[b] += 1
         self._x1 = b
         self._m = 0
         self._step()
-        return self._fetch(e)
+        return self._fetch(e, b)
 
-    def _fetch(self, e: _Entry) -> Link:
+    def _fetch(self, e: WLLink, b: int) -> Link:
         self._remove(e)
-        self._fetches[e.bin] += 1
-        return e.link
+        self._fetches[b] += 1
+        return e
 
     def _visited_hist(self) -> list[int]:
         h = self._hist
@@ -392,7 +411,7 @@ class WangLandauFrontier:
     def state(self) -> dict:
         """Queued links plus every sampler variable; ``load_state`` continues identically."""
         return {
-            "links": [e.link for d in self._domains for e in d.entries],
+            "links": [link for d in self._domains for link in d.entries],
             "next_seq": self._next_seq,
             "wl": {
                 "domains": [(d.name, len(d.entries)) for d in self._domains],
