@@ -36,7 +36,10 @@ def clip01(x: float) -> float:
 
 def energy_bin(energy: float) -> int:
     """The one binning function: b = min(floor(E·50 + 1e-9), 49), E = R(l) clipped to [0, 1]."""
-    return min(int(clip01(energy) * BINS + 1e-9), BINS - 1)
+    if not 0.0 <= energy <= 1.0:  # clip01, inlined: this runs several times per decision
+        energy = 1.0 if energy > 1.0 else 0.0
+    b = int(energy * BINS + 1e-9)
+    return b if b < BINS else BINS - 1
 
 
 def accepts(lng_from: float, lng_to: float, u: float) -> bool:
@@ -125,7 +128,9 @@ class SumTree:
 
 def weight(score: float) -> int:
     """Roulette weight of a link: round(R·QUANTUM) + 1, R clipped to [0, 1]."""
-    return round(clip01(score) * QUANTUM) + 1
+    if not 0.0 <= score <= 1.0:
+        score = 1.0 if score > 1.0 else 0.0
+    return round(score * QUANTUM) + 1
 
 
 class WLLink(Link):
@@ -138,7 +143,9 @@ class WLLink(Link):
 
     def __lt__(self, other: Link) -> bool:
         """Order of the highest-R heap: highest clipped R(l) first, then earlier insertion."""
-        s, t = clip01(self.score), clip01(other.score)
+        s, t = self.score, other.score
+        if not (0.0 <= s <= 1.0 and 0.0 <= t <= 1.0):
+            s, t = clip01(s), clip01(t)
         return s > t or (s == t and self.seq < other.seq)
 
 
@@ -342,7 +349,12 @@ class WangLandauFrontier:
     def _fetch(self, e: WLLink, b: int) -> Link:
         self._remove(e)
         self._fetches[b] += 1
-        return e
+        # the highest-R heap drops removed links lazily, so it may still hold ``e``: hand out a plain
+        # copy and let ``e`` keep nothing heavy, or every fetched request (the scheduler stores it
+        # in the link it hands out) would stay alive until the heap is rebuilt
+        link = Link(e.url, e.score, e.depth, e.domain, e.potential, e.payload, e.seq)
+        e.payload = None
+        return link
 
     def _visited_hist(self) -> list[int]:
         h = self._hist
