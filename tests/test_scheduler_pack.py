@@ -102,3 +102,38 @@ def test_requests_of_one_shape_share_it_and_odd_anchors_stay_requests():
     odd = _spider_request(3, parent, callback=spider.parse)
     odd.meta[META_KEY]["anchor"] = None
     assert pack(odd, spider) is odd
+
+
+def _memory_scheduler(strategy: str) -> TopicScheduler:
+    from scrapy.utils.test import get_crawler
+
+    from topiccrawl.spiders.focused import FocusedSpider
+
+    crawler = get_crawler(FocusedSpider, {
+        "TOPICCRAWL_WEB": "generated:zh-disaster?pages=1000&seed=1", "TOPICCRAWL_WEB_PROXY": "http://127.0.0.1:9",
+        "TOPICCRAWL_STRATEGY": strategy, "TOPICCRAWL_PLOT_ENABLED": False})
+    crawler.spider = crawler._create_spider(topic="台风灾害")
+    scheduler = TopicScheduler.from_crawler(crawler)
+    scheduler.open(crawler.spider)
+    return scheduler
+
+
+def test_scheduler_counts_reach_the_stats_when_published_and_wl_queues_its_own_links():
+    from topiccrawl.wl import WLLink
+
+    for strategy in ("bestfirst", "wl"):
+        s = _memory_scheduler(strategy)
+        parent = "http://www.site1.example.cn/list/1.html"
+        requests = [_spider_request(i, parent, callback=s.spider.parse) for i in range(5)]
+        assert all(s.enqueue_request(r) for r in requests) and not s.enqueue_request(requests[0].copy())
+        if strategy == "wl":
+            assert all(type(l) is WLLink for d in s.frontier._domains for l in d.entries)
+        popped = [s.next_request() for _ in range(2)]
+        assert {r.url for r in popped} < {r.url for r in requests}
+        assert s.stats.get_value("scheduler/enqueued") is None  # counted in the scheduler, not yet published
+        s.publish_stats()
+        assert s.stats.get_value("scheduler/enqueued") == 5 and s.stats.get_value("scheduler/dequeued") == 2
+        assert s.stats.get_value("topiccrawl/frontier_size") == 3
+        s.next_request()
+        s.publish_stats()
+        assert s.stats.get_value("scheduler/enqueued") == 5 and s.stats.get_value("scheduler/dequeued") == 3

@@ -133,6 +133,9 @@ class TopicScheduler(BaseScheduler):
         #: resumed crawl fetches them first, exactly where the uninterrupted crawl fetched them
         self.chosen: list[Link] = []
         self._pops = 0
+        #: ``scheduler/enqueued`` and ``scheduler/dequeued`` not yet in the stats: Scrapy 2.19's
+        #: ``inc_value`` costs ~1.7 µs (a deprecation wrapper), so they go in with publish_stats
+        self._enqueued = self._dequeued = 0
         #: the DWDBRM controller of a discovery crawl (set by the discovery spiders); its state is
         #: saved with JOBDIR, and ``discovery_state`` holds a restored one until a spider takes it
         self.discovery = None
@@ -182,7 +185,7 @@ class TopicScheduler(BaseScheduler):
         link = self._link(request, getattr(self.frontier, "link_type", Link))
         link.payload = pack(request, self.spider)
         self.frontier.push(link)
-        self.stats.inc_value("scheduler/enqueued")
+        self._enqueued += 1
         return True
 
     @staticmethod
@@ -221,7 +224,7 @@ class TopicScheduler(BaseScheduler):
         link.payload = request = unpack(link, self.spider)
         self.inflight[request] = link
         request.meta.setdefault(META_KEY, {})["seq"] = link.seq  # for requeue()
-        self.stats.inc_value("scheduler/dequeued")
+        self._dequeued += 1
         self._pops += 1
         if self._pops % 100 == 0:
             self.publish_stats()
@@ -230,7 +233,12 @@ class TopicScheduler(BaseScheduler):
 
     def publish_stats(self) -> None:
         """The frontier size and strategy-specific statistics (e.g. ``wl/lnf``) into the Scrapy
-        stats; every 100 requests handed out, at each progress line and on close."""
+        stats; every 100 requests handed out, at each progress line and on close. The counts of
+        enqueued and dequeued requests go in here too (``scheduler/enqueued``, ``/dequeued``)."""
+        if self._enqueued or self._dequeued:
+            self.stats.inc_value("scheduler/enqueued", self._enqueued)
+            self.stats.inc_value("scheduler/dequeued", self._dequeued)
+            self._enqueued = self._dequeued = 0
         self.stats.set_value("topiccrawl/frontier_size", len(self))
         stats = getattr(self.frontier, "stats", None)
         if stats is not None:
