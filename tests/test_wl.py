@@ -325,5 +325,7 @@ def test_fetched_links_are_not_kept_alive_by_the_frontier():
         del link, heavy
     gc.collect()
     assert len(f) == 100 and sum(r() is not None for r in refs) == 0
+    stale = [l for l in f._lheap if l.pos < 0]  # what the heap still holds of fetched links
+    assert stale and all(l.url is None and l.payload is None for l in stale)
     # the queued links keep their own payloads
     assert all(isinstance(l.payload, dict) for l in f.state()["links"])

@@ -349,11 +349,12 @@ class WangLandauFrontier:
     def _fetch(self, e: WLLink, b: int) -> Link:
         self._remove(e)
         self._fetches[b] += 1
-        # the highest-R heap drops removed links lazily, so it may still hold ``e``: hand out a plain
-        # copy and let ``e`` keep nothing heavy, or every fetched request (the scheduler stores it
-        # in the link it hands out) would stay alive until the heap is rebuilt
+        # the highest-R heap drops removed links lazily (it is rebuilt at twice the queue), so it may
+        # still hold ``e``: hand out a plain copy and keep in ``e`` only what the heap order reads
+        # (score, seq), or every fetched Request (the scheduler stores it in the link it hands out)
+        # and URL would stay alive until the rebuild
         link = Link(e.url, e.score, e.depth, e.domain, e.potential, e.payload, e.seq)
-        e.payload = None
+        e.payload = e.url = e.domain = None
         return link
 
     def _visited_hist(self) -> list[int]:
