@@ -690,19 +690,24 @@ class SiteFinderFrontier(_Base):
     # -- statistics -------------------------------------------------------------------------------
     def summary(self) -> dict:
         """Site statistics; precision, recall and per-query relevance need ground truth."""
-        decided = [v for v in self.sites.values() if v.verdict is not None]
-        judged = [v for v in decided if v.verdict == "relevant"]
+        rows = [v.result() for v in self.sites.values()]
+        return {**self.summarize(rows), "sites/ignored_links": self.ignored}
+
+    def summarize(self, rows: list[dict]) -> dict:
+        """The site statistics of ``rows``, one :meth:`SiteVerifier.result` per candidate site
+        (also the rows of every worker of a Redis crawl, :mod:`topiccrawl.store.sitefinder`)."""
+        decided = [r for r in rows if r["verdict"] != "undecided"]
+        judged = [r for r in decided if r["verdict"] == "relevant"]
         out = {
-            "sites/candidates": len(self.sites), "sites/checked": len(decided),
+            "sites/candidates": len(rows), "sites/checked": len(decided),
             "sites/judged_relevant": len(judged),
-            "sites/pages_fetched": sum(len(v.expansions) for v in self.sites.values()),
-            "sites/pages_per_site": round(sum(len(v.expansions) for v in decided) / len(decided), 3) if decided else 0.0,
-            "sites/ignored_links": self.ignored,
+            "sites/pages_fetched": sum(r["pages_fetched"] for r in rows),
+            "sites/pages_per_site": round(sum(r["pages_fetched"] for r in decided) / len(decided), 3) if decided else 0.0,
         }
         if self.is_true_site is None:
             return out
-        truth = {k: bool(self.is_true_site(v.entry)) for k, v in self.sites.items()}
-        hits = sum(truth[v.site] for v in judged)
+        truth = {r["site"]: bool(self.is_true_site(r["entry"])) for r in rows}
+        hits = sum(truth[r["site"]] for r in judged)
         out["sites/truly_relevant_candidates"] = sum(truth.values())
         out["sites/precision"] = round(hits / len(judged), 4) if judged else None
         if self.count_true_sites is not None:
@@ -711,12 +716,16 @@ class SiteFinderFrontier(_Base):
             out["sites/true_sites"] = self._true_total
             out["sites/recall"] = round(hits / self._true_total, 4) if self._true_total else None
         rates = {}
-        for v in self.sites.values():
-            for q in v.found_by:
+        for r in rows:
+            for q in r["queries"]:
                 n, t = rates.get(q, (0, 0))
-                rates[q] = (n + 1, t + truth[v.site])
+                rates[q] = (n + 1, t + truth[r["site"]])
         out["sites/query_relevance"] = {q: round(t / n, 4) for q, (n, t) in rates.items()}
         return out
+
+    def count_search(self, query: str, n: int) -> None:
+        """``n`` results of ``query`` (one result page)."""
+        self.search_counts[query] = self.search_counts.get(query, 0) + n
 
     def stats(self) -> dict:
         return self.summary()
@@ -740,9 +749,11 @@ def _flag(options: dict, key: str) -> bool:
     return raw in ("1", "true", "yes", "on")
 
 
-def make_sitefinder(options: dict, is_relevant: Callable[[str], bool] | None = None) -> SiteFinderFrontier:
-    """Factory for ``STRATEGIES["sitefinder"]`` from ``TOPICCRAWL_SITES_*`` (docs/sitefinder.md)."""
-    return SiteFinderFrontier(
+def make_sitefinder(options: dict, is_relevant: Callable[[str], bool] | None = None,
+                    cls: type[SiteFinderFrontier] | None = None) -> SiteFinderFrontier:
+    """Factory for ``STRATEGIES["sitefinder"]`` from ``TOPICCRAWL_SITES_*`` (docs/sitefinder.md);
+    ``cls``: a subclass to build instead (the Redis store's)."""
+    return (cls or SiteFinderFrontier)(
         page_threshold=option(options, "sites_page_threshold", float, 0.7, low=0.0, high=1.0),
         num_rel_pages=option(options, "sites_num_rel_pages", int, 3, low=1),
         num_exp_pages=option(options, "sites_num_exp_pages", int, 50, low=1),

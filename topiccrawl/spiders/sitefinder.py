@@ -128,8 +128,7 @@ class SiteFinderSpider(scrapy.Spider):
             stats.inc_value("topiccrawl/sites/search_errors")
             return
         stats.inc_value("topiccrawl/sites/search_results", len(results))
-        counts = self.frontier.search_counts
-        counts[query] = counts.get(query, 0) + len(results)
+        self.frontier.count_search(query, len(results))
         for hit in results:
             entry = self.frontier.add_site(hit.url, query)
             if entry:

@@ -13,6 +13,9 @@ Modules, small and focused like scrapy-redis's:
                 (with pending plays) and page limit
 ``codec``       Scrapy requests as compact JSON (``Request.to_dict`` without defaults), never pickle
 ``graph``       the seen link graph shared between workers for PageRank
+``sites``       :class:`RedisSiteTasks`: the site finder's searches and candidate sites as leased
+                tasks, verdicts written once; Scrapy-free
+``sitefinder``  :class:`RedisSiteScheduler`: ``scrapy crawl sitefinder`` workers sharing those tasks
 ``scheduler``   :class:`RedisScheduler`: the TopicScheduler over the shared frontier (dupefilter,
                 leases around callbacks, idle-wait, pause/resume)
 
@@ -22,8 +25,8 @@ See docs/deploy.md ("Running N workers on one crawl", "Redis settings", "Recover
 from topiccrawl.store.connection import STRATEGIES as _ORDERED
 from topiccrawl.store.connection import RedisStoreError, check_redis, connect, crawl_keys
 
-#: strategies TOPICCRAWL_STORE=redis runs: the memory order in a ZSET, the shared WL sampler and
-#: the shared annealing chains (the site finder keeps its own spider and memory scheduler)
-STRATEGIES = (*_ORDERED, "wl", "sa", "fcsa-host")
+#: strategies TOPICCRAWL_STORE=redis runs: the memory order in a ZSET, the shared WL sampler, the
+#: shared annealing chains, and the site finder's shared tasks (``sites``, ``sitefinder``)
+STRATEGIES = (*_ORDERED, "wl", "sa", "fcsa-host", "sitefinder")
 
 __all__ = ["STRATEGIES", "RedisStoreError", "check_redis", "connect", "crawl_keys"]

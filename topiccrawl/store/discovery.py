@@ -56,6 +56,10 @@ def redis_scheduler(crawler):
     from topiccrawl.spiders.discovery import DiscoverySpider
     from topiccrawl.store.scheduler import RedisScheduler
 
+    if crawler.settings.get("TOPICCRAWL_STRATEGY") == "sitefinder":
+        from topiccrawl.store.sitefinder import RedisSiteScheduler
+
+        return RedisSiteScheduler.from_crawler(crawler)
     if isinstance(crawler.spider, DiscoverySpider):
         return RedisDiscoveryScheduler.from_crawler(crawler)
     return RedisScheduler.from_crawler(crawler)

@@ -1,0 +1,167 @@
+"""End to end: several ``scrapy crawl sitefinder`` workers on one crawl through a real redis-server
+and one shared web lab (zh-bookstores), against one memory-backend process on the same lab."""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import time
+
+import pytest
+
+from conftest import run_crawl
+from redis_fixture import redis_server, start_worker  # noqa: F401
+from topiccrawl.store import crawl_keys
+from topiccrawl.store.sites import site_keys
+from topiccrawl.web.api import WebLab
+
+WEB = "generated:zh-bookstores?pages=20000"
+ARGS = ["-a", "rules=bookstore-zh", "-a", "queries=data/rules/bookstore-queries-zh.toml"]
+SETTINGS = {"TOPICCRAWL_WEB": WEB, "TOPICCRAWL_SITES_NUM_EXP_PAGES": "20", "TOPICCRAWL_PROGRESS_INTERVAL": "0"}
+
+
+@pytest.fixture(scope="module")
+def lab():
+    with WebLab(WEB) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def single(tmp_path_factory, lab):
+    """What one memory-backend process finds on the same lab (sites and verdicts)."""
+    tmp = tmp_path_factory.mktemp("single")
+    proc, out = run_crawl(tmp, "sitefinder", args={"rules": "bookstore-zh",
+                                                   "queries": "data/rules/bookstore-queries-zh.toml"},
+                          settings={**SETTINGS, "TOPICCRAWL_WEB_PROXY": lab.proxy_url})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    items = {i["site"]: i for i in _items(out)}
+    report = {r["site"]: r for r in _report(out)}
+    assert set(items) == set(report)
+    return items, report
+
+
+def _start(tmp_path, name, redis_url, proxy, **settings):
+    merged = {**SETTINGS, "TOPICCRAWL_STORE": "redis", "TOPICCRAWL_REDIS_URL": redis_url,
+              "TOPICCRAWL_CRAWL_ID": "sites", "TOPICCRAWL_WEB_PROXY": proxy, "TOPICCRAWL_IDLE_TIMEOUT": "30",
+              **settings}
+    return start_worker(tmp_path, name, "sitefinder", ARGS, merged)
+
+
+def _wait(procs, timeout=300):
+    for p in procs:
+        p.wait(timeout)
+        assert p.returncode == 0, p.log.read_text()[-3000:]
+        assert "Traceback" not in p.log.read_text(), p.log.read_text()[-3000:]
+
+
+def _items(out) -> list[dict]:
+    path = out / "pages.jsonl"
+    return [json.loads(l) for l in path.read_text(encoding="utf-8").splitlines()] if path.exists() else []
+
+
+def _report(out) -> list[dict]:
+    return [json.loads(x) for x in (out / "sites.jsonl").read_text(encoding="utf-8").splitlines()]
+
+
+def _stats(out) -> dict:
+    return json.loads((out / "stats.json").read_text(encoding="utf-8"))
+
+
+def _redis_state(client) -> dict:
+    k = site_keys(crawl_keys("sites")["meta"][: -len("meta")])
+    return {"waiting": client.llen(k["sites:tasks"]), "leased": client.zcard(k["sites:leases"]),
+            "results": {s: json.loads(v) for s, v in client.hgetall(k["sites:results"]).items()},
+            "candidates": set(client.hkeys(k["sites:entries"])), "owner": client.hgetall(k["sites:owner"]),
+            "stats": {a: int(b) for a, b in client.hgetall(k["sites:stats"]).items()}}
+
+
+def _check_shared_crawl(workers, client, single):
+    single, single_report = single
+    feeds = [_items(w.out) for w in workers]
+    sites = [i["site"] for feed in feeds for i in feed]
+    assert len(sites) == len(set(sites)), "a site was verified by two workers"
+    state = _redis_state(client)
+    assert state["waiting"] == 0 and state["leased"] == 0
+    assert set(sites) == set(state["results"]) == state["candidates"], "a candidate site has no verdict"
+    # the same candidate sites and verdicts as one process; the walk inside a site may differ by a
+    # few pages (a page's links reach the frontier while the next page is being chosen, in one
+    # process too), so pages per site are only bounded
+    assert set(sites) == set(single)
+    for feed in feeds:
+        for item in feed:
+            assert item["verdict"] == single[item["site"]]["verdict"], item["site"]
+            assert 1 <= item["pages_fetched"] <= 20
+    for w in workers:  # every worker reports the whole crawl
+        stats = _stats(w.out)
+        assert stats["topiccrawl/sites/checked"] == len(single)
+        assert stats["topiccrawl/sites/precision"] >= 0.9 and stats["topiccrawl/sites/recall"] >= 0.8
+        report = {r["site"]: r for r in _report(w.out)}
+        assert set(report) == set(single)
+        for site, row in report.items():  # every query that found a site, whichever worker searched
+            assert sorted(row["queries"]) == sorted(single_report[site]["queries"]), site
+    return feeds, state
+
+
+def test_three_workers_verify_each_site_once(tmp_path, redis_server, lab, single):
+    workers = [_start(tmp_path, f"w{i}", redis_server.url, lab.proxy_url, CONCURRENT_REQUESTS="4")
+               for i in range(3)]
+    _wait(workers)
+    feeds, state = _check_shared_crawl(workers, redis_server.client(), single)
+    assert sum(len(f) > 0 for f in feeds) >= 2, [len(f) for f in feeds]  # the work was shared
+    assert state["stats"].get("duplicate_verdicts", 0) == 0 and state["stats"].get("reclaimed", 0) == 0
+    searched = sum(_stats(w.out).get("topiccrawl/sites/searches_claimed", 0) for w in workers)
+    assert searched == state["stats"]["offered"]  # every search page fetched once, by one worker
+
+
+def test_kill_9_of_a_worker_gives_its_sites_to_the_others(tmp_path, redis_server, lab, single):
+    client = redis_server.client()
+    settings = {"TOPICCRAWL_LEASE_SECONDS": "2", "CONCURRENT_REQUESTS": "2", "DOWNLOAD_DELAY": "0.05"}
+    workers = [_start(tmp_path, f"w{i}", redis_server.url, lab.proxy_url, **settings) for i in range(3)]
+    victim = workers[0]
+    victim_id = f"{socket.gethostname()}:{victim.pid}"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # kill it while it holds a site
+        owner = _redis_state(client)["owner"]
+        if any(w == victim_id and json.loads(t)["kind"] == "site" for t, w in owner.items()):
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail("the victim never held a site")
+    held = [json.loads(t)["site"] for t, w in _redis_state(client)["owner"].items()
+            if w == victim_id and json.loads(t)["kind"] == "site"]
+    victim.send_signal(signal.SIGKILL)
+    victim.wait(30)
+    _wait(workers[1:])
+    state = _redis_state(client)
+    assert state["stats"]["reclaimed"] >= 1
+    dead = {i["site"] for i in _items(victim.out)}  # a killed process may not have closed its feed
+    others = [_items(w.out) for w in workers[1:]]
+    verified_by_others = {i["site"] for feed in others for i in feed}
+    assert set(held) - dead <= verified_by_others, "a site the victim held was never verified"
+    assert set(state["results"]) == state["candidates"] == set(single[0])
+    assert state["waiting"] == 0 and state["leased"] == 0
+
+
+def test_sigint_and_restart_finish_the_same_crawl(tmp_path, redis_server, lab, single):
+    client = redis_server.client()
+    first = _start(tmp_path, "first", redis_server.url, lab.proxy_url, CONCURRENT_REQUESTS="2",
+                   DOWNLOAD_DELAY="0.05")
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(_redis_state(client)["results"]) < 3:
+        time.sleep(0.05)
+    first.send_signal(signal.SIGINT)
+    first.wait(60)
+    assert first.returncode == 0, first.log.read_text()[-3000:]
+    state = _redis_state(client)
+    assert state["leased"] == 0 and state["waiting"] > 0, "a clean stop gives its tasks back"
+    done_before = set(state["results"])
+    single = single[0]
+    assert 3 <= len(done_before) < len(single)
+    second = _start(tmp_path, "second", redis_server.url, lab.proxy_url)
+    _wait([second])
+    state = _redis_state(client)
+    assert set(state["results"]) == set(single) and state["waiting"] == 0
+    again = {i["site"] for i in _items(second.out)}
+    assert not again & done_before, "a site decided before the stop was verified again"
+    assert again | {i["site"] for i in _items(first.out)} == set(single)

@@ -1,0 +1,66 @@
+"""The site finder's shared task list (topiccrawl.store.sites) against a real redis-server:
+each task once, leases that expire back to the head of the list, verdicts written once."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from redis_fixture import redis_server  # noqa: F401
+from topiccrawl.store.sites import RedisSiteTasks, site_keys
+
+PREFIX = "topiccrawl:t:"
+QUERY = {"text": "网上书店", "weight": 1.0}
+
+
+def _tasks(server, worker: str, lease: float = 30.0) -> RedisSiteTasks:
+    return RedisSiteTasks(server.client(), PREFIX, worker=worker, lease_seconds=lease)
+
+
+def test_offers_are_once_per_crawl_and_queries_accumulate(redis_server):
+    a, b = _tasks(redis_server, "a"), _tasks(redis_server, "b")
+    assert a.offer_search("local", QUERY, 1) and not b.offer_search("local", QUERY, 1)
+    assert b.offer_search("local", QUERY, 2)
+    assert a.offer_site("shop.example.cn", "http://shop.example.cn/", "网上书店")
+    assert not b.offer_site("shop.example.cn", "http://shop.example.cn/x.html", "图书 折扣")
+    assert not a.offer_site("shop.example.cn", "http://shop.example.cn/", "网上书店")  # the same query once
+    assert a.found_by("shop.example.cn") == ["网上书店", "图书 折扣"]
+    assert a.candidates() == {"shop.example.cn": {"entry": "http://shop.example.cn/", "found_by": ["网上书店", "图书 折扣"]}}
+    claimed = [json.loads(b.claim()[0]) for _ in range(3)]
+    assert [t["kind"] for t in claimed] == ["search", "search", "site"]  # FIFO
+    assert [t.get("pageno") for t in claimed[:2]] == [1, 2] and claimed[2]["entry"] == "http://shop.example.cn/"
+    assert b.claim() == (None, 0) and a.status() == {"waiting": 0, "leased": 3, "reclaimed": 0, "results": 0}
+
+
+def test_an_expired_lease_goes_back_first_and_its_verdict_counts_once(redis_server):
+    a, b = _tasks(redis_server, "a", lease=0.3), _tasks(redis_server, "b", lease=30)
+    a.offer_site("one.cn", "http://one.cn/")
+    a.offer_site("two.cn", "http://two.cn/")
+    member, _ = a.claim()
+    assert json.loads(member)["site"] == "one.cn"
+    time.sleep(0.2)
+    assert a.renew([member]) == 1  # renewed: still a's after the first lease period
+    time.sleep(0.2)
+    assert b.renew([member]) == 0  # not b's to renew
+    time.sleep(0.4)  # a died: no renewal
+    again, reclaimed = b.claim()
+    assert again == member and reclaimed == 1  # back at the head of the list, before two.cn
+    assert b.done(member, "one.cn", {"site": "one.cn", "verdict": "relevant"})
+    assert not a.done(member, "one.cn", {"site": "one.cn", "verdict": "irrelevant"})  # a came back late
+    assert b.results() == {"one.cn": {"site": "one.cn", "verdict": "relevant"}}
+    assert b.counters() == {"sites": 2, "reclaimed": 1, "duplicate_verdicts": 1}
+    assert b.status() == {"waiting": 1, "leased": 0, "reclaimed": 0, "results": 1}
+
+
+def test_release_gives_only_own_unfinished_tasks_back(redis_server):
+    a, b = _tasks(redis_server, "a"), _tasks(redis_server, "b")
+    for i in range(3):
+        a.offer_site(f"s{i}.cn", f"http://s{i}.cn/")
+    mine = [a.claim()[0], a.claim()[0]]
+    theirs = b.claim()[0]
+    assert a.done(mine[0], "s0.cn", {"site": "s0.cn"})
+    assert a.release([*mine, theirs]) == 1  # s0 is done, s2 is b's
+    assert json.loads(b.claim()[0])["site"] == "s1.cn"
+    r = redis_server.client()
+    k = site_keys(PREFIX)
+    assert r.zcard(k["sites:leases"]) == 2 and r.hget(k["sites:owner"], theirs) == "b"
