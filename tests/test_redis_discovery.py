@@ -86,6 +86,43 @@ def test_two_dwdbrm_workers_share_duplicates_bandit_and_page_limit(tmp_path, red
           f"{dict(per_op)}, last iterations {[len(it[-1]['new_pages']) for it in iterations]} pages")
 
 
+def test_a_stopped_worker_resumes_its_iteration_from_its_jobdir(tmp_path, redis_server, lab):
+    """The shared state stays in Redis; the worker's own queue, controller and plays come back
+    from its JOBDIR, and the iteration it was in is pending again until rewarded."""
+    client = redis_server.client()
+    job = tmp_path / "job"
+    args = ["-a", "seeds=truth:5", "-a", "pages=600"]  # ~200 background pages first; an iteration can plan ~170 requests
+    first = start_worker(tmp_path, "first", "dwdbrm", args, {**_settings(redis_server.url, lab.proxy_url,
+                                                                          tmp_path / "first"),
+                                                              "JOBDIR": str(job), "CLOSESPIDER_PAGECOUNT": "420"})
+    first.wait(300)
+    log = first.log.read_text()
+    assert first.returncode == 0 and "closespider_pagecount" in log and "Traceback" not in log, log[-3000:]
+    shared = client.hgetall("topiccrawl:disc:bandit")
+    assert all(int(shared.get(f"pending:{op}", 0)) == 0 for op in OPS), shared  # released on the stop
+    before = _read(first.out / "iterations.jsonl")
+    assert before and int(shared["n"]) == len(before)
+    assert (job / "topiccrawl.state").exists()
+
+    second = start_worker(tmp_path, "second", "dwdbrm", args, {**_settings(redis_server.url, lab.proxy_url,
+                                                                            tmp_path / "second"),
+                                                                "JOBDIR": str(job)})
+    second.wait(300)
+    log = second.log.read_text()
+    assert second.returncode == 0 and "Traceback" not in log, log[-3000:]
+    assert f"resumed discovery at iteration {before[-1]['iteration'] + 1}" in log, log[-3000:]
+    after = _read(second.out / "iterations.jsonl")
+    # its own plays continue where they stopped (the interrupted iteration is the next record)
+    assert after[: len(before)] == before and len(after) > len(before)
+    shared = client.hgetall("topiccrawl:disc:bandit")
+    assert int(shared["n"]) == len(after) == client.llen("topiccrawl:disc:bandit:log")
+    assert all(int(shared.get(f"pending:{op}", 0)) == 0 for op in OPS), shared
+    stats = json.loads((second.out / "stats.json").read_text(encoding="utf-8"))
+    assert stats["finish_reason"] == "discovery_finished"
+    pages = [p["url"] for w in (first, second) for p in _read(w.out / "pages.jsonl")]
+    assert len(pages) == len(set(pages))  # nothing fetched twice across the restart
+
+
 def test_discovery_worker_refuses_a_focused_crawl_id(tmp_path, redis_server, lab):
     client = redis_server.client()
     client.hset(crawl_keys("disc")["meta"], "strategy", "bfs")  # as a focused crawl leaves it

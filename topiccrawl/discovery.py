@@ -264,7 +264,11 @@ class DiscoveryController:
         }
 
     def load_state(self, state: dict) -> None:
-        self.bandit = UCB1Bandit.from_state(state["bandit"])
+        restored = UCB1Bandit.from_state(state["bandit"])
+        if self.shared_results is None:
+            self.bandit = restored
+        else:  # a worker of a shared crawl (see share): the shared bandit, with this worker's plays
+            self.bandit.resume(restored.log, state["operator"])
         self.planner.restore(state["planner"])
         self.ranker = state["ranker"]
         self.graph = LinkGraph.from_state(state["graph"])

@@ -22,9 +22,13 @@ in the worker's in-memory queue, not in the shared leased frontier. What the wor
   per worker.
 
 The crawl is tagged ``strategy = discovery`` in its ``meta`` hash, so a focused worker cannot join
-it by mistake and the other way round (one error line, finish reason ``redis_refused``). JOBDIR
-is not used: a worker's controller is not saved; a restarted worker starts new iterations on the
-shared bandit, counter and dupefilter.
+it by mistake and the other way round (one error line, finish reason ``redis_refused``).
+
+Pause/resume: the shared state (bandit, page-limit counter, duplicates) stays in Redis; what is a
+worker's own — its queue of planned requests, its controller (iteration, results, ranking) and its
+own plays — is saved in its ``JOBDIR`` on close, as in one process. A worker restarted with the
+same JOBDIR continues its iteration where it stopped and plays it as pending again
+(:meth:`WorkerBandit.resume`); each worker needs its own JOBDIR.
 """
 
 from __future__ import annotations
@@ -125,6 +129,14 @@ class WorkerBandit(RedisBandit):
         bandit.dropped.update({op: h[f"dropped:{op}"] for op in self.operators if f"dropped:{op}" in h})
         return bandit
 
+    def resume(self, log, playing: str | None) -> None:
+        """Continue after a JOBDIR restart: this worker's own records back, and the play it was
+        in the middle of (``playing``) pending again until its reward."""
+        self.mine = list(log)
+        if playing is not None and self.playing is None:
+            self.r.hincrby(self.key, f"pending:{playing}", 1)
+            self.playing = playing
+
     def release(self) -> None:
         """This worker's pending play is over (rewarded, or the worker stops)."""
         if self.playing is not None:
@@ -168,9 +180,8 @@ class RedisDiscoveryScheduler(TopicScheduler):
         self._ctl = None
         df = RedisDupeFilter(client, self.keys["dupefilter"], crawler.request_fingerprinter, stats,
                              crawler.settings.getbool("DUPEFILTER_DEBUG"))
-        super().__init__(crawler, df, None, stats)
+        super().__init__(crawler, df, job_dir(crawler.settings), stats)
         self.r = client
-        self.jobdir_ignored = bool(job_dir(crawler.settings))
         self.bandit: WorkerBandit | None = None
         self.results = SharedCount(client, self.keys["stats"], RESULTS_FIELD)
         self.refused: str | None = None
@@ -207,8 +218,6 @@ class RedisDiscoveryScheduler(TopicScheduler):
         if self.refused:
             logger.error("%s", self.refused)
         else:
-            if self.jobdir_ignored:
-                logger.info("JOBDIR is not used by discovery workers on Redis: shared state stays in Redis")
             self.stats.set_value("topiccrawl/redis/crawl_id", self.crawl_id)
             logger.info("discovery worker joined crawl %r at %s: %d results, %d bandit plays so far",
                         self.crawl_id, redact(self.tc.config.redis_url), self.results.total(), self.bandit.n)
