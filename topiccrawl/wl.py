@@ -137,7 +137,7 @@ class WLLink(Link):
     """A link queued in the WL frontier: a :class:`Link` plus ``pos``, its index in its domain's
     array (−1 once it left the queue). The region structures and the highest-R heap hold these
     links themselves; weight and energy bin are recomputed from ``score`` when needed. No entry
-    object per queued link (~120 bytes, docs/benchmarks.md "Scale")."""
+    object per queued link (~100 bytes, docs/benchmarks.md "Scale")."""
 
     __slots__ = ("pos",)
 
