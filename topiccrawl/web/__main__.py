@@ -8,6 +8,7 @@ with ``--labels-out`` writes its ground-truth labels and exits. ``scrapy servewe
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import time
 
@@ -62,7 +63,7 @@ def run(opts: argparse.Namespace) -> int:
         return 130
 
     from twisted.internet import reactor
-    from twisted.internet.error import CannotListenError
+    from twisted.internet.error import CannotListenError, ReactorNotRunning
 
     from topiccrawl.web.server import LabServer
 
@@ -72,6 +73,18 @@ def run(opts: argparse.Namespace) -> int:
     except CannotListenError as exc:
         print(f"error: cannot listen on {opts.bind}:{opts.port}: {exc.socketError}", file=sys.stderr, flush=True)
         return 2
+
+    def stop_now() -> None:
+        try:
+            reactor.stop()
+        except ReactorNotRunning:  # a second Ctrl-C while stopping
+            pass
+
+    # Ctrl-C and SIGTERM stop the reactor from the moment the lab says it is ready, also before
+    # reactor.run() has installed Twisted's own handlers (a KeyboardInterrupt raised inside the
+    # reactor's startup could be caught and logged there, leaving the lab running)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: reactor.callFromThread(stop_now))
     proxy = f"http://{opts.bind}:{server.port}"
     size = f"{len(corpus)} pages"
     _say(f"topiccrawl web lab: {opts.corpus} ({corpus.name}, {size})")
@@ -91,7 +104,7 @@ def run(opts: argparse.Namespace) -> int:
     if not index.ready:
         server.start_index().addCallback(lambda _: index.ready and _say(
             f"search index ready: {index.indexed} pages in {time.monotonic() - started:.1f} s"))
-    reactor.run()
+    reactor.run(installSignalHandlers=False)
     _say("topiccrawl web lab stopped")
     return 0
 
