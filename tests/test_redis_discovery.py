@@ -122,6 +122,16 @@ def test_a_stopped_worker_resumes_its_iteration_from_its_jobdir(tmp_path, redis_
     pages = [p["url"] for w in (first, second) for p in _read(w.out / "pages.jsonl")]
     assert len(pages) == len(set(pages))  # nothing fetched twice across the restart
 
+    # a finished worker started again with its JOBDIR: nothing to resume, no play rewarded twice
+    third = start_worker(tmp_path, "third", "dwdbrm", args, {**_settings(redis_server.url, lab.proxy_url,
+                                                                          tmp_path / "third"),
+                                                              "JOBDIR": str(job)})
+    third.wait(300)
+    log = third.log.read_text()
+    assert third.returncode == 0 and "Traceback" not in log, log[-3000:]
+    assert client.hgetall("topiccrawl:disc:bandit") == shared
+    assert not _read(third.out / "pages.jsonl")
+
 
 def test_discovery_worker_refuses_a_focused_crawl_id(tmp_path, redis_server, lab):
     client = redis_server.client()

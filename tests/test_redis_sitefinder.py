@@ -72,7 +72,8 @@ def _redis_state(client) -> dict:
     k = site_keys(crawl_keys("sites")["meta"][: -len("meta")])
     return {"waiting": client.llen(k["sites:tasks"]), "leased": client.zcard(k["sites:leases"]),
             "results": {s: json.loads(v) for s, v in client.hgetall(k["sites:results"]).items()},
-            "candidates": set(client.hkeys(k["sites:entries"])), "owner": client.hgetall(k["sites:owner"]),
+            "candidates": set(client.hkeys(k["sites:entries"])), "entries": client.hgetall(k["sites:entries"]),
+            "owner": client.hgetall(k["sites:owner"]),
             "stats": {a: int(b) for a, b in client.hgetall(k["sites:stats"]).items()}}
 
 
@@ -84,6 +85,8 @@ def _check_shared_crawl(workers, client, single):
     state = _redis_state(client)
     assert state["waiting"] == 0 and state["leased"] == 0
     assert set(sites) == set(state["results"]) == state["candidates"], "a candidate site has no verdict"
+    # a site is verified from its entry page (scheme://host/), not from the search hit
+    assert all(e == f"http://{s}/" for s, e in state["entries"].items()), state["entries"]
     # the same candidate sites and verdicts as one process; the walk inside a site may differ by a
     # few pages (a page's links reach the frontier while the next page is being chosen, in one
     # process too), so pages per site are only bounded
@@ -91,6 +94,7 @@ def _check_shared_crawl(workers, client, single):
     for feed in feeds:
         for item in feed:
             assert item["verdict"] == single[item["site"]]["verdict"], item["site"]
+            assert item["entry"] == single[item["site"]]["entry"]  # verified from the same entry page
             assert 1 <= item["pages_fetched"] <= 20
     for w in workers:  # every worker reports the whole crawl
         stats = _stats(w.out)

@@ -64,3 +64,32 @@ def test_release_gives_only_own_unfinished_tasks_back(redis_server):
     r = redis_server.client()
     k = site_keys(PREFIX)
     assert r.zcard(k["sites:leases"]) == 2 and r.hget(k["sites:owner"], theirs) == "b"
+
+
+def test_a_late_done_also_takes_the_requeued_task_off_the_list(redis_server):
+    a, b = _tasks(redis_server, "a", lease=0.2), _tasks(redis_server, "b")
+    a.offer_site("slow.cn", "http://slow.cn/")
+    member, _ = a.claim()
+    time.sleep(0.4)
+    assert a.status()["waiting"] == 1  # expired: back in the list
+    assert a.done(member, "slow.cn", {"site": "slow.cn", "verdict": "irrelevant"})  # a finished after all
+    assert b.claim() == (None, 0)  # nobody verifies it again
+    assert b.status() == {"waiting": 0, "leased": 0, "reclaimed": 0, "results": 1}
+
+
+def test_an_alias_host_counts_for_its_site(redis_server):
+    a = _tasks(redis_server, "a")
+    a.offer_site("x.cn", "http://x.cn/", "q1")
+    a.offer_site("www.y.cn", "http://www.y.cn/", "q2")  # offered before anyone knew it is y.cn's
+    a.offer_site("y.cn", "http://y.cn/", "q3")
+    a.add_alias("www.x.cn", "x.cn")  # x.cn's pages redirected to www.x.cn
+    assert not a.offer_site("www.x.cn", "http://www.x.cn/", "q4")  # no candidate of its own
+    assert a.found_by("x.cn") == ["q1", "q4"] and "www.x.cn" not in a.candidates()
+    first = a.claim()[0]
+    second = a.claim()[0]
+    assert json.loads(second)["site"] == "www.y.cn"
+    a.add_alias("www.y.cn", "y.cn")
+    a.merge(second, "www.y.cn", "y.cn")  # found out at claim time: its queries go to y.cn
+    assert set(a.candidates()) == {"x.cn", "y.cn"} and a.found_by("y.cn") == ["q3", "q2"]
+    assert a.status()["leased"] == 1 and a.counters()["aliases_merged"] == 1
+    assert json.loads(first)["site"] == "x.cn"

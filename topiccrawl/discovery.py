@@ -165,6 +165,8 @@ class DiscoveryController:
                 record.iteration, self.operator, len(self.found), reward,
                 {op: round(s, 4) for op, s in record.scores.items()},
             )
+            # rewarded: a state saved from here on (a finished crawl) has no play to resume
+            self.operator, self.found = None, []
         count = self.result_count
         if count >= self.page_limit:
             self.finished = f"page limit reached ({count} >= {self.page_limit})"

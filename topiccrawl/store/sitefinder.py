@@ -33,7 +33,7 @@ from twisted.internet import task
 
 from topiccrawl.runtime import TopicCrawl
 from topiccrawl.scheduler import TopicScheduler
-from topiccrawl.sitefinder import Query, SiteFinderFrontier, make_sitefinder, site_of
+from topiccrawl.sitefinder import Query, SiteFinderFrontier, entry_url, make_sitefinder, site_of
 from topiccrawl.store.connection import connect, crawl_keys, redact
 from topiccrawl.store.sites import RedisSiteTasks
 
@@ -52,9 +52,16 @@ class SharedSiteFinderFrontier(SiteFinderFrontier):
 
     def add_site(self, url: str, query: str = "") -> str | None:
         host = site_of(url)
-        if host:
-            self.shared.tasks.offer_site(host, url, query)
+        if host:  # verified from its entry page, as in one process
+            self.shared.tasks.offer_site(host, entry_url(url), query)
         return None  # the spider requests nothing: the worker that claims the site does
+
+    def landed(self, url: str, final_url: str) -> str | None:
+        site = super().landed(url, final_url)
+        final = site_of(final_url)
+        if site is not None and final and self.aliases.get(final) == site:
+            self.shared.tasks.add_alias(final, site)  # other workers file this host under the site too
+        return site
 
     def take_site(self, entry: str, queries: list[str]) -> str | None:
         """Register a claimed site locally; its entry URL (None if this worker has it already)."""
@@ -188,7 +195,10 @@ class RedisSiteScheduler(TopicScheduler):
         if self.refused:
             return False
         info = request.meta.get(SF_KEY)
-        if info is not None and "query" in info and TASK_KEY not in info:
+        if info is not None and TASK_KEY in info:  # a retry or redirect of a claimed search page
+            self.frontier.expect(request.url)
+            return super().enqueue_request(request)
+        if info is not None and "query" in info:
             # a search page the spider wants: a task for whichever worker claims it
             self.frontier.expected.discard(request.url)
             new = self.tasks.offer_search(info["backend"], info["query"], info["pageno"])
@@ -208,6 +218,7 @@ class RedisSiteScheduler(TopicScheduler):
             if member is None:
                 self._waiting = 0
                 return None
+            self._idle_since = None  # there was work: an idle wait starts afresh
             self._start(member)
             request = super().next_request()
         return request
@@ -234,8 +245,15 @@ class RedisSiteScheduler(TopicScheduler):
             self.stats.inc_value("topiccrawl/sites/searches_claimed")
             return
         site, entry = t["site"], t["entry"]
+        alias = self.tasks.alias_of(site) or self.frontier.aliases.get(site)
+        if alias and alias != site:  # pages of another site redirected here: not a candidate of its own
+            self.tasks.merge(member, site, alias)
+            self.held.pop(member, None)
+            self.stats.inc_value("topiccrawl/sites/aliases_merged")
+            return
         self.site_task[site] = member
-        if self.frontier.take_site(entry, self.tasks.found_by(site)) is None:
+        entry = self.frontier.take_site(entry, self.tasks.found_by(site))
+        if entry is None:
             return
         super().enqueue_request(spider._page_request(entry, 0))
         self.stats.inc_value("topiccrawl/sites/sites_claimed")
@@ -279,7 +297,8 @@ class RedisSiteScheduler(TopicScheduler):
                 v = self.frontier.sites.get(t["site"])
                 if v is not None:
                     self.site_done(v.result())
-            for member in list(self.held):
+            for member in list(self.held):  # a search page whose request ended without its callback
+                logger.warning("search task ended without a response: %s", self.held[member])
                 self.search_done(member)
         s = self.tasks.status()
         if s["reclaimed"]:

@@ -9,6 +9,8 @@ to Redis. Keys under ``topiccrawl:<crawl_id>:`` (docs/deploy.md, "Redis settings
 ``sites:seen``      SET of offered task keys (``q|backend|query|page``, ``s|site``): each once per crawl
 ``sites:leases``    ZSET task → lease expiry (Redis ``TIME``); ``sites:owner`` HASH task → worker
 ``sites:entries``   HASH site → entry URL; ``sites:found_by`` HASH site → its queries, one per line
+``sites:aliases``   HASH host → site, for a host a site's pages redirected to (``x.com`` → ``www.x.com``
+                    is the site ``x.com``): such a host is not a candidate of its own
 ``sites:results``   HASH site → verdict (JSON, ``SiteVerifier.result``), written once (``HSETNX``)
 ``sites:counts``    HASH query → search results; ``sites:stats`` HASH of counters
 
@@ -90,12 +92,14 @@ end
 return new
 """
 
-# KEYS: leases, owner, results, stats; ARGV: task, worker, site ('' for a search), result JSON
-# -> 1 done by this worker, 0 the task was no longer this worker's / the site had a verdict already
+# KEYS: leases, owner, results, stats, tasks; ARGV: task, worker, site ('' for a search), result JSON
+# -> 1 done by this worker, 0 the task was no longer this worker's / the site had a verdict already.
+# A task whose lease expired while its worker still finished it is back in the list: removed.
 _DONE = """
 local mine = redis.call('HGET', KEYS[2], ARGV[1]) == ARGV[2]
 redis.call('ZREM', KEYS[1], ARGV[1])
 redis.call('HDEL', KEYS[2], ARGV[1])
+redis.call('LREM', KEYS[5], 0, ARGV[1])
 if ARGV[3] ~= '' then
   if redis.call('HSETNX', KEYS[3], ARGV[3], ARGV[4]) == 0 then
     redis.call('HINCRBY', KEYS[4], 'duplicate_verdicts', 1)
@@ -123,7 +127,7 @@ return n
 """
 
 KEYS = ("sites:tasks", "sites:seen", "sites:leases", "sites:owner", "sites:entries", "sites:found_by",
-        "sites:results", "sites:counts", "sites:stats", "sites:seq")
+        "sites:aliases", "sites:results", "sites:counts", "sites:stats", "sites:seq")
 
 
 def site_keys(prefix: str) -> dict[str, str]:
@@ -161,9 +165,13 @@ class RedisSiteTasks:
                                 args=[key, task]))
 
     def offer_site(self, site: str, entry: str, query: str = "") -> bool:
-        """Queue the verification of ``site`` once per crawl (True the first time) and note that
-        ``query`` found it (every time)."""
+        """Queue the verification of ``site`` from its ``entry`` page once per crawl (True the first
+        time) and note that ``query`` found it (every time). A host known as an alias of a site
+        counts for that site."""
         k = self.k
+        target = self.r.hget(k["sites:aliases"], site)
+        if target and target != site:
+            entry, site = self.r.hget(k["sites:entries"], target) or entry, target
         task = self._task({"kind": "site", "site": site, "entry": entry})
         return bool(self._offer_site(
             keys=[k["sites:seen"], k["sites:tasks"], k["sites:stats"], k["sites:entries"], k["sites:found_by"]],
@@ -188,7 +196,8 @@ class RedisSiteTasks:
         worker whose lease had expired) or a search task was no longer this worker's."""
         payload = json.dumps(result, ensure_ascii=False) if result is not None else ""
         k = self.k
-        return bool(self._done(keys=[k["sites:leases"], k["sites:owner"], k["sites:results"], k["sites:stats"]],
+        return bool(self._done(keys=[k["sites:leases"], k["sites:owner"], k["sites:results"], k["sites:stats"],
+                                     k["sites:tasks"]],
                                args=[member, self.worker, site, payload]))
 
     def release(self, members) -> int:
@@ -202,6 +211,25 @@ class RedisSiteTasks:
         waiting, leased, reclaimed = self._status(keys=self._queue)
         return {"waiting": int(waiting), "leased": int(leased), "reclaimed": int(reclaimed),
                 "results": int(self.r.hlen(self.k["sites:results"]))}
+
+    # -- aliases ----------------------------------------------------------------------------------------
+    def add_alias(self, host: str, site: str) -> None:
+        """``host`` is where pages of ``site`` redirected to (first mapping wins)."""
+        self.r.hsetnx(self.k["sites:aliases"], host, site)
+
+    def alias_of(self, host: str) -> str | None:
+        return self.r.hget(self.k["sites:aliases"], host)
+
+    def merge(self, member: str, host: str, site: str) -> None:
+        """End the task of candidate ``host``, an alias of ``site``: its queries count for ``site``
+        and it is no candidate of its own (as one process files such a search hit)."""
+        k = self.k
+        for query in self.found_by(host):
+            self.offer_site(site, "", query)
+        self.r.hdel(k["sites:entries"], host)
+        self.r.hdel(k["sites:found_by"], host)
+        self.r.hincrby(k["sites:stats"], "aliases_merged", 1)
+        self.done(member)
 
     # -- what all workers found ------------------------------------------------------------------------
     def found_by(self, site: str) -> list[str]:
