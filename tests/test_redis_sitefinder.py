@@ -169,3 +169,57 @@ def test_sigint_and_restart_finish_the_same_crawl(tmp_path, redis_server, lab, s
     again = {i["site"] for i in _items(second.out)}
     assert not again & done_before, "a site decided before the stop was verified again"
     assert again | {i["site"] for i in _items(first.out)} == set(single)
+
+
+def test_two_workers_under_5xx_faults_decide_every_site(tmp_path, redis_server):
+    """5xx answers on the sites' pages (the lab injects faults into corpus pages, not into its search
+    engine; a retried search page: the next test): retries stay with the worker verifying the
+    site, every search task ends with its response, every candidate is decided."""
+    client = redis_server.client()
+    with WebLab(WEB, faults="5xx@0.15,seed=5") as faulty:
+        workers = [_start(tmp_path, f"w{i}", redis_server.url, faulty.proxy_url, CONCURRENT_REQUESTS="4")
+                   for i in range(2)]
+        _wait(workers)
+    logs = [w.log.read_text() for w in workers]
+    assert not any("search task ended without a response" in log for log in logs)
+    stats = [_stats(w.out) for w in workers]
+    assert sum(s.get("retry/count", 0) for s in stats) > 0, "no retry happened: the test proves nothing"
+    state = _redis_state(client)
+    assert state["waiting"] == 0 and state["leased"] == 0
+    assert set(state["results"]) == state["candidates"] and state["candidates"]
+    assert all(r["verdict"] in ("relevant", "irrelevant") for r in state["results"].values())
+    assert sum(s.get("topiccrawl/sites/searches_claimed", 0) for s in stats) == state["stats"]["offered"]
+
+
+def test_a_retried_search_page_comes_back_to_its_worker(redis_server):
+    """RetryMiddleware re-schedules a copy of a claimed search request: the worker hands it out
+    again (it is not a new task, and not a page of any site), and keeps the task until its callback."""
+    from types import SimpleNamespace
+
+    from scrapy.utils.test import get_crawler
+
+    from topiccrawl.scheduler import TopicScheduler
+    from topiccrawl.spiders.sitefinder import SF_KEY, SiteFinderSpider
+    from topiccrawl.store.sitefinder import TASK_KEY, RedisSiteScheduler
+
+    crawler = get_crawler(SiteFinderSpider, {**SETTINGS, "TOPICCRAWL_STORE": "redis",
+                                             "TOPICCRAWL_REDIS_URL": redis_server.url, "TOPICCRAWL_CRAWL_ID": "retry",
+                                             "TOPICCRAWL_WEB_PROXY": "http://127.0.0.1:9"})
+    crawler.spider = spider = crawler._create_spider()
+    crawler._engine = crawler._create_engine()
+    scheduler = TopicScheduler.from_crawler(crawler)
+    assert isinstance(scheduler, RedisSiteScheduler)
+    crawler.engine._slot = SimpleNamespace(scheduler=scheduler)  # what ExecutionEngine.open_spider sets
+    scheduler.open(spider)
+    scheduler._renewal.stop()  # the lease-renewal loop needs a running reactor
+    search = spider._search_request(spider.backends[0], spider.queries[0], 1)
+    assert scheduler.enqueue_request(search) and len(scheduler.frontier) == 0  # a task in Redis
+    claimed = scheduler.next_request()
+    assert claimed.url == search.url and TASK_KEY in claimed.meta[SF_KEY]
+    retry = claimed.copy()
+    retry.meta["retry_times"], retry.dont_filter = 1, True
+    assert scheduler.enqueue_request(retry)
+    again = scheduler.next_request()
+    assert again is not None and again.url == search.url and again.meta.get("retry_times") == 1
+    assert len(scheduler.held) == 1 and scheduler.frontier.ignored == 0
+    assert scheduler.next_request() is None  # nothing else: no other task waits
