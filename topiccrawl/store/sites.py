@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import json
 
+from topiccrawl.store.frontier import _RENEW  # the request leases' renewal: KEYS leases, owners
+
 #: moves expired leases back to the head of the task list; defines ``now`` and ``expired``
 _RECLAIM = """
 local t = redis.call('TIME')
@@ -52,41 +54,36 @@ _STATUS = _RECLAIM + """
 return {redis.call('LLEN', KEYS[1]), redis.call('ZCARD', KEYS[2]), #expired}
 """
 
-# KEYS: leases, owner; ARGV: lease seconds, worker, tasks... -> how many are still this worker's
-_RENEW = """
-local t = redis.call('TIME')
-local now = tonumber(t[1]) + tonumber(t[2]) / 1e6
-local kept = 0
-for i = 3, #ARGV do
-  if redis.call('HGET', KEYS[2], ARGV[i]) == ARGV[2] then
-    redis.call('ZADD', KEYS[1], 'XX', now + tonumber(ARGV[1]), ARGV[i])
-    kept = kept + 1
-  end
-end
-return kept
-"""
-
-# KEYS: seen, tasks, stats; ARGV: key, task JSON -> 1 when new
+# KEYS: seen, tasks, stats, seq; ARGV: key, task JSON without its closing brace -> 1 when new
+# (the task gets its id here: one round trip per offer)
 _OFFER = """
 if redis.call('SADD', KEYS[1], ARGV[1]) == 0 then return 0 end
-redis.call('RPUSH', KEYS[2], ARGV[2])
+local id = redis.call('INCR', KEYS[4])
+redis.call('RPUSH', KEYS[2], ARGV[2] .. ', "id": ' .. id .. '}')
 redis.call('HINCRBY', KEYS[3], 'offered', 1)
 return 1
 """
 
-# KEYS: seen, tasks, stats, entries, found_by; ARGV: site, entry, query, task JSON -> 1 when new
+# KEYS: seen, tasks, stats, seq, entries, found_by, aliases; ARGV: site, entry, query -> 1 when new.
+# A host known as an alias of a site counts for that site.
 _OFFER_SITE = """
-local new = redis.call('SADD', KEYS[1], 's|' .. ARGV[1])
+local site, entry = ARGV[1], ARGV[2]
+local target = redis.call('HGET', KEYS[7], site)
+if target and target ~= site then
+  site, entry = target, redis.call('HGET', KEYS[5], target) or entry
+end
+local new = redis.call('SADD', KEYS[1], 's|' .. site)
 if new == 1 then
-  redis.call('HSET', KEYS[4], ARGV[1], ARGV[2])
-  redis.call('RPUSH', KEYS[2], ARGV[4])
+  redis.call('HSET', KEYS[5], site, entry)
+  local id = redis.call('INCR', KEYS[4])
+  redis.call('RPUSH', KEYS[2], cjson.encode({kind = 'site', site = site, entry = entry, id = id}))
   redis.call('HINCRBY', KEYS[3], 'sites', 1)
 end
 if ARGV[3] ~= '' then
-  local q = redis.call('HGET', KEYS[5], ARGV[1]) or ''
+  local q = redis.call('HGET', KEYS[6], site) or ''
   if not string.find('\\n' .. q .. '\\n', '\\n' .. ARGV[3] .. '\\n', 1, true) then
     if q == '' then q = ARGV[3] else q = q .. '\\n' .. ARGV[3] end
-    redis.call('HSET', KEYS[5], ARGV[1], q)
+    redis.call('HSET', KEYS[6], site, q)
   end
 end
 return new
@@ -150,32 +147,24 @@ class RedisSiteTasks:
         k = self.k
         self._queue = [k["sites:tasks"], k["sites:leases"], k["sites:owner"], k["sites:stats"]]
 
-    def _task(self, task: dict) -> str:
-        return json.dumps({**task, "id": int(self.r.incr(self.k["sites:seq"]))}, ensure_ascii=False,
-                          sort_keys=True)
-
     # -- offering -----------------------------------------------------------------------------------
     def offer_search(self, backend: str, query: dict, pageno: int) -> bool:
         """Queue one search result page, once per crawl; False if any worker offered it before."""
-        key = f"q|{backend}|{query['text']}|{pageno}"
-        if self.r.sismember(self.k["sites:seen"], key):
-            return False
-        task = self._task({"kind": "search", "backend": backend, "query": query, "pageno": pageno})
-        return bool(self._offer(keys=[self.k["sites:seen"], self.k["sites:tasks"], self.k["sites:stats"]],
-                                args=[key, task]))
+        k = self.k
+        task = json.dumps({"kind": "search", "backend": backend, "query": query, "pageno": pageno},
+                          ensure_ascii=False)[:-1]
+        return bool(self._offer(keys=[k["sites:seen"], k["sites:tasks"], k["sites:stats"], k["sites:seq"]],
+                                args=[f"q|{backend}|{query['text']}|{pageno}", task]))
 
     def offer_site(self, site: str, entry: str, query: str = "") -> bool:
         """Queue the verification of ``site`` from its ``entry`` page once per crawl (True the first
         time) and note that ``query`` found it (every time). A host known as an alias of a site
         counts for that site."""
         k = self.k
-        target = self.r.hget(k["sites:aliases"], site)
-        if target and target != site:
-            entry, site = self.r.hget(k["sites:entries"], target) or entry, target
-        task = self._task({"kind": "site", "site": site, "entry": entry})
         return bool(self._offer_site(
-            keys=[k["sites:seen"], k["sites:tasks"], k["sites:stats"], k["sites:entries"], k["sites:found_by"]],
-            args=[site, entry, query.replace("\n", " "), task]))
+            keys=[k["sites:seen"], k["sites:tasks"], k["sites:stats"], k["sites:seq"], k["sites:entries"],
+                  k["sites:found_by"], k["sites:aliases"]],
+            args=[site, entry, query.replace("\n", " ")]))
 
     # -- leasing --------------------------------------------------------------------------------------
     def claim(self) -> tuple[str | None, int]:
