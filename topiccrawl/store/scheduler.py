@@ -93,7 +93,46 @@ class _Lease:
         return self.eb(failure) if self.eb is not None else failure
 
 
-class RedisScheduler(TopicScheduler):
+class RedisWorker:
+    """What the Redis worker schedulers share (this one and the site finder's): the client from
+    the settings, joining a crawl id under one strategy, the lease-renewal loop (``_renew``) and
+    the bounded wait for other workers' leases."""
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        cfg = TopicCrawl.for_crawler(crawler).config
+        return cls(crawler, connect(cfg.redis_url), job_dir(crawler.settings), crawler.stats)
+
+    def _join(self, strategy: str) -> str | None:
+        """Tag the crawl id with ``strategy`` (the first worker's wins); the refusal when the crawl
+        was started with another one."""
+        self.r.hsetnx(self.keys["meta"], "strategy", strategy)
+        started = self.r.hget(self.keys["meta"], "strategy")
+        if started == strategy:
+            return None
+        return (f"crawl id {self.crawl_id!r} in Redis was started with strategy {started!r}, "
+                f"not {strategy!r} (set TOPICCRAWL_CRAWL_ID to start another crawl)")
+
+    def _start_renewal(self) -> None:
+        self._renewal = task.LoopingCall(self._renew)
+        self._renewal.start(max(self.tc.config.lease_seconds / 3, 0.1), now=False)
+
+    def _stop_renewal(self) -> None:
+        if self._renewal is not None and self._renewal.running:
+            self._renewal.stop()
+
+    def _wait_for_others(self, leased: int, what: str) -> None:
+        """Idle while other workers hold ``leased`` leases (their pages may add work): raise
+        DontCloseSpider for at most ``TOPICCRAWL_IDLE_TIMEOUT`` seconds, then let the worker close."""
+        now = time.monotonic()
+        self._idle_since = self._idle_since or now
+        if now - self._idle_since < self.tc.config.idle_timeout:
+            raise DontCloseSpider
+        logger.warning("stopped waiting after %g s (TOPICCRAWL_IDLE_TIMEOUT): other workers still hold %d %s",
+                       self.tc.config.idle_timeout, leased, what)
+
+
+class RedisScheduler(RedisWorker, TopicScheduler):
     #: buffered requests that trigger a flush (one push script call of at most this many)
     BATCH = 256
 
@@ -125,26 +164,17 @@ class RedisScheduler(TopicScheduler):
         self._idle_since: float | None = None
         crawler.signals.connect(self._idle, signal=signals.spider_idle)
 
-    @classmethod
-    def from_crawler(cls, crawler):
-        cfg = TopicCrawl.for_crawler(crawler).config
-        return cls(crawler, connect(cfg.redis_url), job_dir(crawler.settings), crawler.stats)
-
     # -- BaseScheduler ----------------------------------------------------------------------------
     def open(self, spider):
         self.spider = spider
         from topiccrawl.spiders.focused import FocusedSpider
 
         if not self.refused:
-            self.r.hsetnx(self.keys["meta"], "strategy", self.frontier.name)
-        started = self.r.hget(self.keys["meta"], "strategy")
-        if self.refused:
-            pass
-        elif not isinstance(spider, FocusedSpider):
-            self.refused = f"TOPICCRAWL_STORE=redis supports the focused and discovery spiders only, not {spider.name!r}"
-        elif started != self.frontier.name:
-            self.refused = (f"crawl id {self.crawl_id!r} in Redis was started with strategy {started!r}, "
-                            f"not {self.frontier.name!r} (set TOPICCRAWL_CRAWL_ID to start another crawl)")
+            mismatch = self._join(self.frontier.name)
+            if not isinstance(spider, FocusedSpider):
+                self.refused = f"TOPICCRAWL_STORE=redis supports the focused and discovery spiders only, not {spider.name!r}"
+            else:
+                self.refused = mismatch
         if self.refused:
             logger.error("%s", self.refused)
             return self.df.open()
@@ -158,13 +188,11 @@ class RedisScheduler(TopicScheduler):
         self.stats.set_value("topiccrawl/resumed_queue", s["queued"])
         logger.info("worker %s joined crawl %r at %s: %d queued, %d leased, %d pages counted",
                     self.worker, self.crawl_id, redact(self.tc.config.redis_url), s["queued"], s["leased"], s["dp"])
-        self._renewal = task.LoopingCall(self._renew)
-        self._renewal.start(max(self.tc.config.lease_seconds / 3, 0.1), now=False)
+        self._start_renewal()
         return self.df.open()
 
     def close(self, reason: str):
-        if self._renewal is not None and self._renewal.running:
-            self._renewal.stop()
+        self._stop_renewal()
         if not self.refused:
             self.flush()
             released = self.frontier.release(self.leases)
@@ -329,9 +357,4 @@ class RedisScheduler(TopicScheduler):
             self._idle_since = None
             raise DontCloseSpider
         if s["leased"]:
-            now = time.monotonic()
-            self._idle_since = self._idle_since or now
-            if now - self._idle_since < self.tc.config.idle_timeout:
-                raise DontCloseSpider
-            logger.warning("stopped waiting after %g s (TOPICCRAWL_IDLE_TIMEOUT): other workers still hold %d leases",
-                           self.tc.config.idle_timeout, s["leased"])
+            self._wait_for_others(s["leased"], "leases")

@@ -27,14 +27,14 @@ import socket
 import time
 from scrapy import signals
 from scrapy.exceptions import CloseSpider, DontCloseSpider
-from scrapy.utils.job import job_dir
 from scrapy.utils.misc import build_from_crawler, load_object
 from twisted.internet import task
 
 from topiccrawl.runtime import TopicCrawl
 from topiccrawl.scheduler import TopicScheduler
 from topiccrawl.sitefinder import Query, SiteFinderFrontier, entry_url, make_sitefinder, site_of
-from topiccrawl.store.connection import connect, crawl_keys, redact
+from topiccrawl.store.connection import crawl_keys, redact
+from topiccrawl.store.scheduler import RedisWorker
 from topiccrawl.store.sites import RedisSiteTasks
 
 logger = logging.getLogger(__name__)
@@ -105,7 +105,7 @@ class SharedSiteFinderFrontier(SiteFinderFrontier):
         return super().write_report(out_dir)
 
 
-class RedisSiteScheduler(TopicScheduler):
+class RedisSiteScheduler(RedisWorker, TopicScheduler):
     """The TopicScheduler of a site-finder worker on Redis (see the module docstring)."""
 
     def __init__(self, crawler, client, jobdir, stats) -> None:
@@ -132,11 +132,6 @@ class RedisSiteScheduler(TopicScheduler):
         self._idle_since: float | None = None
         crawler.signals.connect(self._idle, signal=signals.spider_idle)
 
-    @classmethod
-    def from_crawler(cls, crawler):
-        cfg = TopicCrawl.for_crawler(crawler).config
-        return cls(crawler, connect(cfg.redis_url), job_dir(crawler.settings), crawler.stats)
-
     # -- BaseScheduler ----------------------------------------------------------------------------
     def open(self, spider):
         self.spider = spider
@@ -146,11 +141,8 @@ class RedisSiteScheduler(TopicScheduler):
             self.refused = f"TOPICCRAWL_STRATEGY=sitefinder on Redis needs the sitefinder spider, not {spider.name!r}"
             logger.error("%s", self.refused)
             return self.df.open()
-        self.r.hsetnx(self.keys["meta"], "strategy", self.frontier.name)
-        started = self.r.hget(self.keys["meta"], "strategy")
-        if started != self.frontier.name:
-            self.refused = (f"crawl id {self.crawl_id!r} in Redis was started with strategy {started!r}, "
-                            f"not {self.frontier.name!r} (set TOPICCRAWL_CRAWL_ID to start another crawl)")
+        self.refused = self._join(self.frontier.name)
+        if self.refused:
             logger.error("%s", self.refused)
             return self.df.open()
         if self.jobdir:
@@ -160,13 +152,11 @@ class RedisSiteScheduler(TopicScheduler):
         logger.info("worker %s joined site-finder crawl %r at %s: %d tasks waiting, %d leased, %d sites decided",
                     self.worker, self.crawl_id, redact(self.tc.config.redis_url), s["waiting"], s["leased"],
                     s["results"])
-        self._renewal = task.LoopingCall(self._renew)
-        self._renewal.start(max(self.tc.config.lease_seconds / 3, 0.1), now=False)
+        self._start_renewal()
         return self.df.open()
 
     def close(self, reason: str):
-        if self._renewal is not None and self._renewal.running:
-            self._renewal.stop()
+        self._stop_renewal()
         if not self.refused:
             released = self.tasks.release(self.held)
             self.held.clear()
@@ -307,12 +297,7 @@ class RedisSiteScheduler(TopicScheduler):
             self._idle_since = None
             raise DontCloseSpider
         if s["leased"]:
-            now = time.monotonic()
-            self._idle_since = self._idle_since or now
-            if now - self._idle_since < self.tc.config.idle_timeout:
-                raise DontCloseSpider
-            logger.warning("stopped waiting after %g s (TOPICCRAWL_IDLE_TIMEOUT): other workers still hold %d tasks",
-                           self.tc.config.idle_timeout, s["leased"])
+            self._wait_for_others(s["leased"], "tasks")
 
 
 class _SearchLease:
