@@ -5,13 +5,12 @@ and the queue / lease / host-structure invariants under concurrent workers."""
 from __future__ import annotations
 
 import random
-import threading
-from collections import Counter
 
 import pytest
 
 from redis_fixture import redis_server  # noqa: F401
 from test_redis_crawl import _ledger, _start, _stats, _urls, _wait, lab  # noqa: F401
+from test_redis_wl import hammer
 from topiccrawl.annealing import FCSAHostFrontier, SAFrontier
 from topiccrawl.config import ConfigError
 from topiccrawl.frontier import FrontierError, Link
@@ -210,55 +209,18 @@ def test_options_factory_and_conflicts_are_one_line_errors(redis_server):
 def test_concurrent_workers_share_one_chain(redis_server, cls):
     keys = crawl_keys("hammer")
     options = {"t0": 0.3, "alpha": 0.99, "tmin": 0.01, "top_k": 6}
-    pops: list[Counter] = []
-    released: list[Counter] = []
-    leased_by_slow: set[str] = set()
-    errors: list[BaseException] = []
-    start = threading.Barrier(5)
 
-    def worker(w: int) -> None:
-        try:
-            slow = w == 4  # never settles: its leases expire and the others get them back
-            f = cls(redis_server.client(), keys, seed=w, worker=f"w{w}", lease_seconds=0.05 if slow else 60, **options)
-            rng, mine, back = random.Random(w), Counter(), Counter()
-            pops.append(mine)
-            released.append(back)
-            start.wait()
-            for i in range(150):
-                for j in range(rng.randrange(1, 4)):
-                    f.push(_link(w * 10_000 + i * 10 + j, hosts=11))
-                link = f.pop()
-                if link is None:
-                    continue
-                m = f.member(link)
-                mine[m] += 1
-                if slow:
-                    leased_by_slow.add(m)
-                    continue
-                x = rng.random()
-                if x < 0.7:
-                    assert f.count(m) >= 1
-                    if cls is RedisFCSAHostFrontier:
-                        f.feedback(link.url, link.domain, link.score, beta=0.5)
-                elif x < 0.85:
-                    assert f.release([m]) == 1
-                    back[m] += 1
-                else:
-                    assert f.finish(m, "failed:Test") >= 0
-        except BaseException as exc:  # reported by the main thread
-            errors.append(exc)
+    def feedback(f, link):
+        if cls is RedisFCSAHostFrontier:
+            f.feedback(link.url, link.domain, link.score, beta=0.5)
 
-    threads = [threading.Thread(target=worker, args=(w,)) for w in range(5)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
-    assert not errors, errors
+    total, back, leased_by_slow = hammer(
+        lambda w, lease: cls(redis_server.client(), keys, seed=w, worker=f"w{w}", lease_seconds=lease, **options),
+        5, 150, lambda i, rng: _link(i, hosts=11), feedback)
     f = cls(redis_server.client(), keys, worker="check", **options)
     status = f.status()  # returns the slow worker's expired leases to the queue
     r, k = f.r, f.keys
     stats = {a: int(b) for a, b in r.hgetall(k["stats"]).items()}
-    total, back = sum(pops, Counter()), sum(released, Counter())
     # no member handed out twice: only a released or expired lease comes back
     assert all(n <= 1 + back[m] for m, n in total.items() if m not in leased_by_slow)
     assert stats.get("released", 0) == sum(back.values())

@@ -91,25 +91,26 @@ def test_a_stopped_worker_resumes_its_iteration_from_its_jobdir(tmp_path, redis_
     from its JOBDIR, and the iteration it was in is pending again until rewarded."""
     client = redis_server.client()
     job = tmp_path / "job"
-    args = ["-a", "seeds=truth:5", "-a", "pages=600"]  # ~200 background pages first; an iteration can plan ~170 requests
-    first = start_worker(tmp_path, "first", "dwdbrm", args, {**_settings(redis_server.url, lab.proxy_url,
-                                                                          tmp_path / "first"),
-                                                              "JOBDIR": str(job), "CLOSESPIDER_PAGECOUNT": "420"})
-    first.wait(300)
-    log = first.log.read_text()
-    assert first.returncode == 0 and "closespider_pagecount" in log and "Traceback" not in log, log[-3000:]
+
+    def run(name: str, **extra):
+        """One dwdbrm worker with the shared JOBDIR, to its end; its process and log."""
+        args = ["-a", "seeds=truth:5", "-a", "pages=600"]  # ~200 background pages first; an iteration can plan ~170 requests
+        proc = start_worker(tmp_path, name, "dwdbrm", args, {**_settings(redis_server.url, lab.proxy_url, tmp_path / name),
+                                                             "JOBDIR": str(job), **extra})
+        proc.wait(300)
+        log = proc.log.read_text()
+        assert proc.returncode == 0 and "Traceback" not in log, log[-3000:]
+        return proc, log
+
+    first, log = run("first", CLOSESPIDER_PAGECOUNT="420")
+    assert "closespider_pagecount" in log
     shared = client.hgetall("topiccrawl:disc:bandit")
     assert all(int(shared.get(f"pending:{op}", 0)) == 0 for op in OPS), shared  # released on the stop
     before = _read(first.out / "iterations.jsonl")
     assert before and int(shared["n"]) == len(before)
     assert (job / "topiccrawl.state").exists()
 
-    second = start_worker(tmp_path, "second", "dwdbrm", args, {**_settings(redis_server.url, lab.proxy_url,
-                                                                            tmp_path / "second"),
-                                                                "JOBDIR": str(job)})
-    second.wait(300)
-    log = second.log.read_text()
-    assert second.returncode == 0 and "Traceback" not in log, log[-3000:]
+    second, log = run("second")
     assert f"resumed discovery at iteration {before[-1]['iteration'] + 1}" in log, log[-3000:]
     after = _read(second.out / "iterations.jsonl")
     # its own plays continue where they stopped (the interrupted iteration is the next record)
@@ -123,12 +124,7 @@ def test_a_stopped_worker_resumes_its_iteration_from_its_jobdir(tmp_path, redis_
     assert len(pages) == len(set(pages))  # nothing fetched twice across the restart
 
     # a finished worker started again with its JOBDIR: nothing to resume, no play rewarded twice
-    third = start_worker(tmp_path, "third", "dwdbrm", args, {**_settings(redis_server.url, lab.proxy_url,
-                                                                          tmp_path / "third"),
-                                                              "JOBDIR": str(job)})
-    third.wait(300)
-    log = third.log.read_text()
-    assert third.returncode == 0 and "Traceback" not in log, log[-3000:]
+    third, _ = run("third")
     assert client.hgetall("topiccrawl:disc:bandit") == shared
     assert not _read(third.out / "pages.jsonl")
 

@@ -78,6 +78,54 @@ def _run_threads(worker, n: int, errors: list) -> None:
     assert not errors, errors
 
 
+def hammer(make, n: int, rounds: int, new_link, on_count=None) -> tuple[Counter, Counter, set]:
+    """n workers (threads) on one shared Redis frontier, ``make(w, lease_seconds)`` each: per round
+    a worker pushes 1–3 links (``new_link(i, rng)``), pops one and counts it (70 %, then
+    ``on_count(f, link)``), releases it (15 %) or ends it failed (15 %). The last worker never
+    settles, so its leases (0.05 s) expire back to the others. Returns the pops and releases per
+    member and the members the slow worker leased."""
+    pops: list[Counter] = []
+    released: list[Counter] = []
+    leased_by_slow: set[str] = set()
+    errors: list[BaseException] = []
+    start = threading.Barrier(n)
+
+    def worker(w: int) -> None:
+        try:
+            slow = w == n - 1  # never settles: its leases expire and the others get them back
+            f = make(w, 0.05 if slow else 60)
+            rng, mine, back = random.Random(w), Counter(), Counter()
+            pops.append(mine)
+            released.append(back)
+            start.wait()
+            for i in range(rounds):
+                for j in range(rng.randrange(1, 4)):
+                    f.push(new_link(w * 10_000 + i * 10 + j, rng))
+                link = f.pop()
+                if link is None:
+                    continue
+                m = f.member(link)
+                mine[m] += 1
+                if slow:
+                    leased_by_slow.add(m)
+                    continue
+                x = rng.random()
+                if x < 0.7:
+                    assert f.count(m) >= 1
+                    if on_count is not None:
+                        on_count(f, link)
+                elif x < 0.85:
+                    assert f.release([m]) == 1
+                    back[m] += 1
+                else:
+                    assert f.finish(m, "failed:Test") >= 0
+        except BaseException as exc:  # reported by the main thread
+            errors.append(exc)
+
+    _run_threads(worker, n, errors)
+    return sum(pops, Counter()), sum(released, Counter()), leased_by_slow
+
+
 @pytest.mark.parametrize("options", [
     {},
     {"stage_steps": 7, "visited": "stage"},
@@ -166,44 +214,10 @@ def _sampler_invariants(f: RedisWLFrontier, lnf0: float) -> dict:
 def test_concurrent_workers_keep_the_sampler_and_queue_consistent(redis_server):
     keys = crawl_keys("hammer")
     options = {"stage_steps": 25, "visited": "stage", "lnf0": 1.0}
-    pops: list[Counter] = []
-    released: list[Counter] = []
-    leased_by_slow: set[str] = set()
-    errors: list[BaseException] = []
-    start = threading.Barrier(6)
-
-    def worker(w: int) -> None:
-        try:
-            slow = w == 5  # never settles: its leases expire and the others get them back
-            f = RedisWLFrontier(redis_server.client(), keys, seed=w, worker=f"w{w}", lease_seconds=0.05 if slow else 60,
-                                **options)
-            rng, mine, back = random.Random(w), Counter(), Counter()
-            pops.append(mine)
-            released.append(back)
-            start.wait()
-            for i in range(160):
-                for j in range(rng.randrange(1, 4)):
-                    f.push(_link(w * 10_000 + i * 10 + j, rng, domains=13))
-                link = f.pop()
-                if link is None:
-                    continue
-                m = f.member(link)
-                mine[m] += 1
-                if slow:
-                    leased_by_slow.add(m)
-                    continue
-                x = rng.random()
-                if x < 0.7:
-                    assert f.count(m) >= 1
-                elif x < 0.85:
-                    assert f.release([m]) == 1
-                    back[m] += 1
-                else:
-                    assert f.finish(m, "failed:Test") >= 0
-        except BaseException as exc:  # reported by the main thread
-            errors.append(exc)
-
-    _run_threads(worker, 6, errors)
+    total, back, leased_by_slow = hammer(
+        lambda w, lease: RedisWLFrontier(redis_server.client(), keys, seed=w, worker=f"w{w}", lease_seconds=lease,
+                                         **options),
+        6, 160, lambda i, rng: _link(i, rng, domains=13))
     f = RedisWLFrontier(redis_server.client(), keys, worker="check", **options)
     status = f.status()  # returns the slow worker's expired leases to the queue
     st = _sampler_invariants(f, 1.0)
@@ -211,8 +225,6 @@ def test_concurrent_workers_keep_the_sampler_and_queue_consistent(redis_server):
     by_domain = check_structures(f)
     assert len(by_domain) > 1
     # no link popped twice: only a released or expired lease comes back
-    total = sum(pops, Counter())
-    back = sum(released, Counter())
     assert all(n <= 1 + back[m] for m, n in total.items() if m not in leased_by_slow)
     assert sum(total.values()) == st["accepted"] + st["forced"] + 1
     ledger = _ledger_of(f)
