@@ -20,7 +20,7 @@ setup(
     entry_points={
         "scrapy": ["settings = topiccrawl.settings"],
         # `scrapy serveweb` also outside the project directory
-        "scrapy.commands": ["serveweb = topiccrawl.commands.serveweb:Command"],
+        "scrapy.commands": ["serveweb = topiccrawl.crawl.commands.serveweb:Command"],
     },
     zip_safe=False,
 )

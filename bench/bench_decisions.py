@@ -25,12 +25,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from topiccrawl.frontier import Link, make_frontier  # noqa: E402
-from topiccrawl.frontier import STRATEGIES  # noqa: E402
+from topiccrawl.strategies.simple import Link, make_frontier  # noqa: E402
+from topiccrawl.strategies.simple import STRATEGIES  # noqa: E402
 
-STRATEGIES.setdefault("wl", "topiccrawl.wl:make_wl")
-STRATEGIES.setdefault("sa", "topiccrawl.annealing:make_sa")
-STRATEGIES.setdefault("fcsa-host", "topiccrawl.annealing:make_fcsa_host")
+STRATEGIES.setdefault("wl", "topiccrawl.strategies.wanglandau:make_wl")
+STRATEGIES.setdefault("sa", "topiccrawl.strategies.annealing:make_sa")
+STRATEGIES.setdefault("fcsa-host", "topiccrawl.strategies.annealing:make_fcsa_host")
 
 
 def make_links(n: int, rng: random.Random, domains: int, start: int = 0) -> list[Link]:

@@ -1,4 +1,4 @@
-"""PageRank refresh time of the crawl's link graph (topiccrawl.importance) at 10^5 and 10^6 nodes.
+"""PageRank refresh time of the crawl's link graph (topiccrawl.scoring.importance) at 10^5 and 10^6 nodes.
 
     python bench/bench_pagerank.py                  # 100,000 and 1,000,000 nodes
     python bench/bench_pagerank.py --nodes 100000 --repeats 3
@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from topiccrawl.importance import LinkGraph, PageRankCache  # noqa: E402
+from topiccrawl.scoring.importance import LinkGraph, PageRankCache  # noqa: E402
 
 SITE = 1000
 OUTLINKS = 15

@@ -20,10 +20,10 @@ from __future__ import annotations
 import argparse
 import time
 
-from topiccrawl.dwdbrm import CombinedFunctionRank, DiscoveredPage
-from topiccrawl.metrics import precision_at
-from topiccrawl.topic import load_topic
-from topiccrawl.web.corpus import open_corpus
+from topiccrawl.discovery.dwdbrm import CombinedFunctionRank, DiscoveredPage
+from topiccrawl.scoring.metrics import precision_at
+from topiccrawl.scoring.topic import load_topic
+from topiccrawl.weblab.corpus import open_corpus
 
 LABEL = "topic:房产"
 

@@ -35,8 +35,8 @@ from urllib.parse import urlsplit
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from topiccrawl.web.api import WebLab  # noqa: E402
-from topiccrawl.web.corpus import open_corpus  # noqa: E402
+from topiccrawl.weblab.api import WebLab  # noqa: E402
+from topiccrawl.weblab.corpus import open_corpus  # noqa: E402
 
 LUA = """urls = {}
 for line in io.lines(os.getenv("WRK_URLS")) do urls[#urls + 1] = line end

@@ -40,11 +40,11 @@ from urllib.parse import urlsplit
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from topiccrawl.dwdbrm import combine_positions  # noqa: E402
-from topiccrawl.metrics import mean_rank, mean_sd, median_rank, precision_at  # noqa: E402
-from topiccrawl.topic import load_topic  # noqa: E402
-from topiccrawl.web.api import WebLab  # noqa: E402
-from topiccrawl.web.corpus import open_corpus  # noqa: E402
+from topiccrawl.discovery.dwdbrm import combine_positions  # noqa: E402
+from topiccrawl.scoring.metrics import mean_rank, mean_sd, median_rank, precision_at  # noqa: E402
+from topiccrawl.scoring.topic import load_topic  # noqa: E402
+from topiccrawl.weblab.api import WebLab  # noqa: E402
+from topiccrawl.weblab.corpus import open_corpus  # noqa: E402
 
 SHARED = Path(os.environ.get("TOPICCRAWL_SHARED_DATA", REPO.parent / "shared" / "data"))
 CORPORA = {

@@ -99,7 +99,7 @@ def make_scheduler(backend: str, strategy: str, redis_url: str | None):
     from scrapy.utils.test import get_crawler
 
     import topiccrawl.settings as project
-    from topiccrawl.scheduler import TopicScheduler
+    from topiccrawl.crawl.scheduler import TopicScheduler
     from topiccrawl.spiders.focused import FocusedSpider
 
     settings = {k: getattr(project, k) for k in dir(project) if k.isupper()}
@@ -120,7 +120,7 @@ def make_scheduler(backend: str, strategy: str, redis_url: str | None):
 
 def queue_one(backend: str, strategy: str, n: int, decisions: int, trace: bool, redis_url: str | None, seed: int) -> dict:
     """One measurement in this (fresh) process; see the module docstring."""
-    from topiccrawl.runtime import registered_domain
+    from topiccrawl.crawl.runtime import registered_domain
 
     scheduler = make_scheduler(backend, strategy, redis_url)
     spider = scheduler.spider
@@ -276,7 +276,7 @@ def read_stats(out: Path) -> dict:
 def cmd_workers(args) -> None:
     from strategies import run_plain
     from topiccrawl.settings import CONCURRENT_ITEMS
-    from topiccrawl.web.api import WebLab
+    from topiccrawl.weblab.api import WebLab
 
     run_dir = args.out.resolve() / "workers" / time.strftime("%Y%m%dT%H%M%S")
     run_dir.mkdir(parents=True)

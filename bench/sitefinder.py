@@ -5,9 +5,9 @@
         [--out results.md] [--json runs.json] [--plots docs/img --plot-prefix sitefinder-]
 
 ``--queries ""`` uses the rules file's own ``[queries]`` (e.g. ``--rules phoneshop-zh``).
-Per seed (one repetition each): the lab's search engine (:mod:`topiccrawl.web.search`, cached
+Per seed (one repetition each): the lab's search engine (:mod:`topiccrawl.weblab.search`, cached
 under $TOPICCRAWL_CACHE) answers every query; search hits are merged into candidate sites; each
-site is verified by :func:`topiccrawl.sitefinder.verify_site` with pages read straight from the
+site is verified by :func:`topiccrawl.sitefinder.core.verify_site` with pages read straight from the
 corpus (redirects followed, robots.txt not consulted), scored once and cached, so parameter
 sweeps cost no extra page generation. Ground truth: a site is truly relevant if its entry page
 carries the rules file's ``label``; recall counts hosts with any page carrying it.
@@ -33,11 +33,11 @@ from urllib.parse import urljoin
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from topiccrawl.sitefinder import load_queries, load_rules, site_of, verify_site  # noqa: E402
-from topiccrawl.text import extract  # noqa: E402
-from topiccrawl.web.corpus import open_corpus  # noqa: E402
-from topiccrawl.web.generated import PORTAL_URL  # noqa: E402
-from topiccrawl.web.search import SearchIndex  # noqa: E402
+from topiccrawl.sitefinder.core import load_queries, load_rules, site_of, verify_site  # noqa: E402
+from topiccrawl.scoring.text import extract  # noqa: E402
+from topiccrawl.weblab.corpus import open_corpus  # noqa: E402
+from topiccrawl.weblab.generated import PORTAL_URL  # noqa: E402
+from topiccrawl.weblab.search import SearchIndex  # noqa: E402
 
 DEFAULTS = {"page_threshold": 0.7, "num_rel_pages": 3, "num_exp_pages": 50, "prior": 0.5, "digits": False}
 

@@ -10,7 +10,7 @@ WebKB has no search engine of its own and one host per university, so the task i
    checked against WebKB's ``class:course`` label: precision, recall and F1 per PageThreshold.
 2. **Hosts** ("site = host"): a host is *truly relevant* when it has at least ``--min-course``
    pages labelled ``class:course`` (default 3 = NumRelPages). Candidates are (a) the hosts of the
-   hits of the lab's local search (:mod:`topiccrawl.web.search`, SQLite FTS5 over the corpus) for
+   hits of the lab's local search (:mod:`topiccrawl.weblab.search`, SQLite FTS5 over the corpus) for
    course queries, and (b) every host. Each candidate is verified by minimum-cost verification
    (defaults PageThreshold 0.7, NumRelPages 3, NumExpPages 50) from ``http://host/`` as the spider
    does (``root``), and, as a variant, from the root plus the search hits / all pages of the host
@@ -35,7 +35,7 @@ sys.path.insert(0, str(REPO / "bench"))
 
 from sitefinder import DEFAULTS, Lab, table  # noqa: E402
 
-from topiccrawl.sitefinder import SiteVerifier, entry_url, load_rules, site_of  # noqa: E402
+from topiccrawl.sitefinder.core import SiteVerifier, entry_url, load_rules, site_of  # noqa: E402
 
 LABEL = "class:course"
 QUERIES = ["course syllabus", "homework assignments", "lecture notes", "midterm final exam",
@@ -45,7 +45,7 @@ THRESHOLDS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 
 def verify(lab: Lab, site: str, starts: list[str], **params) -> SiteVerifier:
     """Minimum-cost verification of ``site`` from its root page and ``starts`` (same loop as
-    :func:`topiccrawl.sitefinder.verify_site`, which starts from the root only)."""
+    :func:`topiccrawl.sitefinder.core.verify_site`, which starts from the root only)."""
     v = SiteVerifier(site, **{**DEFAULTS, **params})
     v.entry = entry_url(f"http://{site}/")
     for url in [v.entry, *starts]:

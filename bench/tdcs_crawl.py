@@ -36,10 +36,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from topiccrawl.metrics import mean_sd  # noqa: E402
-from topiccrawl.tdcs import load_tree  # noqa: E402
-from topiccrawl.web.api import WebLab  # noqa: E402
-from topiccrawl.web.corpus import open_corpus  # noqa: E402
+from topiccrawl.scoring.metrics import mean_sd  # noqa: E402
+from topiccrawl.scoring.tdcs import load_tree  # noqa: E402
+from topiccrawl.weblab.api import WebLab  # noqa: E402
+from topiccrawl.weblab.corpus import open_corpus  # noqa: E402
 
 CHECKPOINTS = (100, 250, 500, 1000, 1500)
 ROOT = "subject"

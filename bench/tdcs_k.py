@@ -27,9 +27,9 @@ from sklearn.naive_bayes import MultinomialNB
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from topiccrawl import text  # noqa: E402
-from topiccrawl.dmoz import article_text, wikispeedia_layout  # noqa: E402
-from topiccrawl.tdcs import (count_matrix, disc_scores, group_space, laplace_log_probs,  # noqa: E402
+from topiccrawl.scoring import text  # noqa: E402
+from topiccrawl.scoring.dmoz import article_text, wikispeedia_layout  # noqa: E402
+from topiccrawl.scoring.tdcs import (count_matrix, disc_scores, group_space, laplace_log_probs,  # noqa: E402
                              log_posterior, top_k)
 
 GROUPS = ["subject.Science", "subject.Geography"]

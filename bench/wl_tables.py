@@ -11,7 +11,7 @@ repeat (nearly: 16 concurrent responses arrive in varying order) identically the
 at each DP checkpoint is taken by :class:`CheckpointClock`, an item pipeline this script adds to
 the crawl (seconds from ``spider_opened`` until the checkpoint's page was counted).
 ``--lo-workaround`` runs the LibreOffice corpus with a bench-only patch of lxml's ``drop_tree``
-(``topiccrawl.text.extract`` raised AssertionError on every help page before the fix; docs/benchmarks.md).
+(``topiccrawl.scoring.text.extract`` raised AssertionError on every help page before the fix; docs/benchmarks.md).
 The report also gives target recall over *distinct* pages (the stats count duplicate URLs).
 Raw outputs (``stats.json``, ``harvest.csv`` per run) go to ``--out`` (default ``out/wl-tables``);
 ``run`` skips runs whose ``stats.json`` exists, so an interrupted session continues. After the
@@ -34,7 +34,7 @@ import sys
 import time
 from pathlib import Path
 
-from topiccrawl.metrics import mean_sd
+from topiccrawl.scoring.metrics import mean_sd
 
 REPO = Path(__file__).resolve().parent.parent
 STRATEGIES = ("wl", "bfs", "bestfirst", "sa", "fcsa-host", "oracle")
@@ -77,7 +77,7 @@ class CheckpointClock:
     def __init__(self, crawler):
         from scrapy import signals
 
-        from topiccrawl.runtime import TopicCrawl
+        from topiccrawl.crawl.runtime import TopicCrawl
 
         self.crawler, self.tc, self.t0 = crawler, TopicCrawl.for_crawler(crawler), time.monotonic()
         self.at = set(self.tc.config.checkpoints)
@@ -106,7 +106,7 @@ def code_sha1() -> str:
 
 
 if os.environ.get("WL_TABLES_DROP_TREE_WORKAROUND") == "1":
-    # bench-only workaround, off by default (--lo-workaround): topiccrawl.text.extract drops an
+    # bench-only workaround, off by default (--lo-workaround): topiccrawl.scoring.text.extract drops an
     # element matched both as boilerplate tag and by class/id twice, and lxml's drop_tree()
     # asserts on the second call. Dropping an already detached element is made a no-op.
     from lxml.html import HtmlElement
@@ -159,7 +159,7 @@ def crawl(spec: str, proxy: str, topic: str, strategy: str, checkpoints, rng_see
 
 
 def run(args) -> None:
-    from topiccrawl.web.api import WebLab
+    from topiccrawl.weblab.api import WebLab
 
     strategies = args.strategies.split(",")
     lo = lo_dir() if "lo" in args.corpora else ""
@@ -216,7 +216,7 @@ def page_identity(name: str, rep: int):
     _, spec, _, _, generated = CORPORA[name]
     if not generated:
         return canonicalize_url
-    from topiccrawl.web.corpus import open_corpus
+    from topiccrawl.weblab.corpus import open_corpus
 
     web = open_corpus(spec.format(seed=rep + 1))
 

@@ -5,8 +5,8 @@ import random
 import pytest
 from scipy import stats as scipy_stats
 
-from topiccrawl.annealing import FCSAHostFrontier, SAFrontier, make_fcsa_host, make_sa
-from topiccrawl.frontier import BestFirstFrontier, FrontierError, Link
+from topiccrawl.strategies.annealing import FCSAHostFrontier, SAFrontier, make_fcsa_host, make_sa
+from topiccrawl.strategies.simple import BestFirstFrontier, FrontierError, Link
 
 
 def links(n, seed=0, hosts=15, digits=2):

@@ -80,7 +80,7 @@ def test_requests_ignored_by_robots_txt_do_not_hold_the_budget(tmp_path):
     (it did: the WL benchmark hung at DP 4,989 of 5,000)."""
     from urllib.parse import urlsplit
 
-    from topiccrawl.web.corpus import open_corpus
+    from topiccrawl.weblab.corpus import open_corpus
 
     corpus = open_corpus(WEB)
     hosts = [urlsplit(s).netloc for s in corpus.seeds()]

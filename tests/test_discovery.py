@@ -1,4 +1,4 @@
-from topiccrawl.discovery import DiscoveryController
+from topiccrawl.discovery.controller import DiscoveryController
 
 
 def test_harvest_segments_from_the_curve_by_hand():

@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from topiccrawl.dmoz import (DmozAlias, DmozPage, DmozTopic, TopicTree, TreeError, first_sentences,
+from topiccrawl.scoring.dmoz import (DmozAlias, DmozPage, DmozTopic, TopicTree, TreeError, first_sentences,
                              iter_dmoz, read_dmoz, wikispeedia_tree)
 
 

@@ -1,4 +1,4 @@
-"""topiccrawl.dupefilter: Scrapy's fingerprints on a fast path, and the compact duplicate filter."""
+"""topiccrawl.crawl.dupefilter: Scrapy's fingerprints on a fast path, and the compact duplicate filter."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from scrapy.dupefilters import RFPDupeFilter
 from scrapy.utils.request import fingerprint
 from w3lib.url import canonicalize_url, safe_url_string
 
-from topiccrawl.dupefilter import CompactDupeFilter, RequestFingerprinter, is_canonical
-from topiccrawl.runtime import _domain_of_host, registered_domain
+from topiccrawl.crawl.dupefilter import CompactDupeFilter, RequestFingerprinter, is_canonical
+from topiccrawl.crawl.runtime import _domain_of_host, registered_domain
 
 TRICKY = ["http://a.com:80/x", "http://A.com/x", "http://a.com/./x", "http://a.com/a/../x", "http://a.com/x/..",
           "http://a.com/x/.", "http://a.com//x", "http://a.com/x?b=2&a=1", "http://a.com/x#frag", "http://a.com/%7Ex",

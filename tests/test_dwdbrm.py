@@ -9,13 +9,13 @@ import pickle
 import numpy as np
 import pytest
 
-from topiccrawl.dwdbrm import (DEFAULT_RANKERS, RANKERS, CombinedFunctionRank, DiscoveredPage,
+from topiccrawl.discovery.dwdbrm import (DEFAULT_RANKERS, RANKERS, CombinedFunctionRank, DiscoveredPage,
                                DiscoveryPlanner, DWDBRMError, KeywordQueries, PageVectorizer,
                                UCB1Bandit, build_vocabulary, combine_positions, description_terms,
                                operator_reward, positions)
-from topiccrawl.metrics import mean_rank, precision_at
-from topiccrawl.search import LocalSearchBackend, SearchResult, SearXNGBackend
-from topiccrawl.text import Anchor, Extracted
+from topiccrawl.scoring.metrics import mean_rank, precision_at
+from topiccrawl.discovery.search import LocalSearchBackend, SearchResult, SearXNGBackend
+from topiccrawl.scoring.text import Anchor, Extracted
 
 HOUSING = ["apartment mortgage housing market buyers property prices rent",
            "housing prices rise as buyers seek apartment mortgage deals",

@@ -15,8 +15,8 @@ import re
 import pytest
 
 from conftest import run_crawl
-from topiccrawl.web.corpus import open_corpus
-from topiccrawl.web.faults import NO_FAULT, parse_faults
+from topiccrawl.weblab.corpus import open_corpus
+from topiccrawl.weblab.faults import NO_FAULT, parse_faults
 
 WEB = "generated:zh-disaster?pages=2000&seed=1"  # seed 1 has a huge page (seed 3 has none)
 FAULTS = ("latency=0.6-0.8@0.04,timeout=30@0.02,5xx@0.03,reset@0.03,truncate@0.03,"

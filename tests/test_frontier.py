@@ -3,7 +3,7 @@ import random
 
 import pytest
 
-from topiccrawl.frontier import BFSFrontier, BestFirstFrontier, FrontierError, Link, OracleFrontier, make_frontier
+from topiccrawl.strategies.simple import BFSFrontier, BestFirstFrontier, FrontierError, Link, OracleFrontier, make_frontier
 
 
 def drain(frontier):

@@ -1,4 +1,4 @@
-"""The procedural generated web (topiccrawl.web.generated) and the web statistics (webstats)."""
+"""The procedural generated web (topiccrawl.weblab.generated) and the web statistics (webstats)."""
 
 import re
 import tracemalloc
@@ -7,9 +7,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from topiccrawl.web.corpus import CorpusError, html_to_doc, open_corpus
-from topiccrawl.web.generated import ALL_TOPICS, PORTAL_URL, PRESETS, GeneratedWeb, load_words
-from topiccrawl.web.webstats import measure, power_law_fit
+from topiccrawl.weblab.corpus import CorpusError, html_to_doc, open_corpus
+from topiccrawl.weblab.generated import ALL_TOPICS, PORTAL_URL, PRESETS, GeneratedWeb, load_words
+from topiccrawl.weblab.webstats import measure, power_law_fit
 
 SPEC = "generated:zh-disaster?pages=20000&seed=1"
 

@@ -8,7 +8,7 @@ import random
 import networkx as nx
 import pytest
 
-from topiccrawl.importance import LinkGraph, PageRankCache
+from topiccrawl.scoring.importance import LinkGraph, PageRankCache
 
 
 def test_two_nodes_with_a_dangling_one_by_hand():

@@ -12,8 +12,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from conftest import run_crawl
-from topiccrawl.config import ConfigError
-from topiccrawl.middlewares import is_private_host, parse_allow_hosts
+from topiccrawl.crawl.settings import ConfigError
+from topiccrawl.crawl.middlewares import is_private_host, parse_allow_hosts
 
 
 @pytest.mark.parametrize("host,private", [

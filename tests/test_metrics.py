@@ -9,7 +9,7 @@ import statistics
 
 import pytest
 
-from topiccrawl.metrics import CrawlMetrics, mean_rank, median_rank, precision_at
+from topiccrawl.scoring.metrics import CrawlMetrics, mean_rank, median_rank, precision_at
 
 X = frozenset({"topic:x"})
 CRAWL = [  # url, R, labels, site

@@ -19,9 +19,9 @@ from conftest import shared_data_dir
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from topiccrawl.web.corpus import CorpusError, open_corpus
-from topiccrawl.web.readers._cache import cache_dir
-from topiccrawl.web.readers._links import extract_links
+from topiccrawl.weblab.corpus import CorpusError, open_corpus
+from topiccrawl.weblab.readers._cache import cache_dir
+from topiccrawl.weblab.readers._links import extract_links
 
 WEATHER = {"subject.Geography.Natural_Disasters", "subject.Geography.Storms",
            "subject.Geography.Climate_and_the_Weather"}

@@ -1,4 +1,4 @@
-"""The real-corpus readers served over loopback HTTP through the lab's proxy (topiccrawl.web.api).
+"""The real-corpus readers served over loopback HTTP through the lab's proxy (topiccrawl.weblab.api).
 
 Real data comes from the shared data folder and Debian's LibreOffice help (skipped with the
 reason when absent); the htmltree and warc cases use tiny corpora from tmp_path and always run.
@@ -11,9 +11,9 @@ from urllib.parse import urlsplit
 
 from test_readers import lo_help, make_tree, make_warc, shared, write
 
-from topiccrawl.web.api import WebLab
-from topiccrawl.web.corpus import open_corpus
-from topiccrawl.web.readers._links import extract_links
+from topiccrawl.weblab.api import WebLab
+from topiccrawl.weblab.corpus import open_corpus
+from topiccrawl.weblab.readers._links import extract_links
 
 
 def test_wikispeedia_over_http():

@@ -11,14 +11,14 @@ import pytest
 from redis_fixture import redis_server  # noqa: F401
 from test_redis_crawl import _ledger, _start, _stats, _urls, _wait, lab  # noqa: F401
 from test_redis_wl import hammer
-from topiccrawl.annealing import FCSAHostFrontier, SAFrontier
-from topiccrawl.config import ConfigError
-from topiccrawl.frontier import FrontierError, Link
-from topiccrawl.store import crawl_keys
-from topiccrawl.store.annealing import RedisFCSAHostFrontier, RedisSAFrontier, make_redis_frontier
-from topiccrawl.store.frontier import RedisFrontier
-from topiccrawl.store.wl import RedisWLFrontier
-from topiccrawl.wl import clip01
+from topiccrawl.strategies.annealing import FCSAHostFrontier, SAFrontier
+from topiccrawl.crawl.settings import ConfigError
+from topiccrawl.strategies.simple import FrontierError, Link
+from topiccrawl.redis import crawl_keys
+from topiccrawl.redis.annealing import RedisFCSAHostFrontier, RedisSAFrontier, make_redis_frontier
+from topiccrawl.redis.frontier import RedisFrontier
+from topiccrawl.redis.wanglandau import RedisWLFrontier
+from topiccrawl.strategies.wanglandau import clip01
 
 
 class Uniforms(random.Random):

@@ -12,13 +12,13 @@ from scrapy.utils.test import get_crawler
 
 from redis_fixture import redis_server  # noqa: F401
 from test_redis_wl import check_structures
-from topiccrawl.frontier import Link
-from topiccrawl.scheduler import META_KEY, TopicScheduler
+from topiccrawl.strategies.simple import Link
+from topiccrawl.crawl.scheduler import META_KEY, TopicScheduler
 from topiccrawl.spiders.focused import FocusedSpider
-from topiccrawl.store import crawl_keys
-from topiccrawl.store.codec import RequestCodecError, decode, encode
-from topiccrawl.store.frontier import RedisFrontier
-from topiccrawl.store.wl import RedisWLFrontier
+from topiccrawl.redis import crawl_keys
+from topiccrawl.crawl.codec import RequestCodecError, decode, encode
+from topiccrawl.redis.frontier import RedisFrontier
+from topiccrawl.redis.wanglandau import RedisWLFrontier
 
 WEB = "generated:zh-disaster?pages=1000&seed=1"
 

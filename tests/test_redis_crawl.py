@@ -12,8 +12,8 @@ import pytest
 
 from conftest import run_crawl
 from redis_fixture import PASSWORD, redis_server, redis_server_auth, start_worker  # noqa: F401
-from topiccrawl.store import crawl_keys
-from topiccrawl.web.api import WebLab
+from topiccrawl.redis import crawl_keys
+from topiccrawl.weblab.api import WebLab
 
 WEB = "generated:zh-disaster?pages=5000&seed=11"
 

@@ -10,8 +10,8 @@ import pytest
 
 from conftest import run_crawl
 from redis_fixture import redis_server, start_worker  # noqa: F401
-from topiccrawl.store import crawl_keys
-from topiccrawl.web.api import WebLab
+from topiccrawl.redis import crawl_keys
+from topiccrawl.weblab.api import WebLab
 
 WEB = "generated:zh-realestate?pages=8000&seed=4"
 LIMIT = 80

@@ -12,9 +12,9 @@ import pytest
 
 from conftest import run_crawl
 from redis_fixture import redis_server, start_worker  # noqa: F401
-from topiccrawl.store import crawl_keys
-from topiccrawl.store.sites import site_keys
-from topiccrawl.web.api import WebLab
+from topiccrawl.redis import crawl_keys
+from topiccrawl.redis.sites import site_keys
+from topiccrawl.weblab.api import WebLab
 
 WEB = "generated:zh-bookstores?pages=20000"
 ARGS = ["-a", "rules=bookstore-zh", "-a", "queries=data/rules/bookstore-queries-zh.toml"]
@@ -198,9 +198,9 @@ def test_a_retried_search_page_comes_back_to_its_worker(redis_server):
 
     from scrapy.utils.test import get_crawler
 
-    from topiccrawl.scheduler import TopicScheduler
+    from topiccrawl.crawl.scheduler import TopicScheduler
     from topiccrawl.spiders.sitefinder import SF_KEY, SiteFinderSpider
-    from topiccrawl.store.sitefinder import TASK_KEY, RedisSiteScheduler
+    from topiccrawl.redis.sitefinder import TASK_KEY, RedisSiteScheduler
 
     crawler = get_crawler(SiteFinderSpider, {**SETTINGS, "TOPICCRAWL_STORE": "redis",
                                              "TOPICCRAWL_REDIS_URL": redis_server.url, "TOPICCRAWL_CRAWL_ID": "retry",

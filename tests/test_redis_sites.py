@@ -1,4 +1,4 @@
-"""The site finder's shared task list (topiccrawl.store.sites) against a real redis-server:
+"""The site finder's shared task list (topiccrawl.redis.sites) against a real redis-server:
 each task once, leases that expire back to the head of the list, verdicts written once."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import json
 import time
 
 from redis_fixture import redis_server  # noqa: F401
-from topiccrawl.store.sites import RedisSiteTasks, site_keys
+from topiccrawl.redis.sites import RedisSiteTasks, site_keys
 
 PREFIX = "topiccrawl:t:"
 QUERY = {"text": "网上书店", "weight": 1.0}

@@ -12,13 +12,13 @@ from scrapy.settings import Settings
 
 from conftest import free_port
 from redis_fixture import PASSWORD, redis_server, redis_server_auth  # noqa: F401
-from topiccrawl.config import ConfigError, TopicCrawlConfig
-from topiccrawl.frontier import Link, make_frontier
-from topiccrawl.importance import LinkGraph
-from topiccrawl.store import RedisStoreError, connect, crawl_keys
-from topiccrawl.store.codec import decode, encode
-from topiccrawl.store.frontier import RedisFrontier, sortable_hex
-from topiccrawl.store.graph import SharedLinkGraph
+from topiccrawl.crawl.settings import ConfigError, TopicCrawlConfig
+from topiccrawl.strategies.simple import Link, make_frontier
+from topiccrawl.scoring.importance import LinkGraph
+from topiccrawl.redis import RedisStoreError, connect, crawl_keys
+from topiccrawl.crawl.codec import decode, encode
+from topiccrawl.redis.frontier import RedisFrontier, sortable_hex
+from topiccrawl.redis.graph import SharedLinkGraph
 
 
 def _relevant(url: str) -> bool:
@@ -176,7 +176,7 @@ def test_shared_link_graph_gives_every_worker_the_whole_graph(redis_server):
 def test_shared_dupefilter_and_fingerprints(redis_server):
     from scrapy.utils.test import get_crawler
 
-    from topiccrawl.store.dupefilter import RedisDupeFilter
+    from topiccrawl.redis.dupefilter import RedisDupeFilter
 
     fp = get_crawler().request_fingerprinter
     key = crawl_keys("d")["dupefilter"]
@@ -203,8 +203,8 @@ def test_password_url_and_one_line_errors(redis_server_auth):
 
 
 def test_config_takes_every_strategy_on_redis(redis_server):
-    from topiccrawl.frontier import STRATEGIES as MEMORY
-    from topiccrawl.store import STRATEGIES as REDIS
+    from topiccrawl.strategies.simple import STRATEGIES as MEMORY
+    from topiccrawl.redis import STRATEGIES as REDIS
 
     assert set(REDIS) == set(MEMORY)  # a new strategy must come with its Redis store (or be refused)
     settings = Settings({"TOPICCRAWL_STORE": "redis", "TOPICCRAWL_REDIS_URL": redis_server.url})

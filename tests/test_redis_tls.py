@@ -11,7 +11,7 @@ import time
 import pytest
 
 from conftest import free_port, run_crawl
-from topiccrawl.store.connection import RedisStoreError, connect
+from topiccrawl.redis.connection import RedisStoreError, connect
 
 WEB = "generated:zh-disaster?pages=5000&seed=11"
 

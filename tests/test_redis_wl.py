@@ -12,13 +12,13 @@ import pytest
 
 from redis_fixture import redis_server  # noqa: F401
 from test_redis_crawl import _ledger, _start, _stats, _urls, _wait, lab  # noqa: F401
-from topiccrawl.config import ConfigError
-from topiccrawl.dwdbrm import DWDBRMError, UCB1Bandit
-from topiccrawl.frontier import FrontierError, Link
-from topiccrawl.store import crawl_keys
-from topiccrawl.store.bandit import RedisBandit
-from topiccrawl.store.wl import RedisWLFrontier
-from topiccrawl.wl import WangLandauFrontier
+from topiccrawl.crawl.settings import ConfigError
+from topiccrawl.discovery.dwdbrm import DWDBRMError, UCB1Bandit
+from topiccrawl.strategies.simple import FrontierError, Link
+from topiccrawl.redis import crawl_keys
+from topiccrawl.redis.bandit import RedisBandit
+from topiccrawl.redis.wanglandau import RedisWLFrontier
+from topiccrawl.strategies.wanglandau import WangLandauFrontier
 
 
 class Uniforms(random.Random):

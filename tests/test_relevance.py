@@ -7,10 +7,10 @@ import pickle
 
 import pytest
 
-from topiccrawl.relevance import (IDF_FLOOR, DocumentFrequencies, RelevanceScorer, cosine,
+from topiccrawl.scoring.relevance import (IDF_FLOOR, DocumentFrequencies, RelevanceScorer, cosine,
                                   tfidf_vector)
-from topiccrawl.text import tokenize
-from topiccrawl.topic import load_topic
+from topiccrawl.scoring.text import tokenize
+from topiccrawl.scoring.topic import load_topic
 
 RAIN = {"暴雨": 0.8, "气象": 0.1, "天气": 0.1, "灾害": 0.5, "预防": 0.3}  # |RAIN| = 1
 

@@ -1,4 +1,4 @@
-"""The memory scheduler keeps queued requests packed (topiccrawl.scheduler.pack/unpack)."""
+"""The memory scheduler keeps queued requests packed (topiccrawl.crawl.scheduler.pack/unpack)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import tracemalloc
 
 import scrapy
 
-from topiccrawl.middlewares import TRAP_META
-from topiccrawl.scheduler import META_KEY, TopicScheduler, pack, unpack
+from topiccrawl.crawl.middlewares import TRAP_META
+from topiccrawl.crawl.scheduler import META_KEY, TopicScheduler, pack, unpack
 
 
 class Spider(scrapy.Spider):
@@ -119,7 +119,7 @@ def _memory_scheduler(strategy: str) -> TopicScheduler:
 
 
 def test_scheduler_counts_reach_the_stats_when_published_and_wl_queues_its_own_links():
-    from topiccrawl.wl import WLLink
+    from topiccrawl.strategies.wanglandau import WLLink
 
     for strategy in ("bestfirst", "wl"):
         s = _memory_scheduler(strategy)

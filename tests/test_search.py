@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from topiccrawl.web.api import WebLab, WebLabError
-from topiccrawl.web.corpus import MemoryCorpus, Page
-from topiccrawl.web.search import SearchError, SearchIndex, cache_path
+from topiccrawl.weblab.api import WebLab, WebLabError
+from topiccrawl.weblab.corpus import MemoryCorpus, Page
+from topiccrawl.weblab.search import SearchError, SearchIndex, cache_path
 
 HTML = {"Content-Type": "text/html; charset=utf-8"}
 TYPHOON = "http://news.test/typhoon.html"

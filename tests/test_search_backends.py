@@ -11,10 +11,10 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from topiccrawl.search import (LocalSearchBackend, SearchBackendError, SearchResult,
+from topiccrawl.discovery.search import (LocalSearchBackend, SearchBackendError, SearchResult,
                                SearXNGBackend, make_backend)
-from topiccrawl.text import extract
-from topiccrawl.web.api import WebLab
+from topiccrawl.scoring.text import extract
+from topiccrawl.weblab.api import WebLab
 
 #: a general-category SearXNG answer: merged engines, an infobox, a null content, a duplicate URL
 SEARXNG_GENERAL = {

@@ -13,9 +13,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from topiccrawl.web.api import WebLab, WebLabError
-from topiccrawl.web.corpus import MemoryCorpus, Page
-from topiccrawl.web.faults import FaultSpecError, parse_faults
+from topiccrawl.weblab.api import WebLab, WebLabError
+from topiccrawl.weblab.corpus import MemoryCorpus, Page
+from topiccrawl.weblab.faults import FaultSpecError, parse_faults
 
 READER = {"fixture": "tests.test_server:open_fixture"}
 HTML = {"Content-Type": "text/html; charset=utf-8"}

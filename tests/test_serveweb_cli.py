@@ -1,4 +1,4 @@
-"""``python -m topiccrawl.web`` and ``scrapy serveweb`` as subprocesses: start, serve, stop,
+"""``python -m topiccrawl.weblab`` and ``scrapy serveweb`` as subprocesses: start, serve, stop,
 one-line errors and ``--labels-out``."""
 
 from __future__ import annotations
@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from topiccrawl.web.api import READY, write_labels
-from topiccrawl.web.corpus import MemoryCorpus, Page
+from topiccrawl.weblab.api import READY, write_labels
+from topiccrawl.weblab.corpus import MemoryCorpus, Page
 
 ROOT = Path(__file__).resolve().parents[1]
 READER = ["--reader", "fixture=tests.test_server:open_fixture"]
 SCRAPY = ("import sys\nfrom scrapy.cmdline import execute\n"
           "from scrapy.utils.project import get_project_settings\n"
-          "s = get_project_settings(); s.set('COMMANDS_MODULE', 'topiccrawl.commands')\n"
+          "s = get_project_settings(); s.set('COMMANDS_MODULE', 'topiccrawl.crawl.commands')\n"
           "execute(['scrapy', 'serveweb', *sys.argv[1:]], s)\n")
 
 
@@ -31,7 +31,7 @@ def env(tmp_path):
 
 
 def lab_cmd(*args: str) -> list[str]:
-    return [sys.executable, "-m", "topiccrawl.web", *args]
+    return [sys.executable, "-m", "topiccrawl.weblab", *args]
 
 
 def scrapy_cmd(*args: str) -> list[str]:

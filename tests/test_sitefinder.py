@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from topiccrawl.frontier import FrontierError, Link, make_frontier
-from topiccrawl.sitefinder import (SiteFinderError, SiteFinderFrontier, SiteVerifier, abstract_url,
+from topiccrawl.strategies.simple import FrontierError, Link, make_frontier
+from topiccrawl.sitefinder.core import (SiteFinderError, SiteFinderFrontier, SiteVerifier, abstract_url,
                                    entry_url, load_queries, load_rules, parse_expression, site_of,
                                    verify_site)
 

@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 from scipy import sparse
 
-from topiccrawl import text
-from topiccrawl.dmoz import TopicTree, TreeError
-from topiccrawl.relevance import RelevanceScorer
-from topiccrawl.tdcs import (TDCSModel, TDCSScorer, TDCTKWScorer, TDKWScorer, context_keywords,
+from topiccrawl.scoring import text
+from topiccrawl.scoring.dmoz import TopicTree, TreeError
+from topiccrawl.scoring.relevance import RelevanceScorer
+from topiccrawl.scoring.tdcs import (TDCSModel, TDCSScorer, TDCTKWScorer, TDKWScorer, context_keywords,
                              disc_scores, group_space, laplace_log_probs, length_normalise,
                              log_posterior, make_scorer, path_weights, scorer_from_state, top_k)
-from topiccrawl.topic import Topic
+from topiccrawl.scoring.topic import Topic
 
 # three sibling classes, two features; rows are documents
 X = sparse.csr_matrix(np.array([[2, 0], [4, 1],     # class 0

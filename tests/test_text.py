@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from topiccrawl.text import (Anchor, Extracted, add_words, decode_html, detect_language, extract,
+from topiccrawl.scoring.text import (Anchor, Extracted, add_words, decode_html, detect_language, extract,
                              has_cjk, tokenize)
 
 # -- tokenizer -------------------------------------------------------------------------------

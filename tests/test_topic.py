@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from topiccrawl.text import tokenize
-from topiccrawl.topic import Topic, TopicError, load_topic, shipped_topics
+from topiccrawl.scoring.text import tokenize
+from topiccrawl.scoring.topic import Topic, TopicError, load_topic, shipped_topics
 
 
 def test_shipped_chinese_topics_have_the_papers_words_weights_and_beta():

@@ -7,8 +7,8 @@ from fractions import Fraction
 import pytest
 from scipy import stats as scipy_stats
 
-from topiccrawl.frontier import FrontierError, Link
-from topiccrawl.wl import (BINS, QUANTUM, SumTree, WangLandauFrontier, accepts, energy_bin, make_wl,
+from topiccrawl.strategies.simple import FrontierError, Link
+from topiccrawl.strategies.wanglandau import (BINS, QUANTUM, SumTree, WangLandauFrontier, accepts, energy_bin, make_wl,
                            stage_done)
 
 

@@ -1,22 +1,22 @@
 """Scrapy settings of the topiccrawl project (every TOPICCRAWL_* setting: docs/settings.md)."""
 
-from topiccrawl.config import DEFAULTS
+from topiccrawl.crawl.settings import DEFAULTS
 
 BOT_NAME = "topiccrawl"
 SPIDER_MODULES = ["topiccrawl.spiders"]
 NEWSPIDER_MODULE = "topiccrawl.spiders"
-COMMANDS_MODULE = "topiccrawl.commands"
+COMMANDS_MODULE = "topiccrawl.crawl.commands"
 
 USER_AGENT = "topiccrawl/0.1 (+https://github.com/topiccrawl/topiccrawl)"
 ROBOTSTXT_OBEY = True
 REMOTE_CONTROL_ENABLED = False
 TELNETCONSOLE_ENABLED = False
 
-SCHEDULER = "topiccrawl.scheduler.TopicScheduler"
+SCHEDULER = "topiccrawl.crawl.scheduler.TopicScheduler"
 # Scrapy's fingerprints, computed without canonicalize_url for already-canonical URLs, and a
-# duplicate filter holding 63-bit prefixes in a sorted array (topiccrawl/dupefilter.py)
-REQUEST_FINGERPRINTER_CLASS = "topiccrawl.dupefilter.RequestFingerprinter"
-DUPEFILTER_CLASS = "topiccrawl.dupefilter.CompactDupeFilter"
+# duplicate filter holding 63-bit prefixes in a sorted array (topiccrawl/crawl/dupefilter.py)
+REQUEST_FINGERPRINTER_CLASS = "topiccrawl.crawl.dupefilter.RequestFingerprinter"
+DUPEFILTER_CLASS = "topiccrawl.crawl.dupefilter.CompactDupeFilter"
 CONCURRENT_REQUESTS = 16
 CONCURRENT_REQUESTS_PER_DOMAIN = 8
 DOWNLOAD_DELAY = 0
@@ -33,16 +33,16 @@ DOWNLOAD_WARNSIZE = 2 * 1024 * 1024  # bigger pages are kept but logged and coun
 DOWNLOAD_FAIL_ON_DATALOSS = True  # a truncated body is an error: retried, never scored as a page
 
 DOWNLOADER_MIDDLEWARES = {
-    "topiccrawl.middlewares.WebRoutingMiddleware": 740,
-    "topiccrawl.middlewares.PrivateAddressMiddleware": 745,
-    "topiccrawl.middlewares.FaultStatsMiddleware": 950,
+    "topiccrawl.crawl.middlewares.WebRoutingMiddleware": 740,
+    "topiccrawl.crawl.middlewares.PrivateAddressMiddleware": 745,
+    "topiccrawl.crawl.middlewares.FaultStatsMiddleware": 950,
 }
-SPIDER_MIDDLEWARES = {"topiccrawl.middlewares.TrapGuardMiddleware": 800}
+SPIDER_MIDDLEWARES = {"topiccrawl.crawl.middlewares.TrapGuardMiddleware": 800}
 ITEM_PIPELINES = {
-    "topiccrawl.pipelines.ImportancePipeline": 300,
-    "topiccrawl.pipelines.HarvestPipeline": 400,
+    "topiccrawl.crawl.pipelines.ImportancePipeline": 300,
+    "topiccrawl.crawl.pipelines.HarvestPipeline": 400,
 }
-EXTENSIONS = {"topiccrawl.extensions.TopicStats": 500}
+EXTENSIONS = {"topiccrawl.crawl.extensions.TopicStats": 500}
 
 FEED_EXPORT_ENCODING = "utf-8"
 LOG_LEVEL = "INFO"

@@ -3,7 +3,7 @@
 ``dwdbrm`` plays all four operators — keyword search (KS), related search (RS), forward crawl
 (FC), backward crawl (BC) — as arms of a UCB1 bandit; ``keyword_search``, ``related_search``,
 ``forward`` and ``backward`` run one operator alone. All share the TopicScheduler, which keeps
-the :class:`~topiccrawl.discovery.DiscoveryController` (and saves it with JOBDIR). An iteration
+the :class:`~topiccrawl.discovery.controller.DiscoveryController` (and saves it with JOBDIR). An iteration
 ends when its requests are drained (``spider_idle``); the controller then ranks the results,
 rewards the operator and plans the next iteration. Search-API calls are ordinary Scrapy requests
 (retries, politeness, stats, the offline web's proxy).
@@ -31,8 +31,8 @@ from scrapy.exceptions import CloseSpider, DontCloseSpider
 from scrapy.http import TextResponse
 from scrapy.utils.defer import deferred_from_coro
 
-from topiccrawl.discovery import DiscoveryController
-from topiccrawl.dwdbrm import (
+from topiccrawl.discovery.controller import DiscoveryController
+from topiccrawl.discovery.dwdbrm import (
     DEFAULT_RANKERS,
     OPERATORS,
     REWARDS,
@@ -41,8 +41,8 @@ from topiccrawl.dwdbrm import (
     DWDBRMError,
     PlannedRequest,
 )
-from topiccrawl.runtime import TopicCrawl
-from topiccrawl.search.backends import SearchBackendError, make_backend
+from topiccrawl.crawl.runtime import TopicCrawl
+from topiccrawl.discovery.search import SearchBackendError, make_backend
 
 BACKGROUND_SAMPLE = 200
 

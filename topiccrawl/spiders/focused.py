@@ -5,8 +5,8 @@ from __future__ import annotations
 import scrapy
 from scrapy.http import TextResponse
 
-from topiccrawl.runtime import TopicCrawl
-from topiccrawl.scheduler import META_KEY
+from topiccrawl.crawl.runtime import TopicCrawl
+from topiccrawl.crawl.scheduler import META_KEY
 
 
 class FocusedSpider(scrapy.Spider):

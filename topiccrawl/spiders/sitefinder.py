@@ -1,7 +1,7 @@
 """The site finder: ``scrapy crawl sitefinder -a rules=bookstore-zh [-a queries=FILE] [-a backend=local]``.
 
 Meta-search, then minimum-cost verification of every candidate site (Li, Zhou, Guo, Lin;
-:mod:`topiccrawl.sitefinder`, docs/sitefinder.md). ``start()`` sends every query to every backend
+:mod:`topiccrawl.sitefinder.core`, docs/sitefinder.md). ``start()`` sends every query to every backend
 (through Scrapy, so the offline web lab's proxy applies); each search hit's host becomes a
 candidate site, verified once from its entry page. The ``sitefinder`` frontier interleaves the
 sites; this spider scores each page F(P, R), passes its same-site links and reports F. One item
@@ -15,12 +15,12 @@ from dataclasses import asdict
 import scrapy
 from scrapy.http import TextResponse
 
-from topiccrawl.runtime import TopicCrawl
-from topiccrawl.scheduler import META_KEY
-from topiccrawl.search.backends import SearchBackendError, make_backend
-from topiccrawl.sitefinder import (Query, SiteFinderError, SiteFinderFrontier, load_queries,
+from topiccrawl.crawl.runtime import TopicCrawl
+from topiccrawl.crawl.scheduler import META_KEY
+from topiccrawl.discovery.search import SearchBackendError, make_backend
+from topiccrawl.sitefinder.core import (Query, SiteFinderError, SiteFinderFrontier, load_queries,
                                    load_rules, site_of)
-from topiccrawl.text import extract
+from topiccrawl.scoring.text import extract
 
 SF_KEY = "sitefinder"
 
@@ -86,7 +86,7 @@ class SiteFinderSpider(scrapy.Spider):
         frontier = getattr(self.crawler.engine.scheduler, "frontier", None)
         if not isinstance(frontier, SiteFinderFrontier):
             self.logger.error("the sitefinder spider needs TOPICCRAWL_STRATEGY=sitefinder and "
-                              "SCHEDULER=topiccrawl.scheduler.TopicScheduler")
+                              "SCHEDULER=topiccrawl.crawl.scheduler.TopicScheduler")
             return
         self._set_truth(frontier)
         for url in self.extra_sites:

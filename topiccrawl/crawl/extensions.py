@@ -1,0 +1,134 @@
+"""The stats extension: progress lines during the crawl; stats JSON, harvest CSV and plot at close.
+
+Output folder: ``TOPICCRAWL_OUTPUT_DIR`` (``%(name)s`` = spider name, ``%(time)s`` = start time),
+files ``stats.json``, ``harvest.csv`` (one row per counted fetch) and ``harvest.png``.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+import time
+from pathlib import Path
+
+from scrapy import signals
+from scrapy.exceptions import CloseSpider
+from twisted.internet import task
+
+from topiccrawl.crawl.runtime import TopicComponent
+
+logger = logging.getLogger(__name__)
+
+CSV_FIELDS = ["dp", "lp", "accuracy", "truth_relevant", "truth_harvest_rate", "target_recall", "url", "relevance"]
+
+
+def _plot_name(name: str) -> str:
+    """The topic name for a plot title: matplotlib's bundled fonts have no CJK glyphs, so a
+    Chinese name becomes its ASCII alias (``typhoon``), or ``topic``."""
+    from topiccrawl.scoring.text import has_cjk
+    from topiccrawl.scoring.topic import ALIASES
+
+    if not has_cjk(name):
+        return name
+    return next((alias for alias, target in ALIASES.items() if target == name), "topic")
+
+
+class TopicStats(TopicComponent):
+    def __init__(self, crawler) -> None:
+        super().__init__(crawler)
+        self.started = time.monotonic()
+        self._loop: task.LoopingCall | None = None
+        crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
+        crawler.signals.connect(self.engine_stopped, signal=signals.engine_stopped)
+        crawler.signals.connect(self.spider_idle, signal=signals.spider_idle)
+
+    def spider_opened(self, spider) -> None:
+        stats = self.crawler.stats
+        stats.set_value("topiccrawl/topic", self.tc.topic.name)
+        stats.set_value("topiccrawl/strategy", self.tc.config.strategy)
+        stats.set_value("topiccrawl/web", self.tc.config.web)
+        total = self.tc.total_relevant()
+        if total is not None:
+            stats.set_value("topiccrawl/truth/total_relevant", total)
+        interval = self.tc.config.progress_interval
+        if interval > 0:
+            self._loop = task.LoopingCall(self.log_progress)
+            self._loop.start(interval, now=False)
+
+    def log_progress(self) -> None:
+        m = self.tc.metrics
+        minutes = max((time.monotonic() - self.started) / 60, 1e-9)
+        if self.tc.scheduler is not None:
+            self.tc.scheduler.publish_stats()
+        frontier = self.crawler.stats.get_value("topiccrawl/frontier_size", 0)
+        # a topic without evaluation labels has no true harvest rate, even on an offline web
+        rate = m.truth_harvest_rate if self.tc.ground_truth else None
+        truth = f", true harvest {rate:.3f}" if rate is not None else ""
+        logger.info(
+            "Crawled %d pages (%.0f pages/min), harvest rate %.3f (LP %d)%s, frontier %d",
+            m.dp, m.dp / minutes, m.accuracy, m.lp, truth, frontier,
+        )
+
+    def spider_closed(self, spider, reason) -> None:
+        if self._loop is not None and self._loop.running:
+            self._loop.stop()
+        stats = self.crawler.stats
+        snapshot = self.tc.metrics.snapshot(self.tc.total_relevant())
+        for key, value in snapshot.items():
+            stats.set_value(f"topiccrawl/{key}", value)
+        self.write_outputs(reason)
+        self.log_progress()
+
+    def spider_idle(self, spider) -> None:
+        # the budget is checked here, when in-flight requests are done, rather than the moment
+        # the last page is counted: late responses are then kept for a JOBDIR resume
+        if self.tc.budget_spent:
+            raise CloseSpider("topiccrawl_max_pages")
+
+    def engine_stopped(self) -> None:
+        self.tc.stop()
+
+    # -- files ------------------------------------------------------------------------------------
+    def write_outputs(self, reason: str) -> None:
+        out = self.tc.output_dir
+        out.mkdir(parents=True, exist_ok=True)
+        total = self.tc.total_relevant()
+        stats = {k: v for k, v in self.crawler.stats.get_stats().items()}
+        stats["finish_reason"] = reason
+        stats["topiccrawl/checkpoints"] = self.tc.metrics.checkpoints(self.tc.config.checkpoints, total)
+        (out / "stats.json").write_text(json.dumps(stats, default=str, ensure_ascii=False, indent=2), encoding="utf-8")
+        with (out / "harvest.csv").open("w", newline="", encoding="utf-8") as fh:
+            writer = csv.DictWriter(fh, fieldnames=CSV_FIELDS, extrasaction="ignore")
+            writer.writeheader()
+            for row in self.tc.harvest_rows:
+                if total:
+                    row = {**row, "target_recall": round(row.get("truth_distinct", 0) / total, 6)}
+                writer.writerow(row)
+        if self.tc.config.plot_enabled and self.tc.harvest_rows:
+            self._plot(out / "harvest.png", total)
+        logger.info("wrote stats.json, harvest.csv%s to %s", " and harvest.png" if self.tc.config.plot_enabled else "", out)
+
+    def _plot(self, path: Path, total: int | None) -> None:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        rows = self.tc.harvest_rows
+        dp = [r["dp"] for r in rows]
+        fig, ax = plt.subplots(figsize=(7, 4), dpi=110)
+        ax.plot(dp, [r["accuracy"] for r in rows], label="Accuracy = LP/DP (self-assessed, R ≥ β)")
+        if self.tc.ground_truth:
+            ax.plot(dp, [r["truth_harvest_rate"] for r in rows], label="true harvest rate (ground truth)")
+            if total:
+                ax.plot(dp, [r["truth_distinct"] / total for r in rows], label="target recall (ground truth)")
+        ax.set_xlabel("pages downloaded (DP)")
+        ax.set_ylim(0, 1.02)
+        ax.set_title(f"{_plot_name(self.tc.topic.name)} · {self.tc.config.strategy} · {self.tc.config.web}", fontsize=9)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(path)
+        plt.close(fig)

@@ -1,0 +1,307 @@
+"""Middlewares: offline routing, the live-web address guard, fault counting and the trap guard.
+
+* :class:`WebRoutingMiddleware` (offline, ``TOPICCRAWL_WEB`` = a corpus spec): every request,
+  robots.txt included, gets ``meta["proxy"]`` = the web lab's forward proxy, so URLs stay the real
+  absolute ones and only the proxy differs from a live crawl; requests to hosts outside the corpus
+  are dropped (counted in ``topiccrawl/outside_corpus``).
+* :class:`PrivateAddressMiddleware` (live, ``TOPICCRAWL_WEB = "live"``): requests to loopback,
+  private, link-local, reserved or unspecified addresses are refused — literal addresses and local
+  names, redirect targets (Scrapy sends every redirected request through the downloader
+  middlewares again) and host names whose DNS answer is such an address — unless
+  ``TOPICCRAWL_LIVE_ALLOW_PRIVATE`` is set or the host is in ``TOPICCRAWL_LIVE_ALLOW_HOSTS``.
+* :class:`FaultStatsMiddleware` counts every fault a download meets in
+  ``topiccrawl/faults/<kind>`` and repairs what can be repaired (a wrong charset header); it never
+  swallows a retry: Scrapy's RetryMiddleware and RedirectMiddleware still see everything.
+* :class:`TrapGuardMiddleware` (spider middleware) drops links that continue a chain of more than
+  ``TOPICCRAWL_TRAP_GUARD_DEPTH`` consecutive links inside one URL shape (``trap_dropped``).
+
+docs/resilience.md describes the policy, every counter and the settings.
+"""
+
+from __future__ import annotations
+
+import codecs
+import ipaddress
+import logging
+import re
+from time import monotonic
+from urllib.parse import urljoin, urlsplit
+from weakref import WeakKeyDictionary
+
+from scrapy import signals
+from scrapy.exceptions import (CannotResolveHostError, DownloadCancelledError,
+                               DownloadConnectionRefusedError, DownloadFailedError,
+                               DownloadTimeoutError, IgnoreRequest, NotConfigured,
+                               ResponseDataLossError)
+from scrapy.http import HtmlResponse
+from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
+from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.internet import error as txerror
+from twisted.web.client import ResponseFailed, ResponseNeverReceived
+from w3lib.encoding import html_body_declared_encoding, resolve_encoding
+
+from topiccrawl.crawl.settings import ConfigError
+from topiccrawl.crawl.runtime import TopicComponent
+from topiccrawl.weblab.search import SEARCH_HOST
+
+logger = logging.getLogger(__name__)
+
+_LOCAL_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"}
+FAULT_PREFIX = "topiccrawl/faults/"
+
+
+def _private_ip(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
+        ip = ip.ipv4_mapped
+    return ip.is_private or ip.is_loopback or ip.is_link_local or ip.is_reserved or ip.is_unspecified
+
+
+def is_private_host(host: str) -> bool:
+    """True for loopback, private, link-local, reserved or unspecified addresses and local names."""
+    host = host.strip("[]").lower().rstrip(".")
+    if host in _LOCAL_NAMES or host.endswith(".localhost"):
+        return True
+    try:
+        return _private_ip(ipaddress.ip_address(host))
+    except ValueError:
+        return False
+
+
+def parse_allow_hosts(text: str) -> tuple[frozenset[str], tuple]:
+    """``TOPICCRAWL_LIVE_ALLOW_HOSTS``: comma-separated host names (exact, case-insensitive), IP
+    addresses and CIDR networks -> (names, networks); a bad network raises :class:`ConfigError`."""
+    names, nets = set(), []
+    for entry in filter(None, (e.strip().lower().strip("[]") for e in text.split(","))):
+        if "/" in entry:
+            try:
+                nets.append(ipaddress.ip_network(entry, strict=False))
+            except ValueError:
+                raise ConfigError(f"TOPICCRAWL_LIVE_ALLOW_HOSTS: {entry!r} is not an IP network like 10.0.0.0/8") from None
+        else:
+            try:
+                nets.append(ipaddress.ip_network(entry))
+            except ValueError:
+                names.add(entry.rstrip("."))
+    return frozenset(names), tuple(nets)
+
+
+class WebRoutingMiddleware(TopicComponent):
+    """Offline crawls: route every request through the web lab's proxy (module docstring)."""
+
+    def __init__(self, crawler) -> None:
+        super().__init__(crawler)
+        if not self.tc.config.offline:
+            raise NotConfigured
+
+    def process_request(self, request):
+        host = urlsplit(request.url).hostname or ""
+        corpus = self.tc.corpus
+        if corpus is not None and host != SEARCH_HOST and not corpus.has_host(host):
+            # a link out of the offline web (e.g. to the live web): the lab would only answer
+            # 502, and retrying that wastes requests
+            self.crawler.stats.inc_value("topiccrawl/outside_corpus")
+            raise IgnoreRequest(f"host outside the offline web: {request.url}")
+        # always the current lab: a request restored from JOBDIR carries the previous run's port
+        request.meta["proxy"] = self.tc.proxy_url
+        return None
+
+
+class PrivateAddressMiddleware(TopicComponent):
+    """Live crawls: refuse private destinations, also after redirects and DNS (module docstring).
+
+    Names are resolved with the reactor's resolver, i.e. Scrapy's ``DNS_RESOLVER`` with its cache
+    (``DNSCACHE_ENABLED``), so the address checked is the address the download then connects to.
+    """
+
+    def __init__(self, crawler) -> None:
+        super().__init__(crawler)
+        cfg = self.tc.config
+        if cfg.offline or cfg.live_allow_private:
+            raise NotConfigured
+        self.allow_names, self.allow_nets = parse_allow_hosts(cfg.live_allow_hosts)
+
+    def _allowed(self, host: str, ip=None) -> bool:
+        return host in self.allow_names or (ip is not None and any(ip in n for n in self.allow_nets))
+
+    def _refuse(self, request, why: str):
+        self.crawler.stats.inc_value("topiccrawl/refused_private")
+        message = f"refused private/loopback address in live mode: {request.url} ({why})"
+        logger.warning("%s; set TOPICCRAWL_LIVE_ALLOW_PRIVATE=true or TOPICCRAWL_LIVE_ALLOW_HOSTS to allow", message)
+        raise IgnoreRequest(message)
+
+    async def process_request(self, request):
+        host = (urlsplit(request.url).hostname or "").lower().rstrip(".")
+        try:
+            ip = ipaddress.ip_address(host)
+        except ValueError:
+            ip = None
+        if self._allowed(host, ip):
+            return None
+        if ip is not None or is_private_host(host):
+            if ip is None or _private_ip(ip):
+                self._refuse(request, "redirect target" if "redirect_urls" in request.meta else "address")
+            return None
+        from twisted.internet import reactor
+
+        try:
+            answer = ipaddress.ip_address(await maybe_deferred_to_future(reactor.resolve(host)))
+        except Exception:  # noqa: BLE001 - the download reports the DNS failure itself
+            return None
+        if _private_ip(answer) and not self._allowed(host, answer):
+            self._refuse(request, f"{host} resolves to {answer}")
+        return None
+
+
+class FaultStatsMiddleware(TopicComponent):
+    """Count the faults of every download attempt in ``topiccrawl/faults/<kind>``.
+
+    Sits next to the download handler (order 950), so it sees each attempt before RetryMiddleware
+    and RedirectMiddleware: a URL retried twice after a timeout counts 3 timeouts. Kinds:
+    ``timeout``, ``5xx``, ``reset``, ``refused``, ``dns``, ``truncated`` (data loss),
+    ``partial``, ``badlength`` (HTML cut before ``</html>``), ``slow_response``, ``slow_body``,
+    ``redirect_loop``, ``redirect_limit``, ``large``, ``too_large``, ``wrong_charset``,
+    ``decode_error``, ``other`` (docs/resilience.md). Redirect cycles are cut here (IgnoreRequest);
+    everything else continues unchanged, except that a wrong charset in ``Content-Type`` is
+    replaced by the one the page declares.
+    """
+
+    def __init__(self, crawler) -> None:
+        super().__init__(crawler)
+        settings = crawler.settings
+        self.stats = crawler.stats
+        self.slow = self.tc.config.slow_seconds
+        self.warnsize = settings.getint("DOWNLOAD_WARNSIZE")
+        self.max_redirects = settings.getint("REDIRECT_MAX_TIMES")
+        self.headers_at: WeakKeyDictionary = WeakKeyDictionary()
+        crawler.signals.connect(self._headers_received, signal=signals.headers_received)
+
+    def _headers_received(self, headers, body_length, request, spider) -> None:
+        self.headers_at[request] = monotonic()
+
+    def _count(self, kind: str) -> None:
+        self.stats.inc_value(FAULT_PREFIX + kind)
+
+    def process_response(self, request, response):
+        headers_at = self.headers_at.pop(request, None)
+        if request.meta.get("download_latency", 0.0) >= self.slow:
+            self._count("slow_response")
+        if headers_at is not None and monotonic() - headers_at >= self.slow:
+            self._count("slow_body")
+        status = response.status
+        if status >= 500:
+            self._count("5xx")
+        elif 300 <= status < 400 and b"Location" in response.headers:
+            self._redirect(request, response)
+        for flag in ("dataloss", "partial"):
+            if flag in response.flags:
+                self._count("truncated" if flag == "dataloss" else flag)
+        if self.warnsize and len(response.body) > self.warnsize:
+            self._count("large")
+        if isinstance(response, HtmlResponse) and status == 200 and request.method != "HEAD":
+            if b"Content-Length" in response.headers and b"</html" not in response.body[-2048:].lower():
+                self._count("badlength")
+            response = self._charset(response)
+        return response
+
+    def _redirect(self, request, response) -> None:
+        if request.meta.get("dont_redirect"):
+            return
+        target = urljoin(request.url, response.headers[b"Location"].decode("latin-1"))
+        if target == request.url or target in request.meta.get("redirect_urls", ()):
+            self._count("redirect_loop")
+            raise IgnoreRequest(f"redirect loop: {request.url} -> {target}")
+        if request.meta.get("redirect_times", 0) >= self.max_redirects:
+            self._count("redirect_limit")
+
+    def _charset(self, response):
+        """A declared header charset that cannot decode the body while the page's own
+        ``<meta>`` charset can: count ``wrong_charset`` and answer with the page's charset."""
+        declared = response.headers.get(b"Content-Type", b"").decode("latin-1")
+        m = re.search(r"charset=([\w.:-]+)", declared, re.I)
+        if not m or _decodes(response.body, m.group(1)):
+            return response
+        meta = html_body_declared_encoding(response.body)
+        if meta and resolve_encoding(meta) != resolve_encoding(m.group(1)) and _decodes(response.body, meta):
+            self._count("wrong_charset")
+            headers = response.headers.copy()
+            headers[b"Content-Type"] = declared[:m.start(1)] + meta
+            return response.replace(headers=headers, encoding=resolve_encoding(meta))
+        self._count("decode_error")
+        return response
+
+    def process_exception(self, request, exception):
+        self.headers_at.pop(request, None)
+        kind = _exception_kind(exception)
+        if kind:
+            self._count(kind)
+        return None
+
+
+def _decodes(body: bytes, charset: str) -> bool:
+    try:
+        codecs.decode(body, resolve_encoding(charset) or charset)
+    except (UnicodeDecodeError, LookupError):
+        return False
+    return True
+
+
+_EXCEPTION_KINDS = (
+    ((DownloadTimeoutError, txerror.TimeoutError, txerror.TCPTimedOutError), "timeout"),
+    ((ResponseDataLossError,), "truncated"),
+    ((DownloadCancelledError,), "too_large"),
+    ((DownloadConnectionRefusedError, txerror.ConnectionRefusedError), "refused"),
+    ((CannotResolveHostError, txerror.DNSLookupError), "dns"),
+    ((DownloadFailedError, ResponseFailed, ResponseNeverReceived, txerror.ConnectionLost,
+      txerror.ConnectionDone, ConnectionError), "reset"),
+)
+
+
+def _exception_kind(exc: Exception) -> str | None:
+    if isinstance(exc, IgnoreRequest):  # a middleware's decision, not a fault
+        return None
+    for types, kind in _EXCEPTION_KINDS:
+        if isinstance(exc, types):
+            return kind
+    return "other"
+
+
+_DIGITS = re.compile(r"\d+")
+TRAP_META = "topiccrawl_trap_chain"
+
+
+def url_shape(url: str) -> str:
+    """Host, path and query with every run of digits collapsed: ``/calendar/2024/06/`` and
+    ``/calendar/1999/12/`` share the shape ``host/calendar/#/#/``."""
+    parts = urlsplit(url)
+    return _DIGITS.sub("#", f"{parts.netloc.lower()}{parts.path}?{parts.query}")
+
+
+class TrapGuardMiddleware(TopicComponent, BaseSpiderMiddleware):
+    """Spider-trap guard: a link whose URL has the shape of the page it was found on continues
+    that page's *shape chain*; links past ``TOPICCRAWL_TRAP_GUARD_DEPTH`` consecutive links of one
+    shape are dropped before they reach the scheduler (``topiccrawl/faults/trap_dropped``).
+
+    A calendar that links month to month is one chain growing by one per page, so it yields at
+    most 1 + 2·depth pages per entry link (both directions); articles that link to articles of the
+    same host form short chains (at most 7 in a 1,000-page bestfirst crawl, docs/resilience.md).
+    """
+
+    def __init__(self, crawler) -> None:
+        TopicComponent.__init__(self, crawler)
+        if not self.tc.config.trap_guard_enabled:
+            raise NotConfigured
+        self.depth = self.tc.config.trap_guard_depth
+        self._page = ("", "")  # (URL, shape) of the page whose links are coming through
+
+    def get_processed_request(self, request, response):
+        if response is None:  # start requests
+            return request
+        if self._page[0] != response.url:  # once per page, not once per link
+            self._page = (response.url, url_shape(response.url))
+        chain = response.meta.get(TRAP_META, 0) + 1 if url_shape(request.url) == self._page[1] else 0
+        if chain > self.depth:
+            self.crawler.stats.inc_value(FAULT_PREFIX + "trap_dropped")
+            return None
+        if chain:
+            request.meta[TRAP_META] = chain
+        return request

@@ -1,0 +1,319 @@
+"""The per-crawl service shared by the scheduler, spiders, pipelines and the stats extension.
+
+One :class:`TopicCrawl` exists per Scrapy crawler (``TopicCrawl.for_crawler(crawler)``). It holds
+the parsed settings, the topic, the scorers (relevance, link graph + PageRank), the metrics, the
+ground truth, and, in offline mode, the web lab it started. Its ``state()`` is what JOBDIR saves
+next to the frontier so that a resumed crawl continues with identical scores.
+
+Why links are scored here and not in an item pipeline: a link's priority R(l) must be known when
+its request reaches the scheduler, and Scrapy hands requests to the scheduler independently of the
+items of the same callback. So the spider calls :meth:`TopicCrawl.process_page`, which scores the
+page and its links; item pipelines then add importance (PageRank) and record the statistics.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import random
+import weakref
+from functools import lru_cache
+from pathlib import Path
+from urllib.parse import urlsplit
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+import tldextract
+
+from topiccrawl.crawl.settings import TopicCrawlConfig
+from topiccrawl.scoring.groundtruth import GroundTruth
+from topiccrawl.scoring.importance import LinkGraph, PageRankCache
+from topiccrawl.crawl.items import PageItem
+from topiccrawl.scoring.metrics import CrawlMetrics
+from topiccrawl.scoring.dmoz import TreeError
+from topiccrawl.scoring.relevance import RelevanceScorer
+from topiccrawl.scoring.text import Extracted, extract, tokenize
+from topiccrawl.scoring.tdcs import scorer_from_state
+from topiccrawl.scoring.topic import load_topic
+
+logger = logging.getLogger(__name__)
+
+#: tldextract with its bundled public-suffix snapshot: never downloads
+_tld = tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None)
+
+
+#: ``scheme://host/`` with a plain lower-case host (no user, port, IPv6 brackets, query): the host
+#: is the text between ``//`` and the next ``/``, without parsing the URL
+_PLAIN_HOST = re.compile(r"[a-z][a-z0-9+.-]*://([a-z0-9.-]+)/")
+
+
+def registered_domain(url_or_host: str) -> str:
+    """``news.example.com.cn`` -> ``example.com.cn`` (the unit of region competition and sites)."""
+    if "//" not in url_or_host:
+        return _domain_of_host(url_or_host)
+    plain = _PLAIN_HOST.match(url_or_host)
+    host = plain.group(1) if plain is not None else urlsplit(url_or_host).hostname
+    return _domain_of_host(host or url_or_host)
+
+
+@lru_cache(maxsize=65536)
+def _domain_of_host(host: str) -> str:
+    """Memoised per host: the scheduler asks for every enqueued request."""
+    ext = _tld(host)
+    if ext.suffix:
+        return ext.top_domain_under_public_suffix
+    # no public suffix (``.test`` hosts of the offline web, IP addresses): keep the last two labels
+    host = ".".join(x for x in (ext.subdomain, ext.domain) if x)
+    return host if ext.domain.replace(".", "").isdigit() else ".".join(host.split(".")[-2:])
+
+
+#: spider arguments that override the TOPICCRAWL_* setting of the same name
+OVERRIDABLE = ("topic", "strategy", "max_pages", "link_threshold", "scorer", "topic_tree", "topic_node")
+
+
+def make_topic_and_scorer(config: TopicCrawlConfig):
+    """The topic and its relevance scorer: the topic's weighted words (VSM, WL paper eqs. 3–5), or
+    a category node of a topic tree (``TOPICCRAWL_SCORER`` = tdcs, tdctkw or tdkw; the topic,
+    its β and evaluation labels then come from the node, see docs/tdcs.md)."""
+    if config.scorer == "vsm" and not config.topic_tree:
+        topic = load_topic(config.topic)
+        return topic, RelevanceScorer(topic, anchor_weight=config.anchor_weight)
+    from topiccrawl.scoring.tdcs import load_tree, make_scorer, tree_topic
+
+    if not config.topic_tree or not config.topic_node:
+        raise TreeError(f"scorer {config.scorer!r} needs -a topic_tree=SPEC -a topic_node=NODE")
+    topic = tree_topic(load_tree(config.topic_tree), config.topic_node)
+    scorer = make_scorer(config.scorer, config.topic_tree, config.topic_node, config.tdcs_k, topic,
+                         config.anchor_weight)
+    return topic, scorer
+
+
+@dataclass(slots=True)
+class ScoredLink:
+    url: str
+    score: float
+    anchor: str
+    potential: bool = False
+
+
+class TopicCrawl:
+    _registry: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+    @classmethod
+    def for_crawler(cls, crawler) -> TopicCrawl:
+        inst = cls._registry.get(crawler)
+        if inst is None:
+            inst = cls._registry[crawler] = cls(crawler)
+        return inst
+
+    def __init__(self, crawler) -> None:
+        self.crawler = crawler
+        spider = crawler.spider
+        overrides = {
+            name: getattr(spider, name, None)
+            for name in OVERRIDABLE
+        }
+        self.config = TopicCrawlConfig.from_settings(crawler.settings, overrides)
+        self.topic, self.scorer = make_topic_and_scorer(self.config)
+        self.graph = LinkGraph()
+        #: per graph node: 1 once a request for it was handed to Scrapy (see _unseen)
+        self._yielded = bytearray()
+        self.pagerank = PageRankCache(self.graph, every=self.config.pagerank_every)
+        self.metrics = CrawlMetrics(self.topic.beta, self.topic.labels, self.config.checkpoints)
+        self.harvest_rows: list[dict] = []
+        self.started = datetime.now(timezone.utc)
+        self.lab = None
+        self.corpus = None
+        self.ground_truth: GroundTruth | None = None
+        #: the Redis scheduler when TOPICCRAWL_STORE=redis: global DP budget and counters
+        self.shared = None
+        #: the crawl's TopicScheduler (progress lines ask it to publish its queue statistics)
+        self.scheduler = None
+        self._start_web()
+        self._load_ground_truth()
+
+    # -- offline web and ground truth ---------------------------------------------------------
+    def _start_web(self) -> None:
+        cfg = self.config
+        if not cfg.offline or cfg.web_proxy:
+            return
+        from topiccrawl.weblab.api import WebLab
+
+        self.lab = WebLab(cfg.web, faults=cfg.web_faults or None).start()
+        logger.info("offline web %s: %s pages behind proxy %s", cfg.web, self.lab.pages, self.lab.proxy_url)
+
+    @property
+    def proxy_url(self) -> str | None:
+        if not self.config.offline:
+            return None
+        return self.config.web_proxy or (self.lab.proxy_url if self.lab else None)
+
+    def _load_ground_truth(self) -> None:
+        cfg = self.config
+        if cfg.ground_truth:
+            self.ground_truth = GroundTruth.from_file(cfg.ground_truth)
+        elif cfg.offline:
+            from topiccrawl.weblab.corpus import open_corpus
+
+            self.corpus = open_corpus(cfg.web)
+            self.ground_truth = GroundTruth.from_corpus(self.corpus)
+        # count the corpus's relevant pages now, at start-up, not inside the crawl
+        self.total_relevant()
+
+    def is_truly_relevant(self, url: str) -> bool:
+        return bool(self.ground_truth and self.ground_truth.is_relevant(url, self.topic.labels))
+
+    def seeds(self) -> list[str]:
+        """The topic's seeds; on an offline web without topic seeds, the lab's entry pages."""
+        if self.topic.seeds:
+            return list(self.topic.seeds)
+        if self.lab is not None:
+            return list(self.lab.info.get("seeds", []))
+        if self.corpus is not None:
+            return self.corpus.seeds()
+        return []
+
+    @property
+    def output_dir(self) -> Path:
+        """``TOPICCRAWL_OUTPUT_DIR`` with ``%(name)s`` (spider) and ``%(time)s`` (start, UTC) filled in."""
+        return Path(self.config.output_dir % {
+            "name": self.crawler.spider.name, "time": self.started.strftime("%Y%m%dT%H%M%S")})
+
+    def seed_arg(self, arg: str | None) -> list[str]:
+        """Seed URLs from a spider argument: comma-separated URLs, or ``truth:N`` on an offline
+        web — N truly relevant pages (a seeded random pick from the labels) standing in for the
+        representative examples a user would give; empty: :meth:`seeds`."""
+        arg = (arg or "").strip()
+        if not arg.startswith("truth:"):
+            return [s.strip() for s in arg.split(",") if s.strip()] or self.seeds()
+        if self.corpus is None or not self.topic.labels:
+            raise ValueError("seeds=truth:N needs an offline web and a topic with evaluation labels")
+        relevant = [u for u in self.corpus.search_sample(20000) if self.corpus.labels(u) & self.topic.labels]
+        return random.Random(0).sample(relevant, min(int(arg[6:]), len(relevant)))
+
+    def stop(self) -> None:
+        if self.lab is not None:
+            self.lab.stop()
+            self.lab = None
+
+    # -- scoring --------------------------------------------------------------------------------
+    def read_page(self, response) -> tuple[Extracted, float]:
+        """Extract a downloaded page and score it: R(P) (eq. 4) over title, meta data and text."""
+        ex = extract(response.body, response.url, response.headers.get("Content-Type", b"").decode("latin-1"))
+        terms = tokenize(" ".join((ex.title, ex.description, " ".join(ex.keywords), ex.text)))
+        return ex, self.scorer.page_relevance(terms)
+
+    def process_page(self, response, depth: int, parent: str | None, anchor: str) -> tuple[PageItem, list[ScoredLink]]:
+        """Score a downloaded page (R(P), eq. 4) and its outlinks (R(l), eq. 5)."""
+        ex, relevance = self.read_page(response)
+        best: dict[str, ScoredLink] = {}
+        for a in ex.anchors:
+            score = self.scorer.link_relevance(self.scorer.anchor_relevance(f"{a.text} {a.context}"), relevance)
+            if a.url not in best or score > best[a.url].score:
+                best[a.url] = ScoredLink(a.url, score, a.text.strip()[:200])
+        self.graph.add_page(response.url, best.keys())
+        self.pagerank.maybe_refresh()
+        potential = self.pagerank.potential(response.url, self.config.potential_pagerank)
+        links = []
+        for link in best.values():
+            link.potential = potential
+            if link.score >= self.config.link_threshold or potential:
+                links.append(link)
+        if self.config.max_links_per_page:
+            links = sorted(links, key=lambda l: -l.score)[: self.config.max_links_per_page]
+        return self._item(response, ex, relevance, depth, parent, anchor), self._unseen(links)
+
+    def _unseen(self, links: list[ScoredLink]) -> list[ScoredLink]:
+        """Drop links this process has already handed to Scrapy. The scheduler's duplicate filter
+        would drop them too (it stays the authority: JOBDIR, redirects, other workers); skipping
+        them here saves a Request, the spider middlewares and a fingerprint per repeated link —
+        about three quarters of all links on the generated web. One byte per graph node."""
+        graph, yielded = self.graph, self._yielded
+        if len(yielded) < len(graph):
+            yielded.extend(bytes(len(graph) - len(yielded)))
+        fresh = []
+        for link in links:
+            node = graph.index(link.url)
+            if node is None:  # a page added twice (redirect): its links were not re-indexed
+                fresh.append(link)
+            elif not yielded[node]:
+                yielded[node] = 1
+                fresh.append(link)
+        return fresh
+
+    def _item(self, response, ex: Extracted, relevance: float, depth: int, parent: str | None, anchor: str) -> PageItem:
+        return PageItem(
+            url=response.url,
+            title=ex.title[:300],
+            relevance=round(relevance, 6),
+            depth=depth,
+            parent=parent,
+            anchor=anchor,
+            strategy=self.config.strategy,
+            language=ex.language or self.topic.language,
+            fetched_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        )
+
+    def importance(self, url: str) -> float:
+        """Unnormalised PageRank of ``url`` at the last refresh (1.0 = the mean)."""
+        return self.pagerank.score(url)
+
+    def record(self, item: PageItem) -> dict | None:
+        """Count one downloaded page in the metrics; None once the page budget is spent."""
+        if self.config.max_pages and self.metrics.dp >= self.config.max_pages:
+            return None
+        if self.shared is not None and not self.shared.count(item):
+            return None  # global budget spent, or another worker counted this page
+        gt = self.ground_truth
+        labels = gt.labels(item.url) if gt else None
+        identity = gt.identity(item.url) if gt else None
+        row = self.metrics.record(item.url, item.relevance, labels, registered_domain(item.url), identity)
+        self.harvest_rows.append(row)
+        return row
+
+    @property
+    def budget_spent(self) -> bool:
+        if self.shared is not None:
+            return self.shared.budget_spent
+        return bool(self.config.max_pages) and self.metrics.dp >= self.config.max_pages
+
+    def total_relevant(self) -> int | None:
+        if not self.ground_truth or not self.topic.labels:
+            return None
+        return self.ground_truth.total_relevant(self.topic.labels)
+
+    # -- persistence (JOBDIR) -------------------------------------------------------------------
+    def state(self) -> dict:
+        return {
+            "scorer": self.scorer.state(),
+            "graph": self.graph.state(),
+            "pagerank": self.pagerank.state(),
+            "metrics": self.metrics.state(),
+            "harvest_rows": self.harvest_rows,
+        }
+
+    def load_state(self, state: dict) -> None:
+        self.scorer = scorer_from_state(state["scorer"], self.topic)
+        self.graph = LinkGraph.from_state(state["graph"])
+        self._yielded = bytearray()  # a cache only: the restored duplicate filter has the truth
+        self.pagerank = PageRankCache.from_state(state["pagerank"], self.graph)
+        self.metrics = CrawlMetrics.from_state(state["metrics"])
+        self.harvest_rows = state["harvest_rows"]
+
+
+class TopicComponent:
+    """Base of the project's Scrapy components (pipelines, middleware, stats extension): built
+    with ``from_crawler``, off when ``TOPICCRAWL_ENABLED`` is false, sharing the crawl's
+    :class:`TopicCrawl` as ``self.tc``."""
+
+    def __init__(self, crawler) -> None:
+        self.crawler = crawler
+        self.tc = TopicCrawl.for_crawler(crawler)
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        from scrapy.exceptions import NotConfigured
+
+        if not crawler.settings.getbool("TOPICCRAWL_ENABLED", True):
+            raise NotConfigured
+        return cls(crawler)

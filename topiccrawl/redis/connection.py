@@ -1,0 +1,59 @@
+"""The Redis client of a crawl, its key layout, and one-line connection errors."""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit, urlunsplit
+
+from topiccrawl.crawl.settings import ConfigError
+
+#: strategies the Redis store keeps in the same order as the memory strategies
+STRATEGIES = ("bfs", "bestfirst", "oracle")
+
+#: key suffixes under ``topiccrawl:<crawl_id>:`` (docs/deploy.md, "Redis settings")
+KEYS = ("requests", "requests:data", "requests:seq", "leases", "leases:owner", "done", "dupefilter",
+        "stats", "graph", "meta")
+
+
+class RedisStoreError(ConfigError):
+    """Redis unreachable, a wrong password, or a URL that is not redis:// or rediss:// (one line)."""
+
+
+def redact(url: str) -> str:
+    """The URL with its password replaced by ``***`` (for messages and logs)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    user = parts.username or ""
+    netloc = f"{user}:***@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def crawl_keys(crawl_id: str) -> dict[str, str]:
+    """``{"requests": "topiccrawl:<crawl_id>:requests", ...}``."""
+    return {name: f"topiccrawl:{crawl_id}:{name}" for name in KEYS}
+
+
+def connect(url: str, timeout: float = 10.0):
+    """A ``redis.Redis`` client for ``url`` (redis://[:password@]host:port/db, rediss:// for TLS,
+    unix://path), checked with PING; :class:`RedisStoreError` when that fails."""
+    import redis
+
+    if urlsplit(url).scheme not in ("redis", "rediss", "unix"):
+        raise RedisStoreError(f"TOPICCRAWL_REDIS_URL={redact(url)!r} must start with redis://, rediss:// or unix://")
+    try:
+        client = redis.Redis.from_url(url, socket_connect_timeout=timeout, socket_timeout=timeout,
+                                      health_check_interval=30, decode_responses=True)
+        client.ping()
+    except redis.AuthenticationError as exc:
+        raise RedisStoreError(f"Redis at {redact(url)} refused the password: {exc}") from None
+    except redis.ResponseError as exc:  # NOAUTH: the server wants a password the URL lacks
+        raise RedisStoreError(f"Redis at {redact(url)} answered: {exc}") from None
+    except (redis.RedisError, OSError, ValueError) as exc:
+        raise RedisStoreError(f"cannot reach Redis at {redact(url)}: {exc}") from None
+    return client
+
+
+def check_redis(url: str) -> None:
+    """Raise :class:`RedisStoreError` unless ``url`` answers PING (the crawl command's pre-flight
+    check, so ``scrapy crawl`` stops with one line before the engine starts)."""
+    connect(url, timeout=5.0).close()

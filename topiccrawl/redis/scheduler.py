@@ -1,0 +1,360 @@
+"""The TopicScheduler over the shared Redis frontier (``TOPICCRAWL_STORE = "redis"``).
+
+``TopicScheduler.from_crawler`` returns a :class:`RedisScheduler` when the setting asks for it,
+so ``SCHEDULER`` stays the same. What differs from the memory scheduler:
+
+* duplicates: the shared fingerprint SET (:class:`~topiccrawl.redis.dupefilter.RedisDupeFilter`);
+  it also makes seeding happen once — a second worker's seeds are duplicates;
+* batching: ``enqueue_request`` only buffers; :meth:`RedisScheduler.flush` sends the buffer in ONE
+  round trip (one script: per request the fingerprint SADD and, when new, the push), when the
+  engine asks for a request or the queue size, when ``BATCH`` requests wait, before any lease is
+  settled (so a page's links are in Redis before its lease ends: a kill -9 loses none), on idle and
+  on close; the stored request is compact JSON (:mod:`topiccrawl.crawl.codec`);
+* ``next_request`` pops a *leased* request; its callback and errback are wrapped so the lease is
+  released when the page is counted (HarvestPipeline -> ``TopicCrawl.record`` -> :meth:`count`),
+  or the request ends otherwise (no item, download error, ignored, HTTP error); retries and
+  redirects of a leased request stay with this worker under the same lease; a loop renews this
+  worker's leases every ``TOPICCRAWL_LEASE_SECONDS / 3`` seconds;
+* the DP budget is global (the pop script hands out no more than budget − counted − leased);
+* ``spider_idle`` waits (DontCloseSpider) while the shared queue has work, or up to
+  ``TOPICCRAWL_IDLE_TIMEOUT`` seconds while other workers hold leases; it closes at the budget;
+* strategy ``wl`` runs one shared WL sampler (:class:`~topiccrawl.redis.wanglandau.RedisWLFrontier`); its
+  ``topiccrawl/wl/*`` stats are the global ones; WL options the store lacks refuse the crawl;
+* ``close`` (budget, Ctrl-C, SIGTERM) gives this worker's leases back to the queue, so a restart
+  continues where everything stopped; JOBDIR is not used for the frontier.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import time
+
+from itemadapter import ItemAdapter
+from scrapy import Request, signals
+from scrapy.exceptions import CloseSpider, DontCloseSpider
+from scrapy.utils.job import job_dir
+from twisted.internet import task
+
+from topiccrawl.crawl.settings import ConfigError
+from topiccrawl.strategies.simple import Link
+from topiccrawl.scoring.importance import PageRankCache
+from topiccrawl.crawl.runtime import TopicCrawl
+from topiccrawl.crawl.scheduler import META_KEY, TopicScheduler
+from topiccrawl.crawl.codec import decode, encode
+from topiccrawl.redis.connection import connect, crawl_keys, redact
+from topiccrawl.redis.dupefilter import RedisDupeFilter
+from topiccrawl.redis.frontier import RedisFrontier
+from topiccrawl.redis.annealing import make_redis_frontier
+from topiccrawl.redis.graph import SharedLinkGraph
+
+logger = logging.getLogger(__name__)
+
+
+class _Lease:
+    """Wraps the callback and errback of a leased request to settle the lease when it ends."""
+
+    def __init__(self, scheduler: RedisScheduler, member: str, callback, errback) -> None:
+        self.scheduler, self.member, self.cb, self.eb = scheduler, member, callback, errback
+
+    def callback(self, response, **kwargs):
+        self.scheduler.responding[response.url] = self.member
+        result = self.cb(response, **kwargs)
+        if hasattr(result, "__aiter__"):
+            return self._aiter(response, result)
+        return self._iter(response, result)
+
+    def _iter(self, response, result):
+        items = 0
+        try:
+            for out in result or ():
+                items += not isinstance(out, Request)
+                yield out
+        finally:
+            self._settle(response, items)
+
+    async def _aiter(self, response, result):
+        items = 0
+        try:
+            async for out in result:
+                items += not isinstance(out, Request)
+                yield out
+        finally:
+            self._settle(response, items)
+
+    def _settle(self, response, items: int) -> None:
+        if not items:  # an item settles the lease when it is counted (or refused at the budget)
+            self.scheduler.responding.pop(response.url, None)
+            self.scheduler.finish(self.member, "nopage")
+
+    def errback(self, failure):
+        self.scheduler.finish(self.member, f"failed:{type(failure.value).__name__}")
+        return self.eb(failure) if self.eb is not None else failure
+
+
+class RedisWorker:
+    """What the Redis worker schedulers share (this one and the site finder's): the client from
+    the settings, joining a crawl id under one strategy, the lease-renewal loop (``_renew``) and
+    the bounded wait for other workers' leases."""
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        cfg = TopicCrawl.for_crawler(crawler).config
+        return cls(crawler, connect(cfg.redis_url), job_dir(crawler.settings), crawler.stats)
+
+    def _join(self, strategy: str) -> str | None:
+        """Tag the crawl id with ``strategy`` (the first worker's wins); the refusal when the crawl
+        was started with another one."""
+        self.r.hsetnx(self.keys["meta"], "strategy", strategy)
+        started = self.r.hget(self.keys["meta"], "strategy")
+        if started == strategy:
+            return None
+        return (f"crawl id {self.crawl_id!r} in Redis was started with strategy {started!r}, "
+                f"not {strategy!r} (set TOPICCRAWL_CRAWL_ID to start another crawl)")
+
+    def _start_renewal(self) -> None:
+        self._renewal = task.LoopingCall(self._renew)
+        self._renewal.start(max(self.tc.config.lease_seconds / 3, 0.1), now=False)
+
+    def _stop_renewal(self) -> None:
+        if self._renewal is not None and self._renewal.running:
+            self._renewal.stop()
+
+    def _wait_for_others(self, leased: int, what: str) -> None:
+        """Idle while other workers hold ``leased`` leases (their pages may add work): raise
+        DontCloseSpider for at most ``TOPICCRAWL_IDLE_TIMEOUT`` seconds, then let the worker close."""
+        now = time.monotonic()
+        self._idle_since = self._idle_since or now
+        if now - self._idle_since < self.tc.config.idle_timeout:
+            raise DontCloseSpider
+        logger.warning("stopped waiting after %g s (TOPICCRAWL_IDLE_TIMEOUT): other workers still hold %d %s",
+                       self.tc.config.idle_timeout, leased, what)
+
+
+class RedisScheduler(RedisWorker, TopicScheduler):
+    #: buffered requests that trigger a flush (one push script call of at most this many)
+    BATCH = 256
+
+    def __init__(self, crawler, client, jobdir, stats) -> None:
+        tc = TopicCrawl.for_crawler(crawler)
+        cfg = tc.config
+        self.crawl_id = cfg.crawl_id or crawler.spider.name
+        self.keys = crawl_keys(self.crawl_id)
+        df = RedisDupeFilter(client, self.keys["dupefilter"], crawler.request_fingerprinter, stats,
+                             crawler.settings.getbool("DUPEFILTER_DEBUG"))
+        super().__init__(crawler, df, jobdir, stats)
+        self.r = client
+        self.worker = f"{socket.gethostname()}:{os.getpid()}"
+        self.refused: str | None = None
+        lease = {"lease_seconds": cfg.lease_seconds, "budget": cfg.max_pages, "worker": self.worker}
+        try:
+            options = {k[len("TOPICCRAWL_"):].lower(): v for k, v in crawler.settings.items()
+                       if k.startswith("TOPICCRAWL_")}
+            self.frontier = make_redis_frontier(client, self.keys, cfg.strategy, {**options, **vars(cfg)},
+                                                tc.is_truly_relevant, **lease)
+        except ConfigError as exc:  # e.g. a WL option the Redis store lacks: refused in open()
+            self.refused = str(exc)
+            self.frontier = RedisFrontier(client, self.keys, "bfs", **lease)
+        self.leases: dict[str, Request] = {}  # member -> request, for this worker's leases
+        self.local: list[Request] = []  # retries and redirects of leased requests (same lease)
+        self.buffer: list[tuple[Request, Link, list]] = []  # (request, link, push entry) to flush
+        self.responding: dict[str, str] = {}  # page URL -> member until its item is counted
+        self._renewal: task.LoopingCall | None = None
+        self._idle_since: float | None = None
+        crawler.signals.connect(self._idle, signal=signals.spider_idle)
+
+    # -- BaseScheduler ----------------------------------------------------------------------------
+    def open(self, spider):
+        self.spider = spider
+        from topiccrawl.spiders.focused import FocusedSpider
+
+        if not self.refused:
+            mismatch = self._join(self.frontier.name)
+            if not isinstance(spider, FocusedSpider):
+                self.refused = f"TOPICCRAWL_STORE=redis supports the focused and discovery spiders only, not {spider.name!r}"
+            else:
+                self.refused = mismatch
+        if self.refused:
+            logger.error("%s", self.refused)
+            return self.df.open()
+        self.tc.shared = self
+        self.tc.graph = SharedLinkGraph(self.r, self.keys["graph"])
+        self.tc.pagerank = PageRankCache(self.tc.graph, every=self.tc.config.pagerank_every)
+        if self.jobdir:
+            logger.info("JOBDIR is not used for the frontier: TOPICCRAWL_STORE=redis keeps it in Redis")
+        s = self.frontier.status()
+        self.stats.set_value("topiccrawl/redis/crawl_id", self.crawl_id)
+        self.stats.set_value("topiccrawl/resumed_queue", s["queued"])
+        logger.info("worker %s joined crawl %r at %s: %d queued, %d leased, %d pages counted",
+                    self.worker, self.crawl_id, redact(self.tc.config.redis_url), s["queued"], s["leased"], s["dp"])
+        self._start_renewal()
+        return self.df.open()
+
+    def close(self, reason: str):
+        self._stop_renewal()
+        if not self.refused:
+            self.flush()
+            released = self.frontier.release(self.leases)
+            self.leases.clear()
+            self.stats.set_value("topiccrawl/redis/released_on_close", released)
+            s = self.frontier.status()
+            self._global_stats()
+            self.stats.set_value("topiccrawl/frontier_size", s["queued"])
+            if reason == "finished" and not self.budget_spent and not s["queued"] and not s["leased"]:
+                self.stats.set_value("topiccrawl/frontier_exhausted", True)
+                logger.warning("frontier ran dry after %d pages (all workers; budget %s): no queued link is left",
+                               s["dp"], self.tc.config.max_pages or "unlimited")
+        return self.df.close(reason)
+
+    def has_pending_requests(self) -> bool:
+        self.flush()
+        last = self.frontier.last
+        return not self.refused and (bool(self.local) or (last["queued"] > 0 and not last["blocked"]))
+
+    def enqueue_request(self, request) -> bool:
+        """Buffer ``request`` for the next :meth:`flush` and return True, with no round trip.
+
+        The duplicate check happens at the flush, so a duplicate is also answered True here; the
+        flush logs and counts it like an immediate check (``dupefilter/filtered``,
+        DUPEFILTER_DEBUG) but Scrapy's ``request_dropped`` signal is NOT sent for it (the engine
+        sends that signal only for a False answer, which would cost a round trip per request).
+        Retries and redirects of a request this worker leases are checked at once (they are
+        rare, and a redirect to a page already seen settles the lease)."""
+        if self.refused:
+            return False
+        meta = request.meta.get(META_KEY) or {}
+        lease = meta.get("lease")
+        if lease in self.leases:  # a retry or redirect of a leased request keeps its lease
+            if not request.dont_filter and self.df.request_seen(request):
+                self.df.log(request, self.spider)
+                self.finish(lease, "duplicate")  # a redirect to a page already seen: this lease is done
+                return False
+            self.local.append(request)
+            return True
+        if lease is not None:  # a stale copy of a settled request: a new entry
+            request.meta[META_KEY] = {k: v for k, v in meta.items() if k not in ("lease", "seq")}
+        link = self._link(request)
+        link.payload = encode(request, self.spider, link)
+        fingerprint = "" if request.dont_filter else self.df.fingerprint(request)
+        self.buffer.append((request, link, self.frontier.entry(link, fingerprint)))
+        if len(self.buffer) >= self.BATCH:
+            self.flush()
+        return True
+
+    def flush(self) -> None:
+        """Push the buffered requests in one round trip; log the duplicates found there."""
+        if not self.buffer:
+            return
+        batch, self.buffer = self.buffer, []
+        answers = self.frontier.push_many([(link, entry) for _, link, entry in batch])
+        for (request, _, _), answer in zip(batch, answers):
+            if answer is None:
+                self.df.log(request, self.spider)
+        self.stats.inc_value("scheduler/enqueued", sum(answer is not None for answer in answers))
+
+    def next_request(self):
+        if self.refused:
+            return None
+        if self.local:
+            self.stats.inc_value("scheduler/dequeued")
+            return self.local.pop(0)
+        self.flush()
+        link = self.frontier.pop()
+        self._reclaimed(self.frontier.last["reclaimed"])
+        if link is None:
+            return None
+        member = self.frontier.member(link)
+        request = decode(link.payload, self.spider, link)
+        request.meta[META_KEY] = {**(request.meta.get(META_KEY) or {}), "seq": link.seq, "lease": member}
+        lease = _Lease(self, member, request.callback or self.spider._parse, request.errback)
+        request.callback, request.errback = lease.callback, lease.errback
+        self.leases[member] = request
+        self.stats.inc_value("scheduler/dequeued")
+        self.stats.set_value("topiccrawl/frontier_size", self.frontier.last["queued"])
+        return request
+
+    def __len__(self) -> int:
+        self.flush()
+        return len(self.local) + self.frontier.last["queued"]
+
+    def requeue(self, request) -> None:
+        """A page fetched after the global budget was spent: back to the queue (for a resume)."""
+        member = (request.meta.get(META_KEY) or {}).get("lease")
+        if self.leases.pop(member, None) is not None:
+            self.flush()
+            self.frontier.release([member])
+            self.stats.inc_value("topiccrawl/requeued_over_budget")
+
+    # -- leases -----------------------------------------------------------------------------------
+    @property
+    def budget_spent(self) -> bool:
+        """The global DP budget (all workers) is spent, as of the last Redis answer."""
+        budget = self.tc.config.max_pages
+        return bool(budget) and self.frontier.last["dp"] >= budget
+
+    def count(self, item) -> bool:
+        """Count a page in the global DP and settle its lease (``TopicCrawl.record``); False when
+        the budget is spent (the lease goes back to the queue) or another worker counted it."""
+        adapter = ItemAdapter(item)
+        url = adapter["url"]
+        member = self.responding.pop(url, None)
+        if member not in self.leases:
+            return False
+        lp = adapter["relevance"] >= self.tc.topic.beta
+        self.flush()  # the page's links reach Redis before its lease ends
+        dp = self.frontier.count(member, lp, self.tc.is_truly_relevant(url))
+        if dp == -1:
+            self.requeue(self.leases[member])
+            return False
+        del self.leases[member]
+        if dp == -2:  # a re-delivered lease that another worker counted first
+            self.stats.inc_value("topiccrawl/redis/duplicate_fetch")
+            return False
+        return True
+
+    def finish(self, member: str, outcome: str) -> None:
+        if self.leases.pop(member, None) is not None:
+            self.flush()
+            if self.frontier.finish(member, outcome) == -2:
+                self.stats.inc_value("topiccrawl/redis/duplicate_fetch")
+
+    def _renew(self) -> None:
+        if self.leases:
+            kept = self.frontier.renew(self.leases)
+            if kept < len(self.leases):
+                self.stats.inc_value("topiccrawl/redis/leases_lost", len(self.leases) - kept)
+        self._global_stats()
+
+    def _reclaimed(self, n: int) -> None:
+        if n:
+            self.stats.inc_value("topiccrawl/redis/lease_expired", n)
+            logger.info("%d expired leases of other workers returned to the queue", n)
+
+    def _global_stats(self) -> None:
+        for key, value in self.frontier.counters().items():
+            self.stats.set_value(f"topiccrawl/global/{key}", value)
+        strategy = getattr(self.frontier, "stats", None)  # e.g. wl/lnf of the shared sampler
+        for key, value in (strategy() if strategy is not None else {}).items():
+            self.stats.set_value(f"topiccrawl/{key}", value)
+
+    def _idle(self, spider) -> None:
+        if self.refused:
+            raise CloseSpider("redis_refused")
+        self.flush()
+        if self.leases:  # nothing of ours is in flight any more: these can never settle
+            logger.warning("%d leases ended without an outcome (e.g. %s); marked done", len(self.leases),
+                           ", ".join(r.url for r in list(self.leases.values())[:3]))
+            for member in list(self.leases):
+                self.finish(member, "lost")
+        self.responding.clear()
+        s = self.frontier.status()
+        self._reclaimed(s["reclaimed"])
+        budget = self.tc.config.max_pages
+        if budget and s["dp"] >= budget:
+            raise CloseSpider("topiccrawl_max_pages")
+        if s["queued"] and not (budget and s["dp"] + s["leased"] >= budget):
+            self._idle_since = None
+            raise DontCloseSpider
+        if s["leased"]:
+            self._wait_for_others(s["leased"], "leases")

@@ -1,0 +1,320 @@
+"""``scrapy crawl sitefinder`` with ``TOPICCRAWL_STORE=redis``: N workers verify the sites of one crawl.
+
+The unit of sharing is a task (:mod:`topiccrawl.redis.sites`): a search result page or a whole
+candidate site. Each worker keeps the memory :class:`~topiccrawl.sitefinder.core.SiteFinderFrontier`
+for the tasks it holds; what differs from one process:
+
+* the spider's searches and candidate sites go to Redis instead of the local frontier (each once per
+  crawl, whoever offers it first), and ``next_request`` claims a task whenever the local frontier has
+  nothing to hand out — so a worker holds about as many sites as it has free download slots;
+* a claimed search page is fetched and parsed here; its task ends when its callback has run (the
+  sites and the next page it found are in Redis by then);
+* a claimed site is verified here from its entry page; the verdict goes to Redis once
+  (``HSETNX``) and the spider yields the item only if this worker wrote it;
+* leases are renewed every ``TOPICCRAWL_LEASE_SECONDS / 3``; a dead worker's tasks go back to the
+  list when their leases expire and are done again from the start (a site restarts its walk);
+* ``spider_idle`` waits while tasks wait, or up to ``TOPICCRAWL_IDLE_TIMEOUT`` while other workers
+  hold some; ``close`` gives this worker's unfinished tasks back (a restart resumes the crawl);
+* ``sites.jsonl`` / ``sites-summary.json`` and the ``topiccrawl/sites/*`` stats cover all workers.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import time
+from scrapy import signals
+from scrapy.exceptions import CloseSpider, DontCloseSpider
+from scrapy.utils.misc import build_from_crawler, load_object
+from twisted.internet import task
+
+from topiccrawl.crawl.runtime import TopicCrawl
+from topiccrawl.crawl.scheduler import TopicScheduler
+from topiccrawl.sitefinder.core import Query, SiteFinderFrontier, entry_url, make_sitefinder, site_of
+from topiccrawl.redis.connection import crawl_keys, redact
+from topiccrawl.redis.scheduler import RedisWorker
+from topiccrawl.redis.sites import RedisSiteTasks
+
+logger = logging.getLogger(__name__)
+
+#: the spider's meta key of a search request (``topiccrawl.spiders.sitefinder.SF_KEY``)
+SF_KEY = "sitefinder"
+TASK_KEY = "task"
+
+
+class SharedSiteFinderFrontier(SiteFinderFrontier):
+    """The local frontier of one worker: sites the spider finds are offered to Redis; a site is
+    verified here only once claimed (:meth:`take_site`); a verdict counts once crawl-wide."""
+
+    shared: RedisSiteScheduler
+
+    def add_site(self, url: str, query: str = "") -> str | None:
+        host = site_of(url)
+        if host:  # verified from its entry page, as in one process
+            self.shared.tasks.offer_site(host, entry_url(url), query)
+        return None  # the spider requests nothing: the worker that claims the site does
+
+    def landed(self, url: str, final_url: str) -> str | None:
+        site = super().landed(url, final_url)
+        final = site_of(final_url)
+        if site is not None and final and self.aliases.get(final) == site:
+            self.shared.tasks.add_alias(final, site)  # other workers file this host under the site too
+        return site
+
+    def take_site(self, entry: str, queries: list[str]) -> str | None:
+        """Register a claimed site locally; its entry URL (None if this worker has it already)."""
+        first = None
+        for q in queries or [""]:
+            got = SiteFinderFrontier.add_site(self, entry, q)
+            first = first or got
+        return first
+
+    def report(self, url: str, score: float, rules=(), note: str = "", links=()) -> dict | None:
+        result = super().report(url, score, rules, note, links)
+        return None if result is None else self.shared.site_done(result)
+
+    def count_search(self, query: str, n: int) -> None:
+        super().count_search(query, n)
+        self.shared.tasks.count_search(query, n)
+
+    # -- all workers ------------------------------------------------------------------------------------
+    def global_rows(self) -> list[dict]:
+        """A row per candidate site of the crawl: its verdict, or ``undecided`` with no pages."""
+        results = self.shared.tasks.results()
+        rows = []
+        for site, c in self.shared.tasks.candidates().items():
+            row = results.get(site) or {"site": site, "entry": c["entry"], "verdict": "undecided",
+                                        "reason": "", "good_pages": 0, "pages_fetched": 0, "classes": 0,
+                                        "evidence": [], "queries": []}
+            row["queries"] = c["found_by"]
+            if self.is_true_site is not None:
+                row["truly_relevant"] = bool(self.is_true_site(row["entry"]))
+            rows.append(row)
+        return rows
+
+    def results(self) -> list[dict]:
+        return self.global_rows()
+
+    def summary(self) -> dict:
+        return {**self.summarize(self.global_rows()), "sites/ignored_links": self.ignored}
+
+    def write_report(self, out_dir):
+        self.search_counts = self.shared.tasks.search_counts()
+        return super().write_report(out_dir)
+
+
+class RedisSiteScheduler(RedisWorker, TopicScheduler):
+    """The TopicScheduler of a site-finder worker on Redis (see the module docstring)."""
+
+    def __init__(self, crawler, client, jobdir, stats) -> None:
+        tc = TopicCrawl.for_crawler(crawler)
+        cfg = tc.config
+        dupefilter = build_from_crawler(load_object(crawler.settings["DUPEFILTER_CLASS"]), crawler)
+        super().__init__(crawler, dupefilter, jobdir, stats)
+        options = {k[len("TOPICCRAWL_"):].lower(): v for k, v in crawler.settings.items()
+                   if k.startswith("TOPICCRAWL_")}
+        self.frontier = make_sitefinder(options, cls=SharedSiteFinderFrontier)
+        self.frontier.shared = self
+        self.r = client
+        self.crawl_id = cfg.crawl_id or crawler.spider.name
+        self.keys = crawl_keys(self.crawl_id)
+        self.worker = f"{socket.gethostname()}:{os.getpid()}"
+        self.tasks = RedisSiteTasks(client, self.keys["meta"][: -len("meta")], worker=self.worker,
+                                    lease_seconds=cfg.lease_seconds)
+        self.held: dict[str, dict] = {}  # task member -> task, this worker's leases
+        self.site_task: dict[str, str] = {}  # site -> its task member
+        self.refused: str | None = None
+        self._waiting = 0
+        self._checked = 0.0
+        self._renewal: task.LoopingCall | None = None
+        self._idle_since: float | None = None
+        crawler.signals.connect(self._idle, signal=signals.spider_idle)
+
+    # -- BaseScheduler ----------------------------------------------------------------------------
+    def open(self, spider):
+        self.spider = spider
+        from topiccrawl.spiders.sitefinder import SiteFinderSpider
+
+        if not isinstance(spider, SiteFinderSpider):
+            self.refused = f"TOPICCRAWL_STRATEGY=sitefinder on Redis needs the sitefinder spider, not {spider.name!r}"
+            logger.error("%s", self.refused)
+            return self.df.open()
+        self.refused = self._join(self.frontier.name)
+        if self.refused:
+            logger.error("%s", self.refused)
+            return self.df.open()
+        if self.jobdir:
+            logger.info("JOBDIR is not used for the site finder's state: TOPICCRAWL_STORE=redis keeps it in Redis")
+        s = self.tasks.status()
+        self.stats.set_value("topiccrawl/redis/crawl_id", self.crawl_id)
+        logger.info("worker %s joined site-finder crawl %r at %s: %d tasks waiting, %d leased, %d sites decided",
+                    self.worker, self.crawl_id, redact(self.tc.config.redis_url), s["waiting"], s["leased"],
+                    s["results"])
+        self._start_renewal()
+        return self.df.open()
+
+    def close(self, reason: str):
+        self._stop_renewal()
+        if not self.refused:
+            released = self.tasks.release(self.held)
+            self.held.clear()
+            self.stats.set_value("topiccrawl/redis/released_on_close", released)
+            self._global_stats()
+            self.publish_stats()
+            report = getattr(self.frontier, "write_report", None)
+            if self.tc.config.plot_enabled:
+                out = self.tc.output_dir
+                out.mkdir(parents=True, exist_ok=True)
+                report(out)
+        return self.df.close(reason)
+
+    def has_pending_requests(self) -> bool:
+        if self.refused:
+            return False
+        if len(self.frontier) > 0:
+            return True
+        now = time.monotonic()
+        if now - self._checked > 0.5:  # at most two round trips a second while idle
+            self._checked = now
+            self._waiting = self.tasks.status()["waiting"]
+        return self._waiting > 0
+
+    def enqueue_request(self, request) -> bool:
+        if self.refused:
+            return False
+        info = request.meta.get(SF_KEY)
+        if info is not None and TASK_KEY in info:  # a retry or redirect of a claimed search page
+            self.frontier.expect(request.url)
+            return super().enqueue_request(request)
+        if info is not None and "query" in info:
+            # a search page the spider wants: a task for whichever worker claims it
+            self.frontier.expected.discard(request.url)
+            new = self.tasks.offer_search(info["backend"], info["query"], info["pageno"])
+            self.stats.inc_value("topiccrawl/sites/searches_offered" if new else "topiccrawl/sites/searches_known")
+            return True
+        return super().enqueue_request(request)
+
+    def next_request(self):
+        if self.refused:
+            return None
+        request = super().next_request()
+        while request is None:
+            member, reclaimed = self.tasks.claim()
+            if reclaimed:
+                self.stats.inc_value("topiccrawl/redis/lease_expired", reclaimed)
+                logger.info("%d expired tasks of other workers went back to the list", reclaimed)
+            if member is None:
+                self._waiting = 0
+                return None
+            self._idle_since = None  # there was work: an idle wait starts afresh
+            self._start(member)
+            request = super().next_request()
+        return request
+
+    # -- tasks ------------------------------------------------------------------------------------------
+    def _start(self, member: str) -> None:
+        """Put a claimed task into the local frontier."""
+        t = json.loads(member)
+        self.held[member] = t
+        spider = self.spider
+        if t["kind"] == "search":
+            backend = next((b for b in spider.backends if b.name == t["backend"]), None)
+            if backend is None:  # workers of one crawl must run with the same spider arguments
+                logger.error("search task for backend %r, which this worker lacks (start every worker with the "
+                             "same -a backend=...): skipped", t["backend"])
+                self.search_done(member)
+                return
+            # dont_filter: Redis already made it unique, and a task given back may come here again
+            request = spider._search_request(backend, Query(**t["query"]), t["pageno"]).replace(dont_filter=True)
+            request.meta[SF_KEY][TASK_KEY] = member
+            lease = _SearchLease(self, member, request.callback, request.errback)
+            request.callback, request.errback = lease.callback, lease.errback
+            super().enqueue_request(request)
+            self.stats.inc_value("topiccrawl/sites/searches_claimed")
+            return
+        site, entry = t["site"], t["entry"]
+        alias = self.tasks.alias_of(site) or self.frontier.aliases.get(site)
+        if alias and alias != site:  # pages of another site redirected here: not a candidate of its own
+            self.tasks.merge(member, site, alias)
+            self.held.pop(member, None)
+            self.stats.inc_value("topiccrawl/sites/aliases_merged")
+            return
+        self.site_task[site] = member
+        entry = self.frontier.take_site(entry, self.tasks.found_by(site))
+        if entry is None:
+            return
+        super().enqueue_request(spider._page_request(entry, 0))
+        self.stats.inc_value("topiccrawl/sites/sites_claimed")
+
+    def search_done(self, member: str) -> None:
+        if self.held.pop(member, None) is not None:
+            self.tasks.done(member)
+
+    def site_done(self, result: dict) -> dict | None:
+        """Store a verdict (with the queries of every worker's searches that found the site) and
+        return it; None when the site had one already (this worker's lease had expired)."""
+        site = result["site"]
+        member = self.site_task.pop(site, None)
+        if member is None:
+            return None
+        self.held.pop(member, None)
+        result = {**result, "queries": self.tasks.found_by(site) or result.get("queries", [])}
+        if self.tasks.done(member, site, result):
+            return result
+        self.stats.inc_value("topiccrawl/sites/duplicate_verdicts")
+        logger.info("site %s: another worker stored its verdict first (this worker's lease had expired)", site)
+        return None
+
+    def _renew(self) -> None:
+        if self.held:
+            kept = self.tasks.renew(self.held)
+            if kept < len(self.held):
+                self.stats.inc_value("topiccrawl/redis/leases_lost", len(self.held) - kept)
+        self._global_stats()
+
+    def _global_stats(self) -> None:
+        for key, value in self.tasks.counters().items():
+            self.stats.set_value(f"topiccrawl/global/sites/{key}", value)
+
+    def _idle(self, spider) -> None:
+        if self.refused:
+            raise CloseSpider("redis_refused")
+        if self.held:  # nothing of ours is in flight: these tasks cannot progress here any more
+            stuck = [t for t in self.held.values() if t["kind"] == "site"]
+            for t in stuck:  # a site that stopped without a verdict (e.g. every page ignored)
+                v = self.frontier.sites.get(t["site"])
+                if v is not None:
+                    self.site_done(v.result())
+            for member in list(self.held):  # a search page whose request ended without its callback
+                logger.warning("search task ended without a response: %s", self.held[member])
+                self.search_done(member)
+        s = self.tasks.status()
+        if s["reclaimed"]:
+            self.stats.inc_value("topiccrawl/redis/lease_expired", s["reclaimed"])
+        if s["waiting"]:
+            self._idle_since = None
+            raise DontCloseSpider
+        if s["leased"]:
+            self._wait_for_others(s["leased"], "tasks")
+
+
+class _SearchLease:
+    """Ends a search task once its callback has run (its sites and next page are offered by then)
+    or its download failed for good."""
+
+    def __init__(self, scheduler: RedisSiteScheduler, member: str, callback, errback) -> None:
+        self.scheduler, self.member, self.cb, self.eb = scheduler, member, callback, errback
+
+    def callback(self, response, **kwargs):
+        try:
+            yield from self.cb(response, **kwargs) or ()
+        finally:
+            self.scheduler.search_done(self.member)
+
+    def errback(self, failure):
+        try:
+            return self.eb(failure) if self.eb is not None else failure
+        finally:
+            self.scheduler.search_done(self.member)
