@@ -15,7 +15,8 @@ setup(
     python_requires=">=3.10",
     packages=packages,
     package_dir={"topiccrawl.data": "data"},
-    package_data={"topiccrawl.data": ["*.md", "topics/*.toml", "words/*.txt", "words/*.toml", "rules/*.toml"]},
+    package_data={"topiccrawl.data": ["*.md", "topics/*.toml", "words/*.txt", "words/*.toml", "rules/*.toml"],
+                  "topiccrawl.redis": ["lua/*.lua"]},  # the Redis store's Lua scripts
     include_package_data=True,
     entry_points={
         "scrapy": ["settings = topiccrawl.settings"],

@@ -1,7 +1,7 @@
 """Cost of one scheduling decision (push + pop) per frontier strategy, and memory per queued link.
 
-    python bench/bench_decisions.py                     # 10^4, 10^5, 10^6 queued links
-    python bench/bench_decisions.py --sizes 10000 --decisions 5000 --strategies wl,bestfirst
+    python -m bench.bench_decisions                     # 10^4, 10^5, 10^6 queued links
+    python -m bench.bench_decisions --sizes 10000 --decisions 5000 --strategies wl,bestfirst
 
 For each size N the frontier is filled with N links (one registered domain per 200 links, domain
 popularity skewed, R(l) ~ Beta(1, 4) shifted by a per-domain quality, 5 % "potential" links);
@@ -21,16 +21,8 @@ import random
 import sys
 import time
 import tracemalloc
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from topiccrawl.strategies.simple import Link, make_frontier  # noqa: E402
-from topiccrawl.strategies.simple import STRATEGIES  # noqa: E402
-
-STRATEGIES.setdefault("wl", "topiccrawl.strategies.wanglandau:make_wl")
-STRATEGIES.setdefault("sa", "topiccrawl.strategies.annealing:make_sa")
-STRATEGIES.setdefault("fcsa-host", "topiccrawl.strategies.annealing:make_fcsa_host")
+from topiccrawl.strategies.base import Link, make_frontier
 
 
 def make_links(n: int, rng: random.Random, domains: int, start: int = 0) -> list[Link]:

@@ -1,7 +1,7 @@
 """PageRank refresh time of the crawl's link graph (topiccrawl.scoring.importance) at 10^5 and 10^6 nodes.
 
-    python bench/bench_pagerank.py                  # 100,000 and 1,000,000 nodes
-    python bench/bench_pagerank.py --nodes 100000 --repeats 3
+    python -m bench.bench_pagerank                  # 100,000 and 1,000,000 nodes
+    python -m bench.bench_pagerank --nodes 100000 --repeats 3
 
 The graph has the shape of a crawl (synthetic): a quarter of the nodes are downloaded pages with
 15 outlinks each, 70 % to pages of the same site (1,000 nodes per site) and 30 % to targets drawn
@@ -19,11 +19,8 @@ import random
 import statistics
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from topiccrawl.scoring.importance import LinkGraph, PageRankCache  # noqa: E402
+from topiccrawl.scoring.importance import LinkGraph, PageRankCache
 
 SITE = 1000
 OUTLINKS = 15
@@ -66,13 +63,14 @@ def main() -> None:
     ap.add_argument("--nodes", default="100000,1000000")
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args()
-    print("| target nodes | nodes | edges | first refresh s | warm refresh s (500 pages later) | graph build s (add_page) |")
+    print("| target nodes | nodes | edges | first refresh s | warm refresh s (500 pages later) "
+          "| graph build s (add_page) |")
     print("|---:|---:|---:|---:|---:|---:|")
     for n in (int(x) for x in args.nodes.split(",")):
         runs = [measure(n, seed) for seed in range(1, args.repeats + 1)]
         med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
-        print(f"| {n:,} | {med['nodes']:,.0f} | {med['edges']:,.0f} | {med['cold']:.2f} | {med['warm']:.2f} | {med['build']:.1f} |",
-              flush=True)
+        print(f"| {n:,} | {med['nodes']:,.0f} | {med['edges']:,.0f} | {med['cold']:.2f} | {med['warm']:.2f} "
+              f"| {med['build']:.1f} |", flush=True)
     print(f"\nMedian of {args.repeats} graphs per size, Python {sys.version.split()[0]}.")
 
 

@@ -1,6 +1,6 @@
 """Time of DWDBRM's CombinedFunctionRank (Algorithm 2) on 1k–20k pages of a generated web.
 
-    python bench/bench_ranking.py --web "generated:zh-realestate" --sizes 1000,5000,10000,20000
+    python -m bench.bench_ranking --web "generated:zh-realestate" --sizes 1000,5000,10000,20000
 
 Pages are the generated web's documents (title, text, outlinks; about 2,400 characters of mixed
 Chinese/English text each). Seeds: 10 pages labelled ``topic:房产``; background: 200 other pages
@@ -20,7 +20,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from topiccrawl.discovery.dwdbrm import CombinedFunctionRank, DiscoveredPage
+from topiccrawl.discovery.pages import DiscoveredPage
+from topiccrawl.discovery.rankers import CombinedFunctionRank
 from topiccrawl.scoring.metrics import precision_at
 from topiccrawl.scoring.topic import load_topic
 from topiccrawl.weblab.corpus import open_corpus

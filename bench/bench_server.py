@@ -1,6 +1,6 @@
 """Throughput of the web lab server, next to Scrapy on the same machine.
 
-    python bench/bench_server.py --web "generated:zh-disaster?pages=20000" --seconds 10 --crawl-pages 2000
+    python -m bench.bench_server --web "generated:zh-disaster?pages=20000" --seconds 10 --crawl-pages 2000
 
 1. Load generator through the proxy, rotating over the corpus's first ``--urls`` page URLs:
    ``wrk`` (one thread, ``--connections`` keep-alive connections, a Lua script that sends
@@ -32,11 +32,10 @@ from itertools import islice
 from pathlib import Path
 from urllib.parse import urlsplit
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from topiccrawl.weblab.api import WebLab
+from topiccrawl.weblab.corpus import open_corpus
 
-from topiccrawl.weblab.api import WebLab  # noqa: E402
-from topiccrawl.weblab.corpus import open_corpus  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 LUA = """urls = {}
 for line in io.lines(os.getenv("WRK_URLS")) do urls[#urls + 1] = line end

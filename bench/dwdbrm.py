@@ -1,13 +1,13 @@
 """DWDBRM on ground truth: the bandit vs each operator alone vs best-first, ranking tables, rewards.
 
-    python bench/dwdbrm.py --corpus realestate --reps 5 --pages 1000 \
+    python -m bench.dwdbrm --corpus realestate --reps 5 --pages 1000 \
         --methods dwdbrm,keyword_search,related_search,forward,backward,focused,dwdbrm-disco
-    python bench/dwdbrm.py --corpus wikispeedia --reps 5 --pages 600
-    python bench/dwdbrm.py --report     # only the tables (OUT/results.md) and docs/img/dwdbrm-*.png
+    python -m bench.dwdbrm --corpus wikispeedia --reps 5 --pages 600
+    python -m bench.dwdbrm --report     # only the tables (OUT/results.md) and docs/img/dwdbrm-*.png
 
 Corpora: ``realestate`` = ``generated:zh-realestate?pages=20000&seed=S`` (S = 1..reps, one web
 per repetition), topic 房产, 5 seeds chosen exactly as the spiders' ``seeds=truth:5`` does;
-``wikispeedia`` = ``wikispeedia:<shared data>/wikispeedia``, topic weather-en, repetition r uses 5
+``wikispeedia`` = ``wikispeedia:<--data-dir>/wikispeedia``, topic weather-en, repetition r uses 5
 relevant pages drawn from the labels with ``random.Random(r)``. Every method of a repetition gets
 the same explicit seeds. Methods: ``dwdbrm`` (UCB1 over KS/RS/FC/BC, reward ``paper``),
 ``dwdbrm-disco`` (reward ``disco``), ``keyword_search``, ``related_search``, ``forward``,
@@ -30,26 +30,26 @@ import functools
 import json
 import os
 import random
-import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from topiccrawl.discovery.rankers import combine_positions
+from topiccrawl.scoring.metrics import mean_rank, mean_sd, median_rank, precision_at
+from topiccrawl.scoring.topic import load_topic
+from topiccrawl.weblab.api import WebLab
+from topiccrawl.weblab.corpus import open_corpus
+
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
 
-from topiccrawl.discovery.dwdbrm import combine_positions  # noqa: E402
-from topiccrawl.scoring.metrics import mean_rank, mean_sd, median_rank, precision_at  # noqa: E402
-from topiccrawl.scoring.topic import load_topic  # noqa: E402
-from topiccrawl.weblab.api import WebLab  # noqa: E402
-from topiccrawl.weblab.corpus import open_corpus  # noqa: E402
-
-SHARED = Path(os.environ.get("TOPICCRAWL_SHARED_DATA", REPO.parent / "shared" / "data"))
+#: name -> topic and the corpus spec of repetition ``rep`` (``data_dir``: --data-dir)
 CORPORA = {
-    "realestate": {"topic": "房产", "spec": lambda rep: f"generated:zh-realestate?pages=20000&seed={rep + 1}"},
-    "wikispeedia": {"topic": "weather-en", "spec": lambda rep: f"wikispeedia:{SHARED / 'wikispeedia'}"},
+    "realestate": {"topic": "房产",
+                   "spec": lambda rep, data_dir: f"generated:zh-realestate?pages=20000&seed={rep + 1}"},
+    "wikispeedia": {"topic": "weather-en",
+                    "spec": lambda rep, data_dir: f"wikispeedia:{data_path(data_dir, 'wikispeedia')}"},
 }
 METHODS = ("dwdbrm", "keyword_search", "related_search", "forward", "backward", "focused")
 LABELS = {"dwdbrm": "BANDIT (dwdbrm)", "dwdbrm-disco": "BANDIT, disco reward", "keyword_search": "KS only",
@@ -57,6 +57,13 @@ LABELS = {"dwdbrm": "BANDIT (dwdbrm)", "dwdbrm-disco": "BANDIT, disco reward", "
 RANKERS = ("combined", "nb", "lr", "ocsvm", "cosine", "jaccard", "pagerank")
 P_AT = (10, 17, 35, 50, 100)
 N_SEEDS = 5
+
+
+def data_path(data_dir: str | None, name: str) -> Path:
+    """``data_dir/name``; a one-line exit when no data folder was given."""
+    if not data_dir:
+        raise SystemExit(f"corpus {name} needs the third-party data folder: --data-dir DIR or TOPICCRAWL_DATA_DIR")
+    return Path(data_dir) / name
 
 
 def site(url: str) -> str:
@@ -151,7 +158,7 @@ def crawl(args) -> None:
     lab, lab_spec = None, None
     try:
         for rep in range(args.reps):
-            spec = cfg["spec"](rep)
+            spec = cfg["spec"](rep, args.data_dir)
             if spec != lab_spec:
                 if lab is not None:
                     lab.stop()
@@ -267,7 +274,8 @@ def report(args) -> None:
             lines += [f"### {corpus}: ranking quality of the dwdbrm results ({len(rs)} runs; mean ± sd)", "",
                       f"Ranked results per run: {ms([len(r['curve']) for r in rs], 0)}; share truly relevant "
                       f"(the base rate a random order would reach): {ms([r['ranked_base_rate'] for r in rs], 3)}; "
-                      f"best possible Mean/Median Rank = (relevant + 1) / 2 = {ms([(r['curve'][-1][1] + 1) / 2 for r in rs])}, "
+                      "best possible Mean/Median Rank = (relevant + 1) / 2 = "
+                      f"{ms([(r['curve'][-1][1] + 1) / 2 for r in rs])}, "
                       f"random order ≈ (ranked + 1) / 2 = {ms([(len(r['curve']) + 1) / 2 for r in rs])}.", "",
                       "| ranker | " + " | ".join(f"P@{p}" for p in P_AT) + " | Mean Rank | Median Rank |",
                       "|---|" + "---:|" * (len(P_AT) + 2)]
@@ -277,8 +285,9 @@ def report(args) -> None:
                 vals = ablation.get(rk) or [r["ranking"][rk] for r in rs if rk in r["ranking"]]
                 if vals:
                     name = "CombinedF (α = 0.2, the spider's)" if rk == "combined" else rk
-                    lines.append(f"| {name} | " + " | ".join(ms([v[f'p_at_{p}'] for v in vals], 3) for p in P_AT)
-                                 + f" | {ms([v['mean_rank'] for v in vals])} | {ms([v['median_rank'] for v in vals])} |")
+                    ranks = f" | {ms([v['mean_rank'] for v in vals])} | {ms([v['median_rank'] for v in vals])} |"
+                    p_at = " | ".join(ms([v[f"p_at_{p}"] for v in vals], 3) for p in P_AT)
+                    lines.append(f"| {name} | {p_at}{ranks}")
             lines.append("")
         plot(corpus, by_method, pages, args.img)
     text = "\n".join(lines)
@@ -328,6 +337,8 @@ def main() -> None:
     ap.add_argument("--pages", type=int, default=1000)
     ap.add_argument("--out", type=Path, default=REPO / "out" / "bench-dwdbrm")
     ap.add_argument("--img", type=Path, default=REPO / "docs" / "img")
+    ap.add_argument("--data-dir", default=os.environ.get("TOPICCRAWL_DATA_DIR"),
+                    help="folder of the third-party corpora (wikispeedia/; default: $TOPICCRAWL_DATA_DIR)")
     ap.add_argument("--report", action="store_true", help="only write the tables and plots from OUT/runs.jsonl")
     args = ap.parse_args()
     if not args.report:

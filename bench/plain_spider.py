@@ -1,6 +1,6 @@
 """A plain Scrapy BFS spider (no project settings, no scoring) crawling the web lab through its proxy.
 
-    python bench/plain_spider.py --proxy http://127.0.0.1:8780 --pages 2000 --seeds http://www.daohang-wang.cn/
+    python -m bench.plain_spider --proxy http://127.0.0.1:8780 --pages 2000 --seeds http://www.daohang-wang.cn/
 
 Scrapy defaults except: breadth-first queues, LOG_LEVEL=WARNING, ``CLOSESPIDER_PAGECOUNT=--pages``
 and the proxy given the ordinary way (the ``http_proxy`` environment variable read by Scrapy's

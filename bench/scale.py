@@ -1,9 +1,9 @@
 """Scale benchmarks (issue 8): frontier memory and decision cost at 10^4-10^6 queued links for the
 memory and Redis backends, and pages/s with 1-3 Redis workers on a 1,000,000-page generated web.
 
-    python bench/scale.py queue                     # 10^4, 10^5, 10^6; memory and redis; bestfirst
-    python bench/scale.py queue --sizes 10000,100000 --strategies bestfirst,wl --decisions 20000
-    python bench/scale.py workers --budget 3000     # 1, 2, 3 workers + memory backend + plain Scrapy
+    python -m bench.scale queue                     # 10^4, 10^5, 10^6; memory and redis; bestfirst
+    python -m bench.scale queue --sizes 10000,100000 --strategies bestfirst,wl --decisions 20000
+    python -m bench.scale workers --budget 3000     # 1, 2, 3 workers + memory backend + plain Scrapy
 
 ``queue``: every (backend, strategy, N) runs in a fresh process (clean RSS) through the real
 scheduler: ``TopicScheduler.from_crawler`` on a ``get_crawler(FocusedSpider, project settings)``
@@ -51,12 +51,11 @@ from datetime import datetime
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "bench"))
 
 CORPUS = "generated:zh-disaster?pages=20000&seed=1"
 HOSTS = 3000
-CJK = "台风暴雨洪水地震灾害救援应急预警气象局发布通知新闻政府部门受灾群众转移安置损失统计防汛抗旱指挥部消息记者报道现场视频图片专题市县镇村道路交通电力通信恢复重建捐款志愿者"
+CJK = ("台风暴雨洪水地震灾害救援应急预警气象局发布通知新闻政府部门受灾群众转移安置损失统计"
+       "防汛抗旱指挥部消息记者报道现场视频图片专题市县镇村道路交通电力通信恢复重建捐款志愿者")
 SECTIONS = ("news", "xinwen", "article", "content", "html/zhuanti", "info/gov", "bbs/thread", "shehui/difang")
 TLDS = ("com", "cn", "com.cn", "gov.cn", "org.cn", "net")
 
@@ -71,8 +70,9 @@ def link_stream(spider, rng: random.Random, n: int, start: int = 0):
     """Requests as FocusedSpider.parse yields them (see the module docstring)."""
     import scrapy
 
-    hosts = [f"{rng.choice(('www', 'news', 'bbs', 'info'))}.{''.join(rng.choices('abcdefghjklmnpqrstwxyz', k=rng.randint(6, 12)))}"
-             f"{h}.{rng.choice(TLDS)}" for h in range(HOSTS)]
+    hosts = [f"{rng.choice(('www', 'news', 'bbs', 'info'))}."
+             f"{''.join(rng.choices('abcdefghjklmnpqrstwxyz', k=rng.randint(6, 12)))}{h}.{rng.choice(TLDS)}"
+             for h in range(HOSTS)]
     parent, depth, host = "", 1, hosts[0]
     for i in range(start, start + n):
         if i % 10 == 0:
@@ -80,7 +80,8 @@ def link_stream(spider, rng: random.Random, n: int, start: int = 0):
             depth = rng.randint(1, 6)
             parent = f"http://{host}/{rng.choice(SECTIONS)}/{2015 + i % 10}/{i % 1231:04d}/p{i:x}.shtml"
         h = host if rng.random() < 0.7 else hosts[int(HOSTS * rng.random() ** 2)]
-        url = f"http://{h}/{rng.choice(SECTIONS)}/{2015 + i % 10}/{rng.randint(101, 1231):04d}/{i:x}{rng.getrandbits(40):010x}.html"
+        url = (f"http://{h}/{rng.choice(SECTIONS)}/{2015 + i % 10}/{rng.randint(101, 1231):04d}/"
+               f"{i:x}{rng.getrandbits(40):010x}.html")
         meta = {"score": min(1.0, rng.betavariate(1.5, 4)), "depth": depth + 1, "parent": parent,
                 "anchor": "".join(rng.choices(CJK, k=rng.randint(4, 12))), "potential": rng.random() < 0.05}
         yield scrapy.Request(url, callback=spider.parse, meta={"topiccrawl": meta, "depth": depth + 1},
@@ -96,6 +97,7 @@ def make_scheduler(backend: str, strategy: str, redis_url: str | None):
     from scrapy.utils.reactor import install_reactor
 
     install_reactor("twisted.internet.asyncioreactor.AsyncioSelectorReactor")
+    from scrapy.core.engine import ExecutionEngine
     from scrapy.utils.test import get_crawler
 
     import topiccrawl.settings as project
@@ -109,8 +111,9 @@ def make_scheduler(backend: str, strategy: str, redis_url: str | None):
         settings.update(TOPICCRAWL_STORE="redis", TOPICCRAWL_REDIS_URL=redis_url, TOPICCRAWL_CRAWL_ID="scale",
                         TOPICCRAWL_LEASE_SECONDS=3600)
     crawler = get_crawler(FocusedSpider, settings)
-    crawler.spider = crawler._create_spider()
-    crawler._engine = crawler._create_engine()  # real engine, never started: the in-flight pruning reads it
+    crawler.spider = FocusedSpider.from_crawler(crawler)
+    # a real engine, never started (what Crawler.crawl builds): the in-flight pruning reads it
+    crawler.engine = ExecutionEngine(crawler, lambda _spider: crawler.stop_async())
     scheduler = TopicScheduler.from_crawler(crawler)
     scheduler.open(crawler.spider)
     if backend == "redis":
@@ -118,7 +121,8 @@ def make_scheduler(backend: str, strategy: str, redis_url: str | None):
     return scheduler
 
 
-def queue_one(backend: str, strategy: str, n: int, decisions: int, trace: bool, redis_url: str | None, seed: int) -> dict:
+def queue_one(backend: str, strategy: str, n: int, decisions: int, trace: bool, redis_url: str | None,
+              seed: int) -> dict:
     """One measurement in this (fresh) process; see the module docstring."""
     from topiccrawl.crawl.runtime import registered_domain
 
@@ -142,8 +146,8 @@ def queue_one(backend: str, strategy: str, n: int, decisions: int, trace: bool, 
     fill = time.perf_counter() - t0
     del request
     gc.collect()
-    out = {"backend": backend, "strategy": strategy, "n": n, "accepted": accepted, "queued": queued, "url_chars": url_chars / n,
-           "fill_us_per_enqueue": fill / n * 1e6, "load": os.getloadavg()}
+    out = {"backend": backend, "strategy": strategy, "n": n, "accepted": accepted, "queued": queued,
+           "url_chars": url_chars / n, "fill_us_per_enqueue": fill / n * 1e6, "load": os.getloadavg()}
     if trace:
         snapshot = tracemalloc.take_snapshot()
         total = sum(s.size for s in snapshot.statistics("filename"))
@@ -155,8 +159,9 @@ def queue_one(backend: str, strategy: str, n: int, decisions: int, trace: bool, 
     out["rss_bytes_per_url"] = (rss() - base_rss) / n
     if r:
         out["redis_bytes_per_url"] = (r.info("memory")["used_memory"] - base_redis) / n
+        keys = (scheduler.keys[x] for x in ("requests", "requests:data", "dupefilter"))
         out["redis_key_bytes_per_url"] = {k.split(":", 2)[2]: round((r.memory_usage(k, samples=1000) or 0) / n, 1)
-                                          for k in (scheduler.keys[x] for x in ("requests", "requests:data", "dupefilter"))}
+                                          for k in keys}
     fresh = list(link_stream(spider, random.Random(seed + 1), decisions, start=n))
     gc.collect()
     gc.freeze()
@@ -219,8 +224,8 @@ def cmd_queue(args) -> None:
             for strategy in args.strategies.split(","):
                 for trace in ([True, False] if n <= args.trace_up_to and backend == "memory" else [False]):
                     server = RedisServer() if backend == "redis" else None
-                    cmd = [sys.executable, __file__, "_queue_one", backend, strategy, str(n), str(args.decisions),
-                           str(int(trace)), server.url if server else "", str(args.seed)]
+                    cmd = [sys.executable, "-m", "bench.scale", "_queue_one", backend, strategy, str(n),
+                           str(args.decisions), str(int(trace)), server.url if server else "", str(args.seed)]
                     try:
                         proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)
                     finally:
@@ -235,12 +240,14 @@ def cmd_queue(args) -> None:
     for res in results:
         rows.setdefault((res["backend"], res["strategy"], res["n"]), {}).update(res)
     lines = [f"Machine: {machine()} at the end; load per row in the JSON.", "",
-             "| backend | strategy | queued N | µs/decision (enqueue + next) | of which enqueue / next | CPU µs/decision | Redis µs/lease settle "
-             "| bytes/URL: RSS | bytes/URL: tracemalloc | bytes/URL: Redis used_memory | µs/enqueue while filling | load (1 min) |",
+             "| backend | strategy | queued N | µs/decision (enqueue + next) | of which enqueue / next "
+             "| CPU µs/decision | Redis µs/lease settle | bytes/URL: RSS | bytes/URL: tracemalloc "
+             "| bytes/URL: Redis used_memory | µs/enqueue while filling | load (1 min) |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for (backend, strategy, n), res in rows.items():
-        f = lambda k, d=0: f"{res[k]:,.{d}f}" if k in res else "–"  # noqa: E731
-        lines.append(f"| {backend} | {strategy} | {n:,} | {f('us_per_decision', 1)} | {f('us_enqueue', 1)} / {f('us_next', 1)} | {f('cpu_us_per_decision', 1)} | "
+        f = lambda k, d=0, res=res: f"{res[k]:,.{d}f}" if k in res else "–"  # noqa: E731
+        lines.append(f"| {backend} | {strategy} | {n:,} | {f('us_per_decision', 1)} | "
+                     f"{f('us_enqueue', 1)} / {f('us_next', 1)} | {f('cpu_us_per_decision', 1)} | "
                      f"{f('us_per_settle', 1)} | "
                      f"{f('rss_bytes_per_url')} | {f('trace_bytes_per_url')} | {f('redis_bytes_per_url')} | "
                      f"{f('fill_us_per_enqueue', 1)} | {res['load'][0]:.2f} |")
@@ -274,7 +281,7 @@ def read_stats(out: Path) -> dict:
 
 
 def cmd_workers(args) -> None:
-    from strategies import run_plain
+    from bench.strategies import run_plain
     from topiccrawl.settings import CONCURRENT_ITEMS
     from topiccrawl.weblab.api import WebLab
 
@@ -289,19 +296,21 @@ def cmd_workers(args) -> None:
                 load = os.getloadavg()[0]
                 crawl = {**common, "TOPICCRAWL_STORE": "redis", "TOPICCRAWL_REDIS_URL": server.url,
                          "TOPICCRAWL_CRAWL_ID": f"scale-{k}-{time.time_ns()}", "TOPICCRAWL_IDLE_TIMEOUT": "30"}
-                procs = [scrapy_crawl(run_dir / f"redis{k}" / f"w{i}", args.budget, crawl, run_dir / f"redis{k}-w{i}.log")
-                         for i in range(k)]
+                procs = [scrapy_crawl(run_dir / f"redis{k}" / f"w{i}", args.budget, crawl,
+                                      run_dir / f"redis{k}-w{i}.log") for i in range(k)]
                 for i, p in enumerate(procs):
                     if p.wait(1800):
                         raise SystemExit(f"worker {i} of {k} failed: see {run_dir}/redis{k}-w{i}.log")
                 stats = [read_stats(run_dir / f"redis{k}" / f"w{i}") for i in range(k)]
                 window = max(s["_finish"] for s in stats) - min(s["_start"] for s in stats)
                 pages = max(s.get("topiccrawl/global/dp", 0) for s in stats)
+                starts = [s["_start"] for s in stats]
                 results["runs"].append({"config": f"redis, {k} worker{'s' * (k > 1)}", "pages": pages,
                                         "seconds": window, "pages_per_s": pages / window, "load": load,
-                                        "start_spread_s": max(s["_start"] for s in stats) - min(s["_start"] for s in stats),
+                                        "start_spread_s": max(starts) - min(starts),
                                         "per_worker": [s.get("topiccrawl/dp", 0) for s in stats],
-                                        "duplicate_fetch": sum(s.get("topiccrawl/redis/duplicate_fetch", 0) for s in stats)})
+                                        "duplicate_fetch": sum(s.get("topiccrawl/redis/duplicate_fetch", 0)
+                                                               for s in stats)})
                 print(f"# {results['runs'][-1]}", file=sys.stderr, flush=True)
             load = os.getloadavg()[0]
             out = run_dir / "memory"
@@ -312,8 +321,8 @@ def cmd_workers(args) -> None:
                                     "seconds": s["_finish"] - s["_start"], "load": load,
                                     "pages_per_s": s["topiccrawl/dp"] / (s["_finish"] - s["_start"])})
             seeds = lab.info.get("seeds", [])[:5]
-            for label, extra in (("plain Scrapy spider (defaults)", ()),
-                                 (f"plain Scrapy spider, CONCURRENT_ITEMS={CONCURRENT_ITEMS}", (f"CONCURRENT_ITEMS={CONCURRENT_ITEMS}",))):
+            ci = f"CONCURRENT_ITEMS={CONCURRENT_ITEMS}"
+            for label, extra in (("plain Scrapy spider (defaults)", ()), (f"plain Scrapy spider, {ci}", (ci,))):
                 load = os.getloadavg()[0]
                 results["runs"].append({"config": label, "pages": args.budget, "load": load,
                                         "pages_per_s": run_plain(lab.proxy_url, seeds, args.budget, extra)})
@@ -334,7 +343,8 @@ def cmd_workers(args) -> None:
 def finish(path: Path, lines: list[str], results) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.with_suffix(".md").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    path.with_suffix(".json").write_text(json.dumps(results, ensure_ascii=False, indent=1, default=str), encoding="utf-8")
+    path.with_suffix(".json").write_text(json.dumps(results, ensure_ascii=False, indent=1, default=str),
+                                         encoding="utf-8")
     print("\n".join(lines))
 
 
@@ -354,7 +364,8 @@ def main() -> None:
     q.add_argument("--decisions", type=int, default=20000)
     q.add_argument("--trace-up-to", type=int, default=100000, help="tracemalloc run for sizes up to this")
     q.add_argument("--seed", type=int, default=1)
-    w = sub.add_parser("workers", parents=[common], help="pages/s with 1-3 Redis workers next to one process and plain Scrapy")
+    w = sub.add_parser("workers", parents=[common],
+                       help="pages/s with 1-3 Redis workers next to one process and plain Scrapy")
     w.add_argument("--web", default="generated:zh-disaster?pages=1000000&seed=1")
     w.add_argument("--budget", type=int, default=3000)
     w.add_argument("--workers", default="1,2,3")

@@ -1,6 +1,6 @@
 """The site finder's experiments (Li, Zhou, Guo, Lin) on the generated web, without Scrapy.
 
-    python bench/sitefinder.py --web "generated:zh-bookstores?pages=20000" --seeds 1,2,3,4,5 \
+    python -m bench.sitefinder --web "generated:zh-bookstores?pages=20000" --seeds 1,2,3,4,5 \
         --rules bookstore-zh --queries data/rules/bookstore-queries-zh.toml \
         [--out results.md] [--json runs.json] [--plots docs/img --plot-prefix sitefinder-]
 
@@ -30,14 +30,14 @@ import time
 from pathlib import Path
 from urllib.parse import urljoin
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from topiccrawl.scoring.text import extract
+from topiccrawl.sitefinder.rules import load_queries, load_rules
+from topiccrawl.sitefinder.verifier import site_of, verify_site
+from topiccrawl.weblab.corpus import open_corpus
+from topiccrawl.weblab.generated import PORTAL_URL
+from topiccrawl.weblab.search import SearchIndex
 
-from topiccrawl.sitefinder.core import load_queries, load_rules, site_of, verify_site  # noqa: E402
-from topiccrawl.scoring.text import extract  # noqa: E402
-from topiccrawl.weblab.corpus import open_corpus  # noqa: E402
-from topiccrawl.weblab.generated import PORTAL_URL  # noqa: E402
-from topiccrawl.weblab.search import SearchIndex  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 DEFAULTS = {"page_threshold": 0.7, "num_rel_pages": 3, "num_exp_pages": 50, "prior": 0.5, "digits": False}
 
@@ -179,12 +179,14 @@ def run_seed(spec: str, rules, queries, pages: int) -> dict[str, list[dict]]:
     for kind in dict.fromkeys(q.kind for q in queries):
         sites = {s for s, qs in found.items() if any(q.kind == kind and q.text in qs for q in queries)}
         true = sum(lab.is_true(s) for s in sites)
-        query_rows.append({"query": f"all {kind} queries", "kind": kind, "results": sum(r["results"] for r in query_rows if r["kind"] == kind),
-                           "sites": len(sites), "true_sites": true, "rate": true / len(sites) if sites else float("nan"),
+        results = sum(r["results"] for r in query_rows if r["kind"] == kind)
+        query_rows.append({"query": f"all {kind} queries", "kind": kind, "results": results, "sites": len(sites),
+                           "true_sites": true, "rate": true / len(sites) if sites else float("nan"),
                            "true_found": evaluate(lab, sites)["true_found"]})
     true = sum(lab.is_true(s) for s in cands)
-    query_rows.append({"query": "all queries", "kind": "-", "results": sum(r["results"] for r in query_rows[:len(queries)]),
-                       "sites": len(cands), "true_sites": true, "rate": true / len(cands) if cands else float("nan"),
+    query_rows.append({"query": "all queries", "kind": "-",
+                       "results": sum(r["results"] for r in query_rows[:len(queries)]), "sites": len(cands),
+                       "true_sites": true, "rate": true / len(cands) if cands else float("nan"),
                        "true_found": evaluate(lab, cands)["true_found"]})
 
     out = {"queries": query_rows}
@@ -192,16 +194,19 @@ def run_seed(spec: str, rules, queries, pages: int) -> dict[str, list[dict]]:
                         for t in (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)]
     out["numrel"] = [{"value": n, **evaluate(lab, cands, num_rel_pages=n)} for n in (1, 2, 3, 4, 5, 8)]
     out["numexp"] = [{"value": n, **evaluate(lab, cands, num_exp_pages=n)} for n in (10, 20, 30, 50, 100)]
-    out["variants"] = [{"value": f"{'digits' if d else 'paper'}, prior {pr}", **evaluate(lab, cands, digits=d, prior=pr)}
+    out["variants"] = [{"value": f"{'digits' if d else 'paper'}, prior {pr}",
+                        **evaluate(lab, cands, digits=d, prior=pr)}
                        for d in (False, True) for pr in (0.0, 0.5, 1.0)]
     portal = lab.portal_sites()
     listed_true = {s for s in portal if lab.is_true(s)}
-    ours = {s for s in cands if verify_site(f"http://{s}/", lab.fetch, **DEFAULTS).verdict == "relevant" and lab.is_true(s)}
+    ours = {s for s in cands
+            if verify_site(f"http://{s}/", lab.fetch, **DEFAULTS).verdict == "relevant" and lab.is_true(s)}
     nan = float("nan")
     out["portal"] = [
         {"value": "portal listing, picked by ground truth", "candidates": len(portal), "judged": len(listed_true),
          "true_found": len(listed_true), "precision": 1.0 if listed_true else nan,
-         "recall": len(listed_true) / len(lab.true_sites), "pages_per_site": nan, "pages_relevant": nan, "pages_irrelevant": nan},
+         "recall": len(listed_true) / len(lab.true_sites), "pages_per_site": nan, "pages_relevant": nan,
+         "pages_irrelevant": nan},
         {"value": "portal listing + verification", **evaluate(lab, portal)},
         {"value": "meta-search + verification", **evaluate(lab, cands)},
         {"value": "portal's true sites also found by meta-search + verification", "candidates": len(listed_true),
@@ -209,8 +214,9 @@ def run_seed(spec: str, rules, queries, pages: int) -> dict[str, list[dict]]:
          "recall": len(ours & listed_true) / len(listed_true) if listed_true else nan,
          "pages_per_site": nan, "pages_relevant": nan, "pages_irrelevant": nan},
         {"value": "union of both true finds", "candidates": len(portal | cands), "judged": len(ours | listed_true),
-         "true_found": len(ours | listed_true), "precision": nan, "recall": len(ours | listed_true) / len(lab.true_sites),
-         "pages_per_site": nan, "pages_relevant": nan, "pages_irrelevant": nan},
+         "true_found": len(ours | listed_true), "precision": nan,
+         "recall": len(ours | listed_true) / len(lab.true_sites), "pages_per_site": nan, "pages_relevant": nan,
+         "pages_irrelevant": nan},
     ]
     out["corpus"] = [{"value": spec, "true_sites": len(lab.true_sites), "hosts": len(lab.corpus.hosts()),
                       "pages_scored": len(lab.pages), "listed": len(portal)}]
@@ -302,7 +308,8 @@ def main(argv: list[str] | None = None) -> int:
         table("Corpus", merged["corpus"], [("value", "spec (first seed)"), ("hosts", "hosts"),
                                            ("true_sites", "true sites"), ("listed", "sites listed by the portal"),
                                            ("pages_scored", "pages scored")]),
-        table("Precision and relevant sites vs PageThreshold", merged["threshold"], [("value", "PageThreshold")] + METRICS),
+        table("Precision and relevant sites vs PageThreshold", merged["threshold"],
+              [("value", "PageThreshold")] + METRICS),
         table("Pages per site vs NumRelPages (NumExpPages 50)", merged["numrel"], [("value", "NumRelPages")] + METRICS),
         table("Pages per site vs NumExpPages (NumRelPages 3)", merged["numexp"], [("value", "NumExpPages")] + METRICS),
         table("AbstractURL variant and prior of unexpanded classes", merged["variants"], val + METRICS),

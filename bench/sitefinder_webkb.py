@@ -1,6 +1,6 @@
 """The site finder's page score and site verification on WebKB (real 1996-97 pages, real labels).
 
-    python bench/sitefinder_webkb.py --web webkb:/work/shared/data/webkb --rules course-en \
+    python -m bench.sitefinder_webkb --data-dir DIR --rules course-en \
         [--out results.md] [--json results.json]
 
 WebKB has no search engine of its own and one host per university, so the task is defined as:
@@ -23,19 +23,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
 from collections import Counter
 from pathlib import Path
 
+from bench.sitefinder import DEFAULTS, Lab, table
+from topiccrawl.sitefinder.rules import load_rules
+from topiccrawl.sitefinder.verifier import SiteVerifier, entry_url, site_of
+
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "bench"))
-
-from sitefinder import DEFAULTS, Lab, table  # noqa: E402
-
-from topiccrawl.sitefinder.core import SiteVerifier, entry_url, load_rules, site_of  # noqa: E402
 
 LABEL = "class:course"
 QUERIES = ["course syllabus", "homework assignments", "lecture notes", "midterm final exam",
@@ -109,13 +108,19 @@ def host_eval(lab: Lab, course: Counter, min_course: int, cands: dict[str, list[
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--web", default="webkb:/work/shared/data/webkb")
+    ap.add_argument("--web", help="corpus spec (default: webkb:DATA_DIR/webkb)")
+    ap.add_argument("--data-dir", default=os.environ.get("TOPICCRAWL_DATA_DIR"),
+                    help="folder of the third-party corpora (default: $TOPICCRAWL_DATA_DIR)")
     ap.add_argument("--rules", default="course-en")
     ap.add_argument("--search-pages", type=int, default=3, help="result pages per query (10 hits each)")
     ap.add_argument("--min-course", type=int, default=3, help="class:course pages that make a host truly relevant")
     ap.add_argument("--out")
     ap.add_argument("--json")
     args = ap.parse_args(argv)
+    if args.web is None:
+        if not args.data_dir:
+            ap.error("give --web, or --data-dir or TOPICCRAWL_DATA_DIR (the folder holding webkb/)")
+        args.web = f"webkb:{Path(args.data_dir) / 'webkb'}"
     started = time.monotonic()
     rules = load_rules(args.rules)
     lab = Lab(args.web, rules)

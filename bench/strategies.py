@@ -1,12 +1,16 @@
 """Compare frontier strategies on one corpus and topic, next to a plain Scrapy spider.
 
-    python bench/strategies.py --web "generated:zh-disaster?pages=20000&seed=1" --topic 台风灾害 \
+    python -m bench.strategies --web "generated:zh-disaster?pages=20000&seed=1" --topic 台风灾害 \
         --strategies bfs,bestfirst,oracle --pages 1000 --repeats 1 --out bench/results/typhoon
 
 One web-lab server is started and shared by every run (``TOPICCRAWL_WEB_PROXY``), each strategy
 runs as a real ``scrapy crawl focused`` process, and a plain Scrapy BFS spider (no scoring, no
-custom scheduler) crawls the same web in the same session for the throughput reference. Writes
-``results.md`` (markdown table), ``results.json`` and ``harvest.png`` into ``--out``.
+custom scheduler) crawls the same web in the same session for the throughput reference.
+``-s NAME=VALUE`` (a setting) and ``-a NAME=VALUE`` (a spider argument) are passed to every run,
+e.g. ``-s TOPICCRAWL_CLASSIFIER=on -a examples=truth:5``. The table's "ended" column is each
+run's close reason (``finish_reason``), or "frontier ran dry at N" when no queued link was left
+before the page budget. Writes ``results.md`` (markdown table), ``results.json`` and
+``harvest.png`` into ``--out``; each run's folder keeps ``stderr.txt`` and ``command.json``.
 """
 
 from __future__ import annotations
@@ -18,14 +22,14 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from topiccrawl.scoring.metrics import mean_sd
+from topiccrawl.settings import CONCURRENT_ITEMS
+from topiccrawl.weblab.api import WebLab
 
-from topiccrawl.scoring.metrics import mean_sd  # noqa: E402
-from topiccrawl.settings import CONCURRENT_ITEMS  # noqa: E402
-from topiccrawl.weblab.api import WebLab  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 CHECKPOINTS = (100, 250, 500, 1000)
 
@@ -34,34 +38,90 @@ def scrapy_bin() -> str:
     return str(Path(sys.executable).parent / "scrapy")
 
 
-def run_strategy(web: str, proxy: str, topic: str, strategy: str, pages: int, out: Path,
-                 spider: str = "focused") -> dict:
-    out.mkdir(parents=True, exist_ok=True)
-    cmd = [
+class CrawlFailed(RuntimeError):
+    """A ``scrapy crawl`` that exited non-zero or wrote no ``stats.json`` (its stderr is in ``stderr.txt``)."""
+
+
+def name_value(text: str) -> str:
+    """argparse type of ``-s NAME=VALUE`` / ``-a NAME=VALUE``."""
+    name, sep, _ = text.partition("=")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    return text
+
+
+def crawl_command(web: str, proxy: str, topic: str, strategy: str, pages: int, out: Path,
+                  spider: str = "focused", settings: Sequence[str] = (), spider_args: Sequence[str] = ()) -> list[str]:
+    """The ``scrapy crawl`` command line of one run; ``settings`` / ``spider_args`` (``NAME=VALUE``)
+    come last, so they override the bench's own (Scrapy keeps the last of a repeated name)."""
+    return [
         scrapy_bin(), "crawl", spider, "-a", f"topic={topic}", "-a", f"strategy={strategy}",
         "-a", f"max_pages={pages}", "-s", f"TOPICCRAWL_WEB={web}", "-s", f"TOPICCRAWL_WEB_PROXY={proxy}",
         "-s", f"TOPICCRAWL_OUTPUT_DIR={out}", "-s", "TOPICCRAWL_PLOT_ENABLED=false",
         "-s", "TOPICCRAWL_PROGRESS_INTERVAL=0", "-s", "LOG_LEVEL=WARNING",
+        *(x for s in settings for x in ("-s", s)), *(x for a in spider_args for x in ("-a", a)),
     ]
+
+
+def run_strategy(web: str, proxy: str, topic: str, strategy: str, pages: int, out: Path,
+                 spider: str = "focused", settings: Sequence[str] = (), spider_args: Sequence[str] = ()) -> dict:
+    """Run one real ``scrapy crawl`` and return :func:`load_run` of its output folder."""
+    out.mkdir(parents=True, exist_ok=True)
+    cmd = crawl_command(web, proxy, topic, strategy, pages, out, spider, settings, spider_args)
     t0 = time.monotonic()
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
     wall = time.monotonic() - t0
-    if proc.returncode != 0:
-        raise SystemExit(f"{strategy} failed:\n{proc.stderr[-3000:]}")
+    (out / "stderr.txt").write_text(proc.stderr, encoding="utf-8")
+    if proc.returncode != 0 or not (out / "stats.json").exists():
+        raise CrawlFailed(f"{strategy} failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
+    (out / "command.json").write_text(json.dumps({"command": cmd, "wall_s": round(wall, 3)}, ensure_ascii=False),
+                                      encoding="utf-8")
+    return load_run(out, strategy, wall)
+
+
+def load_run(out: Path, strategy: str, wall: float | None = None) -> dict:
+    """One run's ``stats.json`` and ``harvest.csv``: ``curve`` = [(dp, true harvest, target recall)],
+    ``self_curve`` = [(dp, Accuracy, classifier expected harvest or None)], one row per counted page."""
     stats = json.loads((out / "stats.json").read_text(encoding="utf-8"))
     rows = list(csv.DictReader((out / "harvest.csv").open(encoding="utf-8")))
+    if wall is None and (out / "command.json").exists():
+        wall = json.loads((out / "command.json").read_text(encoding="utf-8")).get("wall_s")
     total = stats.get("topiccrawl/truth/total_relevant") or 0
     curve = [(int(r["dp"]), float(r["truth_harvest_rate"]), float(r["target_recall"] or 0)) for r in rows]
-    crawl_seconds = float(stats.get("elapsed_time_seconds") or wall)
+    self_curve = [(int(r["dp"]), float(r["accuracy"]),
+                   float(r["expected_harvest"]) if r.get("expected_harvest") not in (None, "") else None)
+                  for r in rows]
+    crawl_seconds = float(stats.get("elapsed_time_seconds") or wall or 0) or None
     return {
         "strategy": strategy,
         "dp": stats["topiccrawl/dp"],
         "accuracy": stats["topiccrawl/accuracy"],
+        "expected_harvest": stats.get("topiccrawl/classifier/expected_harvest"),
         "total_relevant": total,
+        "finish_reason": stats.get("finish_reason"),
+        "frontier_exhausted": bool(stats.get("topiccrawl/frontier_exhausted")),
+        "examples_fetched": stats.get("topiccrawl/examples/fetched", 0),
         "curve": curve,
-        "pages_per_s": stats["topiccrawl/dp"] / crawl_seconds,
+        "self_curve": self_curve,
+        "pages_per_s": stats["topiccrawl/dp"] / crawl_seconds if crawl_seconds else None,
         "wall_s": wall,
     }
+
+
+def ended(run: dict) -> str:
+    """Why a crawl stopped: Scrapy's close reason, or "frontier ran dry at N" when no queued link
+    was left before the page budget (``topiccrawl/frontier_exhausted``)."""
+    if run.get("frontier_exhausted"):
+        return f"frontier ran dry at {run['dp']}"
+    return str(run.get("finish_reason") or "–")
+
+
+def ended_cell(runs: list[dict]) -> str:
+    """:func:`ended` over repetitions: distinct reasons in first-seen order, "×k" when repeated."""
+    counts: dict[str, int] = {}
+    for r in runs:
+        counts[ended(r)] = counts.get(ended(r), 0) + 1
+    return ", ".join(reason if k == 1 else f"{reason} ×{k}" for reason, k in counts.items()) or "–"
 
 
 def run_plain(proxy: str, seeds: list[str], pages: int, settings: tuple[str, ...] = ()) -> float:
@@ -94,15 +154,24 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--spider", default="focused", help="focused, or wl (the WL paper's settings: threshold 0.2)")
+    ap.add_argument("-s", "--setting", dest="settings", action="append", default=[], type=name_value,
+                    metavar="NAME=VALUE", help="a Scrapy/topiccrawl setting for every run (repeatable)")
+    ap.add_argument("-a", "--arg", dest="spider_args", action="append", default=[], type=name_value,
+                    metavar="NAME=VALUE", help="a spider argument for every run (repeatable)")
     args = ap.parse_args()
     strategies = args.strategies.split(",")
     results: dict[str, list[dict]] = {s: [] for s in strategies}
     with WebLab(args.web) as lab:
         for rep in range(args.repeats):
             for s in strategies:
-                res = run_strategy(args.web, lab.proxy_url, args.topic, s, args.pages, args.out / f"{s}-{rep}", args.spider)
+                try:
+                    res = run_strategy(args.web, lab.proxy_url, args.topic, s, args.pages,
+                                       args.out / f"{s}-{rep}", args.spider, args.settings, args.spider_args)
+                except CrawlFailed as err:
+                    raise SystemExit(str(err)) from None
                 results[s].append(res)
-                print(f"{s} rep {rep}: {res['dp']} pages, {res['pages_per_s']:.0f} pages/s", file=sys.stderr)
+                print(f"{s} rep {rep}: {res['dp']} pages, {res['pages_per_s']:.0f} pages/s, {ended(res)}",
+                      file=sys.stderr)
         seeds = lab.info.get("seeds", [])[:5] or []
         plain = run_plain(lab.proxy_url, seeds, args.pages)
         # the project sets CONCURRENT_ITEMS = 8 (topiccrawl/settings.py); the same for the plain spider
@@ -112,11 +181,13 @@ def main() -> None:
     checkpoints = [c for c in CHECKPOINTS if c <= args.pages]
     lines = [
         f"Corpus `{args.web}` ({info.get('pages')} pages), topic `{args.topic}`, "
-        f"{args.repeats} run(s) per strategy, {args.pages} pages each, spider `{args.spider}`.",
+        f"{args.repeats} run(s) per strategy, {args.pages} pages each, spider `{args.spider}`"
+        + "".join(f", `-s {x}`" for x in args.settings) + "".join(f", `-a {x}`" for x in args.spider_args) + ".",
         "",
         "| strategy | " + " | ".join(f"harvest@{c}" for c in checkpoints) + " | "
-        + " | ".join(f"recall@{c}" for c in checkpoints) + " | Accuracy (self-assessed) | pages/s | × plain Scrapy |",
-        "|---|" + "---|" * (2 * len(checkpoints) + 3),
+        + " | ".join(f"recall@{c}" for c in checkpoints)
+        + " | Accuracy (self-assessed) | pages/s | × plain Scrapy | ended |",
+        "|---|" + "---|" * (2 * len(checkpoints) + 4),
     ]
     for s in strategies:
         runs = results[s]
@@ -124,13 +195,16 @@ def main() -> None:
         lines.append(
             f"| {s} | " + " | ".join(fmt([at(r["curve"], c, 1) for r in runs]) for c in checkpoints) + " | "
             + " | ".join(fmt([at(r["curve"], c, 2) for r in runs]) for c in checkpoints)
-            + f" | {fmt([r['accuracy'] for r in runs])} | {pps:.0f} | {pps / plain:.2f} |"
+            + f" | {fmt([r['accuracy'] for r in runs])} | {pps:.0f} | {pps / plain:.2f} | {ended_cell(runs)} |"
         )
     lines += ["", f"Plain Scrapy BFS spider on the same web, same session: {plain:.0f} pages/s with Scrapy's "
-              f"defaults (the × column), {plain_ci:.0f} pages/s with the project's CONCURRENT_ITEMS={CONCURRENT_ITEMS}."]
+              f"defaults (the × column), {plain_ci:.0f} pages/s with the project's "
+              f"CONCURRENT_ITEMS={CONCURRENT_ITEMS}."]
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    (args.out / "results.json").write_text(json.dumps({"plain_pages_per_s": plain, "plain_ci_pages_per_s": plain_ci, "results": results}), encoding="utf-8")
+    summary = {"plain_pages_per_s": plain, "plain_ci_pages_per_s": plain_ci, "settings": args.settings,
+               "spider_args": args.spider_args, "results": results}
+    (args.out / "results.json").write_text(json.dumps(summary), encoding="utf-8")
     plot(results, args.out / "harvest.png", args.topic)
     print("\n".join(lines))
 

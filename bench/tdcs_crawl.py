@@ -1,6 +1,6 @@
 """TD-CS vs TD-CTKW vs TD-KW as crawl scorers on Wikispeedia (the paper's Figs. 4-5).
 
-    python bench/tdcs_crawl.py --data /work/shared/data/wikispeedia --out bench/results/tdcs_crawl \
+    python -m bench.tdcs_crawl --data-dir DIR --out bench/results/tdcs_crawl \
         --nodes Science.Biology.Birds,Music.Musical_genres_styles_eras_and_events \
         --scorers tdcs,tdctkw,tdkw --pages 1000 --repeats 5
 
@@ -26,20 +26,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
-import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from topiccrawl.scoring.metrics import mean_sd
+from topiccrawl.scoring.tdcs import load_tree
+from topiccrawl.weblab.api import WebLab
+from topiccrawl.weblab.corpus import open_corpus
 
-from topiccrawl.scoring.metrics import mean_sd  # noqa: E402
-from topiccrawl.scoring.tdcs import load_tree  # noqa: E402
-from topiccrawl.weblab.api import WebLab  # noqa: E402
-from topiccrawl.weblab.corpus import open_corpus  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 CHECKPOINTS = (100, 250, 500, 1000, 1500)
 ROOT = "subject"
@@ -142,7 +141,8 @@ def report(runs: list[dict], nodes: list[str], scorers: list[str], pages: int, o
                       "|---|" + "---:|" * len(checkpoints)]
             for s in scorers:
                 rs = [r for r in mine if r["scorer"] == s]
-                lines.append(f"| {s} | " + " | ".join(fmt([value(r[metric], c) for r in rs]) for c in checkpoints) + " |")
+                cells = " | ".join(fmt([value(r[metric], c) for r in rs]) for c in checkpoints)
+                lines.append(f"| {s} | {cells} |")
             lines.append("")
         plot(mine, scorers, node, out / f"tdcs-{node.split('.')[-1].lower().replace('_', '-')}.png")
     return "\n".join(lines)
@@ -179,7 +179,9 @@ def plot(runs: list[dict], scorers: list[str], node: str, path: Path) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", required=True, help="the Wikispeedia directory")
+    ap.add_argument("--data", help="the Wikispeedia directory (default: DATA_DIR/wikispeedia)")
+    ap.add_argument("--data-dir", default=os.environ.get("TOPICCRAWL_DATA_DIR"),
+                    help="folder of the third-party corpora (default: $TOPICCRAWL_DATA_DIR)")
     ap.add_argument("--nodes", default="Science.Biology.Birds,Music.Musical_genres_styles_eras_and_events")
     ap.add_argument("--scorers", default="tdcs,tdctkw,tdkw")
     ap.add_argument("--pages", type=int, default=1000)
@@ -188,10 +190,15 @@ def main() -> None:
     ap.add_argument("--resume", action="store_true", help="keep the runs already in OUT/runs.jsonl")
     ap.add_argument("--report-only", action="store_true", help="only rebuild results.md and the plots")
     args = ap.parse_args()
+    if args.data is None:
+        if not args.data_dir:
+            ap.error("give --data, or --data-dir or TOPICCRAWL_DATA_DIR (the folder holding wikispeedia/)")
+        args.data = str(Path(args.data_dir) / "wikispeedia")
     nodes, scorers = args.nodes.split(","), args.scorers.split(",")
     args.out.mkdir(parents=True, exist_ok=True)
     log = args.out / "runs.jsonl"
-    runs = [json.loads(l) for l in log.open(encoding="utf-8")] if (args.resume or args.report_only) and log.exists() else []
+    keep = (args.resume or args.report_only) and log.exists()
+    runs = [json.loads(l) for l in log.open(encoding="utf-8")] if keep else []
     if not args.resume and not args.report_only:
         log.write_text("", encoding="utf-8")
     done = {(r["node"], r["scorer"], r["rep"]) for r in runs}

@@ -8,13 +8,13 @@ an article belongs to a child when all its categories under the group fall in th
 features of each class on the training part and classifies with the TD-CS multinomial of eqs. 3-6
 (Laplace, group reading of F(k)); ``disc-node`` is Disc with the literal per-sibling F(k).
 
-    python bench/tdcs_k.py [--data /work/shared/data/wikispeedia] [--out bench/results]
+    python -m bench.tdcs_k [--data-dir DIR | --data DIR/wikispeedia] [--out bench/results]
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
+import os
 import time
 from pathlib import Path
 
@@ -25,12 +25,9 @@ from sklearn.feature_selection import chi2
 from sklearn.model_selection import train_test_split
 from sklearn.naive_bayes import MultinomialNB
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from topiccrawl.scoring import text  # noqa: E402
-from topiccrawl.scoring.dmoz import article_text, wikispeedia_layout  # noqa: E402
-from topiccrawl.scoring.tdcs import (count_matrix, disc_scores, group_space, laplace_log_probs,  # noqa: E402
-                             log_posterior, top_k)
+from topiccrawl.scoring import text
+from topiccrawl.scoring.dmoz import article_text, wikispeedia_layout
+from topiccrawl.scoring.tdcs import count_matrix, disc_scores, group_space, laplace_log_probs, log_posterior, top_k
 
 GROUPS = ["subject.Science", "subject.Geography"]
 KS = [5, 10, 20, 40, 60, 100, 140, 175, 180, 250, 350, 500, 750, 1000]
@@ -119,11 +116,17 @@ def plot(curves: dict, path: Path) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--data", default="/work/shared/data/wikispeedia", help="Wikispeedia directory")
+    ap.add_argument("--data", help="Wikispeedia directory (default: DATA_DIR/wikispeedia)")
+    ap.add_argument("--data-dir", default=os.environ.get("TOPICCRAWL_DATA_DIR"),
+                    help="folder of the third-party corpora (default: $TOPICCRAWL_DATA_DIR)")
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"),
                     help="directory for tdcs_k.md and tdcs_k.png")
     ap.add_argument("--reps", type=int, default=5)
     args = ap.parse_args()
+    if args.data is None:
+        if not args.data_dir:
+            ap.error("give --data, or --data-dir or TOPICCRAWL_DATA_DIR (the folder holding wikispeedia/)")
+        args.data = str(Path(args.data_dir) / "wikispeedia")
     print(run(args.data, Path(args.out), args.reps))
 
 

@@ -1,7 +1,7 @@
 """The WL paper's comparison tables (Table 1 and Table 2 shape) measured on ground truth.
 
-    python bench/wl_tables.py run --corpora rain,typhoon,wiki,lo --reps 5
-    python bench/wl_tables.py report            # tables (markdown), Friedman ranks, docs/img/wl-*.png
+    python -m bench.wl_tables run --corpora rain,typhoon,wiki,lo --reps 5
+    python -m bench.wl_tables report            # tables (markdown), Friedman ranks, docs/img/wl-*.png
 
 Every run is a real ``scrapy crawl wl -a strategy=S`` process (the WL spider's settings: ∂ 0.3,
 link threshold 0.2) through one shared web lab per corpus instance (``TOPICCRAWL_WEB_PROXY``).
@@ -45,7 +45,7 @@ VARIANTS = {
 }
 LO_SCRIPT = REPO / "scripts" / "fetch-libreoffice-help.sh"
 
-#: name -> (title, corpus spec (``{seed}``/``{lo}`` filled in), topic, checkpoints, seeds vary the corpus)
+#: name -> (title, corpus spec (``{seed}``/``{lo}``/``{data}`` filled in), topic, checkpoints, seeds vary the corpus)
 CORPORA = {
     "rain": ("generated 暴雨灾害 (synthetic)", "generated:zh-disaster?pages=20000&seed={seed}", "暴雨灾害",
              (500, 1000, 2500, 5000), True),
@@ -55,7 +55,7 @@ CORPORA = {
                    "暴雨灾害", (1000, 5000, 10000, 15000), True),
     "typhoon-large": ("generated 台风灾害, 100,000 pages (synthetic)", "generated:zh-disaster?pages=100000&seed={seed}",
                       "台风灾害", (1000, 5000, 10000, 15000), True),
-    "wiki": ("Wikispeedia weather-en", "wikispeedia:/work/shared/data/wikispeedia", "weather-en",
+    "wiki": ("Wikispeedia weather-en", "wikispeedia:{data}/wikispeedia", "weather-en",
              (250, 500, 1000, 2000), False),
     "lo": ("LibreOffice help zh-CN, Calc (scalc-zh)", "htmltree:{lo}?opaque=1&labeldepth=1",
            str(REPO / "bench" / "topics" / "scalc-zh.toml"), (100, 250, 500, 1000), False),
@@ -132,7 +132,8 @@ def crawl(spec: str, proxy: str, topic: str, strategy: str, checkpoints, rng_see
     from topiccrawl.settings import ITEM_PIPELINES
 
     out.mkdir(parents=True, exist_ok=True)
-    pipelines = {**ITEM_PIPELINES, "wl_tables.CheckpointClock": 900}
+    # `scrapy crawl` in the project directory has it on sys.path, so bench.wl_tables imports there
+    pipelines = {**ITEM_PIPELINES, "bench.wl_tables.CheckpointClock": 900}
     strategy, extra = VARIANTS.get(strategy, (strategy, {}))
     cmd = [str(Path(sys.executable).parent / "scrapy"), "crawl", "wl", "-a", f"topic={topic}",
            "-a", f"strategy={strategy}", "-a", f"max_pages={max(checkpoints)}",
@@ -143,8 +144,7 @@ def crawl(spec: str, proxy: str, topic: str, strategy: str, checkpoints, rng_see
            "-s", f"TOPICCRAWL_OUTPUT_DIR={out}", "-s", "TOPICCRAWL_PLOT_ENABLED=false",
            "-s", "TOPICCRAWL_PROGRESS_INTERVAL=0", "-s", "LOG_LEVEL=WARNING", "-s", "RETRY_TIMES=0",
            "-s", f"ITEM_PIPELINES={json.dumps(pipelines)}"]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO / "bench"), os.environ.get("PYTHONPATH")])),
-               WL_TABLES_DROP_TREE_WORKAROUND="1" if workaround else "0")
+    env = dict(os.environ, WL_TABLES_DROP_TREE_WORKAROUND="1" if workaround else "0")
     t0 = time.monotonic()
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, env=env)
     wall = time.monotonic() - t0
@@ -163,12 +163,15 @@ def run(args) -> None:
 
     strategies = args.strategies.split(",")
     lo = lo_dir() if "lo" in args.corpora else ""
+    data = args.data_dir or ""
+    if "wiki" in args.corpora and not data:
+        raise SystemExit("corpus wiki needs the third-party data folder: --data-dir DIR or TOPICCRAWL_DATA_DIR")
     # one lab per corpus instance: rain and typhoon share the generated web of the same seed
     instances: dict[str, list[tuple[str, int, int]]] = {}
     for name in args.corpora:
         _, spec, _, _, vary_corpus = CORPORA[name]
         for rep in range(args.reps):
-            key = spec.format(seed=rep + 1, lo=lo) if vary_corpus else spec.format(lo=lo)
+            key = spec.format(seed=rep + 1, lo=lo, data=data) if vary_corpus else spec.format(lo=lo, data=data)
             instances.setdefault(key, []).append((name, rep, rep + 1))
     for spec, jobs in instances.items():
         todo = [(n, r, s, st) for n, r, s in jobs for st in strategies
@@ -182,19 +185,21 @@ def run(args) -> None:
                 cps = tuple(c for c in checkpoints if c <= budget)
                 out = args.out / name / f"{strategy}-{rep}"
                 try:
-                    stats = crawl(spec, lab.proxy_url, topic, strategy, cps, seed, out, args.lo_workaround and name == "lo")
+                    stats = crawl(spec, lab.proxy_url, topic, strategy, cps, seed, out,
+                                  args.lo_workaround and name == "lo")
                 except RuntimeError as err:
                     print(f"{name} {strategy} rep {rep}: {err}", file=sys.stderr)
                     continue
                 print(f"{name} {strategy} rep {rep}: DP {stats.get('topiccrawl/dp')}, "
                       f"true harvest {stats.get('topiccrawl/truth/harvest_rate'):.3f}, "
                       f"{stats['bench/wall_seconds']:.0f} s", file=sys.stderr, flush=True)
-            plain_reference(args.out, spec, lab, max(min(max(CORPORA[n][3]), args.max_pages or 10**9) for n, *_ in jobs))
+            pages = max(min(max(CORPORA[n][3]), args.max_pages or 10**9) for n, *_ in jobs)
+            plain_reference(args.out, spec, lab, pages)
 
 
 def plain_reference(out: Path, spec: str, lab, pages: int) -> None:
     """pages/s of a plain Scrapy BFS spider on the same lab, right after the strategies' runs."""
-    from strategies import run_plain
+    from bench.strategies import run_plain
 
     path = out / "plain" / (hashlib.sha1(spec.encode()).hexdigest()[:10] + ".json")
     if path.exists():
@@ -301,7 +306,8 @@ def throughput_table(out: Path, name: str, runs: dict[str, list[dict]]) -> list[
     """Each strategy's pages/s (DP / elapsed) next to the plain Scrapy spider on the same labs."""
     _, spec, _, _, generated = CORPORA[name]
     plain = [json.loads(p.read_text(encoding="utf-8")) for p in sorted((out / "plain").glob("*.json"))]
-    pattern = re.escape(spec).replace(re.escape("{seed}"), r"\d+").replace(re.escape("{lo}"), ".*")
+    pattern = re.escape(spec).replace(re.escape("{seed}"), r"\d+")
+    pattern = pattern.replace(re.escape("{lo}"), ".*").replace(re.escape("{data}"), ".*")
     plain = [p["pages_per_s"] for p in plain if re.fullmatch(pattern, p["spec"])]
     if not plain:
         return []
@@ -385,7 +391,8 @@ def report(args) -> None:
         totals = sorted({r["topiccrawl/truth/total_relevant"] for rs in runs.values() for r in rs})
         hashes = sorted({r.get("bench/code_sha1") for rs in runs.values() for r in rs})
         md += [f"### {title}", "", f"Runs per strategy: {', '.join(f'{s} {len(rs)}' for s, rs in runs.items())}; "
-               f"truly relevant pages in the web: {', '.join(map(str, totals))}; code versions: {', '.join(map(str, hashes))}.", ""]
+               f"truly relevant pages in the web: {', '.join(map(str, totals))}; "
+               f"code versions: {', '.join(map(str, hashes))}.", ""]
         md += table(runs, cps) + ["", "At the end of the runs:", ""] + end_table(runs)
         md += [""] + throughput_table(args.out, name, runs)
         md += ["", f"![{name}](img/wl-{name}.png)", ""]
@@ -400,7 +407,8 @@ def report(args) -> None:
             for key, block in blocks.items():
                 block.append({s: checkpoint(r, dp, key) for s, r in row.items()})
             early.append({s: checkpoint(r, cps[0], "truth/harvest_rate") for s, r in row.items()})
-    for key, label in (("truth/harvest_rate", "true harvest rate"), ("recall_distinct", "target recall (distinct pages)"),
+    for key, label in (("truth/harvest_rate", "true harvest rate"),
+                       ("recall_distinct", "target recall (distinct pages)"),
                        ("accuracy", "self-assessed Accuracy (for comparison)")):
         md += ["", f"### Friedman ranks: {label} at the last checkpoint every strategy reached", ""]
         md += friedman(blocks[key], strategies)
@@ -422,6 +430,8 @@ def main() -> None:
                     help="run the lo corpus with the bench-only drop_tree workaround (module docstring)")
     ap.add_argument("--out", type=Path, default=REPO / "out" / "wl-tables")
     ap.add_argument("--img", type=Path, default=REPO / "docs" / "img")
+    ap.add_argument("--data-dir", default=os.environ.get("TOPICCRAWL_DATA_DIR"),
+                    help="folder of the third-party corpora (wikispeedia/ for wiki; default: $TOPICCRAWL_DATA_DIR)")
     args = ap.parse_args()
     for name in args.corpora:
         if name not in CORPORA:

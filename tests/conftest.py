@@ -1,4 +1,4 @@
-"""Shared fixtures: a clean working directory per crawl and the shared data folder."""
+"""Shared fixtures: a clean working directory per crawl and the third-party data folder."""
 
 from __future__ import annotations
 
@@ -10,19 +10,22 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 
 
+#: the environment variable naming the folder of third-party corpora (wikispeedia/, webkb/,
+#: dmoz-samples/; docs/real-corpora.md); .ci/run sets it when CI has that folder
+DATA_DIR_ENV = "TOPICCRAWL_DATA_DIR"
+
+
 def shared_data_dir() -> Path | None:
-    """../shared/data (where CI has it) or $TOPICCRAWL_SHARED_DATA; None when absent."""
-    for cand in (os.environ.get("TOPICCRAWL_SHARED_DATA"), REPO.parent / "shared" / "data", "/work/shared/data"):
-        if cand and Path(cand).is_dir():
-            return Path(cand)
-    return None
+    """$TOPICCRAWL_DATA_DIR when it names a folder; None when unset or absent."""
+    path = os.environ.get(DATA_DIR_ENV)
+    return Path(path) if path and Path(path).is_dir() else None
 
 
 @pytest.fixture
 def shared_data() -> Path:
     path = shared_data_dir()
     if path is None:
-        pytest.skip("../shared/data is not present (set TOPICCRAWL_SHARED_DATA to its path)")
+        pytest.skip(f"third-party data folder not given: set {DATA_DIR_ENV} to it (docs/real-corpora.md)")
     return path
 
 

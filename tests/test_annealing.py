@@ -101,7 +101,7 @@ def test_state_round_trip_continues_identically(cls):
     f = cls(t0=0.3, alpha=0.99, seed=4, **({"host_weight": 0.3} if cls is FCSAHostFrontier else {}))
     for link in links(300, seed=5):
         f.push(link)
-    for i in range(50):
+    for _ in range(50):
         link = f.pop()
         if cls is FCSAHostFrontier:
             f.feedback(link.url, link.domain, link.score, beta=0.5)

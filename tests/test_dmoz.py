@@ -7,8 +7,17 @@ import shutil
 
 import pytest
 
-from topiccrawl.scoring.dmoz import (DmozAlias, DmozPage, DmozTopic, TopicTree, TreeError, first_sentences,
-                             iter_dmoz, read_dmoz, wikispeedia_tree)
+from topiccrawl.scoring.dmoz import (
+    DmozAlias,
+    DmozPage,
+    DmozTopic,
+    TopicTree,
+    TreeError,
+    first_sentences,
+    iter_dmoz,
+    read_dmoz,
+    wikispeedia_tree,
+)
 
 
 @pytest.fixture

@@ -65,7 +65,8 @@ def test_registered_domain_fast_path_matches_urlsplit():
 
 def _requests(n: int, seed: int = 5) -> list[scrapy.Request]:
     rng = random.Random(seed)
-    return [scrapy.Request(f"http://h{rng.randrange(500)}.example.cn/a/{i:x}{rng.getrandbits(40):010x}.html") for i in range(n)]
+    return [scrapy.Request(f"http://h{rng.randrange(500)}.example.cn/a/{i:x}{rng.getrandbits(40):010x}.html")
+            for i in range(n)]
 
 
 def test_compact_filter_answers_like_scrapys_across_merges():

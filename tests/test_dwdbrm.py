@@ -9,12 +9,12 @@ import pickle
 import numpy as np
 import pytest
 
-from topiccrawl.discovery.dwdbrm import (DEFAULT_RANKERS, RANKERS, CombinedFunctionRank, DiscoveredPage,
-                               DiscoveryPlanner, DWDBRMError, KeywordQueries, PageVectorizer,
-                               UCB1Bandit, build_vocabulary, combine_positions, description_terms,
-                               operator_reward, positions)
-from topiccrawl.scoring.metrics import mean_rank, precision_at
+from topiccrawl.discovery.bandit import UCB1Bandit, operator_reward
+from topiccrawl.discovery.pages import DiscoveredPage, DWDBRMError, PageVectorizer, build_vocabulary
+from topiccrawl.discovery.planner import DiscoveryPlanner, KeywordQueries, description_terms
+from topiccrawl.discovery.rankers import DEFAULT_RANKERS, RANKERS, CombinedFunctionRank, combine_positions, positions
 from topiccrawl.discovery.search import LocalSearchBackend, SearchResult, SearXNGBackend
+from topiccrawl.scoring.metrics import mean_rank, precision_at
 from topiccrawl.scoring.text import Anchor, Extracted
 
 HOUSING = ["apartment mortgage housing market buyers property prices rent",

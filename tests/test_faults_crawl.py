@@ -4,7 +4,8 @@
 injects latency, timeouts, 5xx, resets, truncated bodies, wrong Content-Length, slow drip and
 redirect loops; the web itself has the calendar trap, a 3-6 MB page and GBK pages served with a
 ``charset=utf-8`` header. The topic is built to make the trap attractive ("日历", "信息" are the
-calendar's own words, even its "上个月"/"下个月" anchors), so without the guard a best-first crawl walks into it for good.
+calendar's own words, even its "上个月"/"下个月" anchors), so without the guard a best-first crawl
+walks into it for good.
 """
 
 from __future__ import annotations

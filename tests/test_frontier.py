@@ -3,7 +3,14 @@ import random
 
 import pytest
 
-from topiccrawl.strategies.simple import BFSFrontier, BestFirstFrontier, FrontierError, Link, OracleFrontier, make_frontier
+from topiccrawl.strategies.simple import (
+    BestFirstFrontier,
+    BFSFrontier,
+    FrontierError,
+    Link,
+    OracleFrontier,
+    make_frontier,
+)
 
 
 def drain(frontier):

@@ -1,10 +1,12 @@
-"""Live mode: private, loopback and link-local addresses are refused unless explicitly allowed,
-also after a redirect and after a DNS answer; a real HTTP server on loopback plays the web."""
+"""Live mode: every non-global address (private, loopback, link-local, shared, multicast, the
+IPv4 inside 6to4/NAT64/IPv4-mapped forms, …) is refused unless explicitly allowed, also after a
+redirect and after a DNS answer; a real HTTP server on loopback plays the web."""
 
 from __future__ import annotations
 
 import ipaddress
 import json
+import os
 import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -12,18 +14,20 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from conftest import run_crawl
+from topiccrawl.crawl.addresses import host_refusal, parse_allow_hosts
 from topiccrawl.crawl.settings import ConfigError
-from topiccrawl.crawl.middlewares import is_private_host, parse_allow_hosts
 
 
-@pytest.mark.parametrize("host,private", [
+@pytest.mark.parametrize("host,refused", [
     ("127.0.0.1", True), ("localhost", True), ("10.1.2.3", True), ("192.168.0.9", True),
     ("169.254.1.1", True), ("[::1]", True), ("0.0.0.0", True), ("foo.localhost", True),
-    ("localhost.", True), ("[::ffff:127.0.0.1]", True), ("[fe80::1]", True), ("100.64.0.1", False),
-    ("93.184.216.34", False), ("example.com", False), ("news.sina.com.cn", False),
+    ("localhost.", True), ("[::ffff:127.0.0.1]", True), ("[fe80::1]", True), ("100.64.0.1", True),
+    ("100.100.100.200", True), ("224.0.0.1", True), ("[2002:a9fe:a9fe::1]", True),
+    ("[64:ff9b::a9fe:a9fe]", True), ("93.184.216.34", False), ("example.com", False),
+    ("news.sina.com.cn", False),
 ])
-def test_private_host_classification(host, private):
-    assert is_private_host(host) is private
+def test_host_classification(host, refused):
+    assert (host_refusal(host) is not None) is refused
 
 
 def test_live_crawl_refuses_loopback_seed(tmp_path):
@@ -35,7 +39,7 @@ def test_live_crawl_refuses_loopback_seed(tmp_path):
     stats = json.loads((out / "stats.json").read_text(encoding="utf-8"))
     assert stats["topiccrawl/refused_private"] == 4  # two seeds and their robots.txt
     assert stats.get("downloader/request_count", 0) == 0
-    assert "refused private/loopback address" in proc.stderr
+    assert "refused non-global address in live mode: http://127.0.0.1:9/ (address: loopback)" in proc.stderr
 
 
 def test_allow_hosts_parsing():
@@ -47,13 +51,15 @@ def test_allow_hosts_parsing():
 
 
 class _Web(BaseHTTPRequestHandler):
-    """/start redirects to http://127.0.0.1:PORT/secret; every other path is a small page."""
+    """/start redirects to http://127.0.0.1:PORT/secret, /metadata to the cloud metadata address
+    http://100.100.100.200/latest/meta-data/; every other path is a small page."""
 
     def do_GET(self):
         self.server.hits.append(self.path)
-        if self.path == "/start":
+        if self.path in ("/start", "/metadata"):
             self.send_response(302)
-            self.send_header("Location", f"http://127.0.0.1:{self.server.server_port}/secret")
+            self.send_header("Location", f"http://127.0.0.1:{self.server.server_port}/secret" if self.path == "/start"
+                             else "http://100.100.100.200/latest/meta-data/")
             self.send_header("Content-Length", "0")
             self.end_headers()
             return
@@ -81,7 +87,8 @@ def web():
 
 def _live_crawl(tmp_path, seed: str, **settings):
     proc, out = run_crawl(tmp_path, args={"topic": "台风灾害", "seeds": seed}, settings={
-        "TOPICCRAWL_WEB": "live", "TOPICCRAWL_PLOT_ENABLED": "false", "RETRY_TIMES": "0", **settings})
+        "TOPICCRAWL_WEB": "live", "TOPICCRAWL_PLOT_ENABLED": "false", "RETRY_TIMES": "0",
+        "DOWNLOAD_TIMEOUT": "3", **settings})
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc, json.loads((out / "stats.json").read_text(encoding="utf-8"))
 
@@ -93,7 +100,68 @@ def test_redirect_to_loopback_is_refused(tmp_path, web):
     proc, stats = _live_crawl(tmp_path, f"http://localhost:{port}/start", TOPICCRAWL_LIVE_ALLOW_HOSTS="localhost")
     assert "/start" in web.hits and "/secret" not in web.hits, web.hits
     assert stats["topiccrawl/refused_private"] >= 1
-    assert f"refused private/loopback address in live mode: http://127.0.0.1:{port}/secret (redirect target)" in proc.stderr
+    refused = f"refused non-global address in live mode: http://127.0.0.1:{port}/secret (redirect target: loopback)"
+    assert refused in proc.stderr
+
+
+def test_redirect_to_cloud_metadata_address_is_refused(tmp_path, web):
+    """100.100.100.200 (shared address space, a cloud metadata endpoint) is not private in
+    Python's sense but not global either: the redirect to it and its robots.txt are refused."""
+    proc, stats = _live_crawl(tmp_path, f"http://localhost:{web.server_port}/metadata",
+                              TOPICCRAWL_LIVE_ALLOW_HOSTS="localhost")
+    assert web.hits == ["/robots.txt", "/metadata"], web.hits
+    assert stats["topiccrawl/refused_private"] == 2  # the target and its robots.txt
+    assert stats["downloader/request_count"] == 2  # only the two requests to the loopback server
+    assert ("refused non-global address in live mode: http://100.100.100.200/latest/meta-data/ "
+            "(redirect target: shared address space (RFC 6598))") in proc.stderr
+
+
+def test_literal_non_global_seeds_are_refused(tmp_path):
+    """Shared address space, multicast, IPv6 forms carrying a link-local IPv4 address and an
+    integer spelling of 127.0.0.1 (resolved, not parsed): refused before any connection, each
+    seed and its robots.txt."""
+    seeds = ["http://100.100.100.200/latest/meta-data/", "http://239.255.255.250:1900/",
+             "http://[2002:a9fe:a9fe::1]/", "http://[64:ff9b::a9fe:a9fe]/", "http://2130706433:9/"]
+    proc, stats = _live_crawl(tmp_path, ",".join(seeds))
+    assert stats["topiccrawl/refused_private"] == 10
+    assert stats.get("downloader/request_count", 0) == 0
+    for line in ("http://239.255.255.250:1900/ (address: multicast)",
+                 "http://[2002:a9fe:a9fe::1]/ (address: 6to4 169.254.169.254: link-local)",
+                 "http://[64:ff9b::a9fe:a9fe]/ (address: NAT64 169.254.169.254: link-local)",
+                 "http://2130706433:9/ (2130706433 resolves to 127.0.0.1: loopback)"):
+        assert f"refused non-global address in live mode: {line}" in proc.stderr
+
+
+_FAKE_DNS = """
+from scrapy.resolver import CachingThreadedResolver
+from twisted.internet import defer
+
+NAMES = {"metadata.example.test": "100.100.100.200"}
+
+
+class FakeDNS(CachingThreadedResolver):
+    def getHostByName(self, name, timeout=()):
+        if name in NAMES:
+            return defer.succeed(NAMES[name])
+        return super().getHostByName(name, timeout)
+"""
+
+
+def test_name_resolving_to_shared_address_space_is_refused(tmp_path, web, monkeypatch):
+    """A DNS answer in 100.64.0.0/10 (a resolver that answers from a table, installed with
+    Scrapy's TWISTED_DNS_RESOLVER): the name is refused, not connected to; the allow-list
+    lets the same name through to the download (which then times out: nothing listens there)."""
+    (tmp_path / "fake_dns.py").write_text(_FAKE_DNS, encoding="utf-8")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")])))
+    url = f"http://metadata.example.test:{web.server_port}/latest/meta-data/"
+    proc, stats = _live_crawl(tmp_path / "refused", url, TWISTED_DNS_RESOLVER="fake_dns.FakeDNS")
+    assert stats["topiccrawl/refused_private"] == 2  # the page and its robots.txt
+    assert stats.get("downloader/request_count", 0) == 0
+    assert (f"refused non-global address in live mode: {url} (metadata.example.test resolves to "
+            "100.100.100.200: shared address space (RFC 6598))") in proc.stderr
+    proc, stats = _live_crawl(tmp_path / "allowed", url, TWISTED_DNS_RESOLVER="fake_dns.FakeDNS",
+                              TOPICCRAWL_LIVE_ALLOW_HOSTS="100.64.0.0/10", DOWNLOAD_TIMEOUT="1")
+    assert "topiccrawl/refused_private" not in stats and stats["downloader/request_count"] == 2
 
 
 def _private_hostname() -> str:
@@ -103,7 +171,7 @@ def _private_hostname() -> str:
         ip = ipaddress.ip_address(socket.gethostbyname(name))
     except OSError:
         pytest.skip(f"host name {name!r} does not resolve")
-    if is_private_host(name) or not (ip.is_private or ip.is_loopback):
+    if host_refusal(name) is not None or not (ip.is_private or ip.is_loopback):
         pytest.skip(f"host name {name!r} resolves to public {ip} or is a local name already")
     return name
 

@@ -1,6 +1,6 @@
 """Corpus-level tests of the real-corpus readers (wikispeedia, webkb, htmltree, warc).
 
-Real data is read from the shared data folder (see tests/conftest.py) and Debian's LibreOffice
+Real data is read from $TOPICCRAWL_DATA_DIR (see tests/conftest.py) and Debian's LibreOffice
 help (scripts/fetch-libreoffice-help.sh); those tests skip with the reason when it is absent.
 Tiny corpora written into tmp_path cover every reader's rules and always run.
 """
@@ -15,10 +15,10 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from conftest import shared_data_dir
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
+from conftest import shared_data_dir
 from topiccrawl.weblab.corpus import CorpusError, open_corpus
 from topiccrawl.weblab.readers._cache import cache_dir
 from topiccrawl.weblab.readers._links import extract_links
@@ -30,8 +30,8 @@ WEATHER = {"subject.Geography.Natural_Disasters", "subject.Geography.Storms",
 def shared(sub: str) -> Path:
     root = shared_data_dir()
     if root is None or not (root / sub).is_dir():
-        pytest.skip(f"shared data {sub}/ missing: set TOPICCRAWL_SHARED_DATA to the folder "
-                    f"described in /work/shared/data/README.md, or put it at ../shared/data")
+        pytest.skip(f"third-party data {sub}/ missing: set TOPICCRAWL_DATA_DIR to the folder that holds it "
+                    f"(docs/real-corpora.md)")
     return root / sub
 
 

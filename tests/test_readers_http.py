@@ -10,7 +10,6 @@ import re
 from urllib.parse import urlsplit
 
 from test_readers import lo_help, make_tree, make_warc, shared, write
-
 from topiccrawl.weblab.api import WebLab
 from topiccrawl.weblab.corpus import open_corpus
 from topiccrawl.weblab.readers._links import extract_links

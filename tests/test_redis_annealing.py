@@ -11,13 +11,13 @@ import pytest
 from redis_fixture import redis_server  # noqa: F401
 from test_redis_crawl import _ledger, _start, _stats, _urls, _wait, lab  # noqa: F401
 from test_redis_wl import hammer
-from topiccrawl.strategies.annealing import FCSAHostFrontier, SAFrontier
 from topiccrawl.crawl.settings import ConfigError
-from topiccrawl.strategies.simple import FrontierError, Link
 from topiccrawl.redis import crawl_keys
 from topiccrawl.redis.annealing import RedisFCSAHostFrontier, RedisSAFrontier, make_redis_frontier
 from topiccrawl.redis.frontier import RedisFrontier
 from topiccrawl.redis.wanglandau import RedisWLFrontier
+from topiccrawl.strategies.annealing import FCSAHostFrontier, SAFrontier
+from topiccrawl.strategies.simple import FrontierError, Link
 from topiccrawl.strategies.wanglandau import clip01
 
 
@@ -244,7 +244,7 @@ def test_concurrent_workers_share_one_chain(redis_server, cls):
 
 
 @pytest.mark.parametrize("strategy", ["sa", "fcsa-host"])
-def test_two_annealing_workers_share_one_chain(tmp_path, redis_server, lab, strategy):  # noqa: F811
+def test_two_annealing_workers_share_one_chain(tmp_path, redis_server, lab, strategy):
     """End to end: two ``scrapy crawl focused`` workers on one crawl id with strategy sa /
     fcsa-host fetch the budget once, and both report the one shared chain's statistics."""
     workers = [_start(tmp_path, f"w{i}", redis_server.url, lab.proxy_url, strategy=strategy, budget=120,

@@ -12,13 +12,15 @@ from scrapy.utils.test import get_crawler
 
 from redis_fixture import redis_server  # noqa: F401
 from test_redis_wl import check_structures
-from topiccrawl.strategies.simple import Link
-from topiccrawl.crawl.scheduler import META_KEY, TopicScheduler
-from topiccrawl.spiders.focused import FocusedSpider
-from topiccrawl.redis import crawl_keys
 from topiccrawl.crawl.codec import RequestCodecError, decode, encode
+from topiccrawl.crawl.meta import META_KEY
+from topiccrawl.crawl.scheduler import TopicScheduler
+from topiccrawl.redis.scheduler import RedisScheduler
+from topiccrawl.redis import crawl_keys
 from topiccrawl.redis.frontier import RedisFrontier
 from topiccrawl.redis.wanglandau import RedisWLFrontier
+from topiccrawl.spiders.focused import FocusedSpider
+from topiccrawl.strategies.simple import Link
 
 WEB = "generated:zh-disaster?pages=1000&seed=1"
 
@@ -71,7 +73,7 @@ def _scheduler(url: str, strategy: str = "bfs", **settings):
         "TOPICCRAWL_REDIS_URL": url, "TOPICCRAWL_CRAWL_ID": "batch", "TOPICCRAWL_STRATEGY": strategy,
         "TOPICCRAWL_PLOT_ENABLED": False, **settings})
     crawler.spider = crawler._create_spider(topic="台风灾害")
-    scheduler = TopicScheduler.from_crawler(crawler)
+    scheduler = RedisScheduler.from_crawler(crawler)
     scheduler.open(crawler.spider)
     scheduler._renewal.stop()  # the lease-renewal loop needs a running reactor
     return scheduler

@@ -94,9 +94,10 @@ def test_a_stopped_worker_resumes_its_iteration_from_its_jobdir(tmp_path, redis_
 
     def run(name: str, **extra):
         """One dwdbrm worker with the shared JOBDIR, to its end; its process and log."""
-        args = ["-a", "seeds=truth:5", "-a", "pages=600"]  # ~200 background pages first; an iteration can plan ~170 requests
-        proc = start_worker(tmp_path, name, "dwdbrm", args, {**_settings(redis_server.url, lab.proxy_url, tmp_path / name),
-                                                             "JOBDIR": str(job), **extra})
+        # ~200 background pages first; an iteration can plan ~170 requests
+        args = ["-a", "seeds=truth:5", "-a", "pages=600"]
+        settings = {**_settings(redis_server.url, lab.proxy_url, tmp_path / name), "JOBDIR": str(job), **extra}
+        proc = start_worker(tmp_path, name, "dwdbrm", args, settings)
         proc.wait(300)
         log = proc.log.read_text()
         assert proc.returncode == 0 and "Traceback" not in log, log[-3000:]

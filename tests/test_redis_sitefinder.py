@@ -193,23 +193,28 @@ def test_two_workers_under_5xx_faults_decide_every_site(tmp_path, redis_server):
 
 def test_a_retried_search_page_comes_back_to_its_worker(redis_server):
     """RetryMiddleware re-schedules a copy of a claimed search request: the worker hands it out
-    again (it is not a new task, and not a page of any site), and keeps the task until its callback."""
-    from types import SimpleNamespace
-
+    again (it is not a new task, and not a page of any site), and keeps the task until its callback.
+    The scheduler is driven directly, without an engine."""
     from scrapy.utils.test import get_crawler
 
-    from topiccrawl.crawl.scheduler import TopicScheduler
-    from topiccrawl.spiders.sitefinder import SF_KEY, SiteFinderSpider
     from topiccrawl.redis.sitefinder import TASK_KEY, RedisSiteScheduler
+    from topiccrawl.spiders.sitefinder import SF_KEY, SiteFinderSpider
 
-    crawler = get_crawler(SiteFinderSpider, {**SETTINGS, "TOPICCRAWL_STORE": "redis",
-                                             "TOPICCRAWL_REDIS_URL": redis_server.url, "TOPICCRAWL_CRAWL_ID": "retry",
-                                             "TOPICCRAWL_WEB_PROXY": "http://127.0.0.1:9"})
-    crawler.spider = spider = crawler._create_spider()
-    crawler._engine = crawler._create_engine()
-    scheduler = TopicScheduler.from_crawler(crawler)
-    assert isinstance(scheduler, RedisSiteScheduler)
-    crawler.engine._slot = SimpleNamespace(scheduler=scheduler)  # what ExecutionEngine.open_spider sets
+    class Spider(SiteFinderSpider):
+        """The sitefinder spider outside an engine: its frontier is its scheduler's, as the
+        running engine's (``crawler.engine.scheduler.frontier``) would be."""
+
+        scheduler = None
+
+        @property
+        def frontier(self):
+            return self.scheduler.frontier
+
+    crawler = get_crawler(Spider, {**SETTINGS, "TOPICCRAWL_STORE": "redis",
+                                   "TOPICCRAWL_REDIS_URL": redis_server.url, "TOPICCRAWL_CRAWL_ID": "retry",
+                                   "TOPICCRAWL_WEB_PROXY": "http://127.0.0.1:9"})
+    crawler.spider = spider = Spider.from_crawler(crawler)
+    spider.scheduler = scheduler = RedisSiteScheduler.from_crawler(crawler)
     scheduler.open(spider)
     scheduler._renewal.stop()  # the lease-renewal loop needs a running reactor
     search = spider._search_request(spider.backends[0], spider.queries[0], 1)

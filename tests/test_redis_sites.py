@@ -25,7 +25,8 @@ def test_offers_are_once_per_crawl_and_queries_accumulate(redis_server):
     assert not b.offer_site("shop.example.cn", "http://shop.example.cn/x.html", "图书 折扣")
     assert not a.offer_site("shop.example.cn", "http://shop.example.cn/", "网上书店")  # the same query once
     assert a.found_by("shop.example.cn") == ["网上书店", "图书 折扣"]
-    assert a.candidates() == {"shop.example.cn": {"entry": "http://shop.example.cn/", "found_by": ["网上书店", "图书 折扣"]}}
+    assert a.candidates() == {"shop.example.cn": {"entry": "http://shop.example.cn/",
+                                                  "found_by": ["网上书店", "图书 折扣"]}}
     claimed = [json.loads(b.claim()[0]) for _ in range(3)]
     assert [t["kind"] for t in claimed] == ["search", "search", "site"]  # FIFO
     assert [t.get("pageno") for t in claimed[:2]] == [1, 2] and claimed[2]["entry"] == "http://shop.example.cn/"

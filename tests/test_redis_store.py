@@ -12,13 +12,13 @@ from scrapy.settings import Settings
 
 from conftest import free_port
 from redis_fixture import PASSWORD, redis_server, redis_server_auth  # noqa: F401
-from topiccrawl.crawl.settings import ConfigError, TopicCrawlConfig
-from topiccrawl.strategies.simple import Link, make_frontier
-from topiccrawl.scoring.importance import LinkGraph
-from topiccrawl.redis import RedisStoreError, connect, crawl_keys
 from topiccrawl.crawl.codec import decode, encode
+from topiccrawl.crawl.settings import ConfigError, TopicCrawlConfig
+from topiccrawl.redis import RedisStoreError, connect, crawl_keys
 from topiccrawl.redis.frontier import RedisFrontier, sortable_hex
 from topiccrawl.redis.graph import SharedLinkGraph
+from topiccrawl.scoring.importance import LinkGraph
+from topiccrawl.strategies.simple import Link, make_frontier
 
 
 def _relevant(url: str) -> bool:
@@ -203,8 +203,8 @@ def test_password_url_and_one_line_errors(redis_server_auth):
 
 
 def test_config_takes_every_strategy_on_redis(redis_server):
-    from topiccrawl.strategies.simple import STRATEGIES as MEMORY
-    from topiccrawl.redis import STRATEGIES as REDIS
+    from topiccrawl.strategies.base import STRATEGIES as MEMORY
+    REDIS = [name for name, strategy in MEMORY.items() if strategy.redis]
 
     assert set(REDIS) == set(MEMORY)  # a new strategy must come with its Redis store (or be refused)
     settings = Settings({"TOPICCRAWL_STORE": "redis", "TOPICCRAWL_REDIS_URL": redis_server.url})

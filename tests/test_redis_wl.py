@@ -13,11 +13,12 @@ import pytest
 from redis_fixture import redis_server  # noqa: F401
 from test_redis_crawl import _ledger, _start, _stats, _urls, _wait, lab  # noqa: F401
 from topiccrawl.crawl.settings import ConfigError
-from topiccrawl.discovery.dwdbrm import DWDBRMError, UCB1Bandit
-from topiccrawl.strategies.simple import FrontierError, Link
+from topiccrawl.discovery.bandit import UCB1Bandit
+from topiccrawl.discovery.pages import DWDBRMError
 from topiccrawl.redis import crawl_keys
 from topiccrawl.redis.bandit import RedisBandit
 from topiccrawl.redis.wanglandau import RedisWLFrontier
+from topiccrawl.strategies.simple import FrontierError, Link
 from topiccrawl.strategies.wanglandau import WangLandauFrontier
 
 
@@ -309,7 +310,7 @@ def test_concurrent_bandit_updates_lose_nothing(redis_server):
 
 # -- end to end -----------------------------------------------------------------------------------
 
-def test_two_wl_workers_share_one_sampler(tmp_path, redis_server, lab):  # noqa: F811
+def test_two_wl_workers_share_one_sampler(tmp_path, redis_server, lab):
     paper = {"TOPICCRAWL_LINK_THRESHOLD": "0.2", "TOPICCRAWL_ANCHOR_WEIGHT": "0.3"}  # the wl spider's settings
     workers = [_start(tmp_path, f"w{i}", redis_server.url, lab.proxy_url, strategy="wl", budget=120,
                       CONCURRENT_REQUESTS=4, **paper) for i in range(2)]

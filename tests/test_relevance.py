@@ -7,8 +7,7 @@ import pickle
 
 import pytest
 
-from topiccrawl.scoring.relevance import (IDF_FLOOR, DocumentFrequencies, RelevanceScorer, cosine,
-                                  tfidf_vector)
+from topiccrawl.scoring.relevance import IDF_FLOOR, DocumentFrequencies, RelevanceScorer, cosine, tfidf_vector
 from topiccrawl.scoring.text import tokenize
 from topiccrawl.scoring.topic import load_topic
 

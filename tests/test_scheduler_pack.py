@@ -1,4 +1,4 @@
-"""The memory scheduler keeps queued requests packed (topiccrawl.crawl.scheduler.pack/unpack)."""
+"""The memory scheduler keeps queued requests packed (topiccrawl.crawl.codec.pack/unpack)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ import tracemalloc
 
 import scrapy
 
+from topiccrawl.crawl.codec import RequestPacker, pack, unpack
+from topiccrawl.crawl.meta import META_KEY
 from topiccrawl.crawl.middlewares import TRAP_META
-from topiccrawl.crawl.scheduler import META_KEY, TopicScheduler, pack, unpack
+from topiccrawl.crawl.scheduler import TopicScheduler
 
 
 class Spider(scrapy.Spider):
@@ -28,9 +30,9 @@ def _spider_request(i: int, parent: str, **kw) -> scrapy.Request:
     return req
 
 
-def _roundtrip(req, spider):
+def _roundtrip(req, spider, packer: RequestPacker | None = None):
     link = TopicScheduler._link(req)
-    link.payload = pack(req, spider)
+    link.payload = packer.pack(req) if packer is not None else pack(req, spider)
     return link, unpack(link, spider)
 
 
@@ -40,7 +42,8 @@ def test_spider_shaped_requests_pack_and_unpack_to_equal_requests():
     for req in (_spider_request(4, parent, callback=spider.parse), _spider_request(5, parent, callback=spider.other),
                 _spider_request(6, parent),
                 _spider_request(7, parent, callback=spider.parse, meta={TRAP_META: 3}),
-                scrapy.Request("http://seed.example/", callback=spider.parse, meta={META_KEY: {"score": 1.0, "depth": 0}}),
+                scrapy.Request("http://seed.example/", callback=spider.parse,
+                               meta={META_KEY: {"score": 1.0, "depth": 0}}),
                 scrapy.Request("http://seed.example/b", callback=spider.parse, meta={META_KEY: {}, TRAP_META: 2})):
         link, back = _roundtrip(req, spider)
         assert isinstance(link.payload, tuple)
@@ -85,7 +88,8 @@ def test_packed_requests_take_a_fraction_of_the_memory():
         tracemalloc.stop()
         return size
 
-    full = measure(lambda r: scrapy.Request(r.url, callback=r.callback, meta={k: dict(v) if isinstance(v, dict) else v for k, v in r.meta.items()},
+    full = measure(lambda r: scrapy.Request(r.url, callback=r.callback,
+                                            meta={k: dict(v) if isinstance(v, dict) else v for k, v in r.meta.items()},
                                             headers={"Referer": r.meta[META_KEY]["parent"]}))
     packed = measure(lambda r: pack(r, spider))
     assert packed < full / 3, (packed, full)
@@ -95,8 +99,9 @@ def test_packed_requests_take_a_fraction_of_the_memory():
 def test_requests_of_one_shape_share_it_and_odd_anchors_stay_requests():
     spider = Spider()
     parent = "http://www.site1.example.cn/list/1.html"
-    a, _ = _roundtrip(_spider_request(1, parent, callback=spider.parse), spider)
-    b, _ = _roundtrip(_spider_request(2, parent, callback=spider.parse), spider)
+    packer = RequestPacker(spider)
+    a, _ = _roundtrip(_spider_request(1, parent, callback=spider.parse), spider, packer)
+    b, _ = _roundtrip(_spider_request(2, parent, callback=spider.parse), spider, packer)
     assert a.payload[0] is b.payload[0]  # (callback, meta extras, keys, Referer flag): one tuple
     assert isinstance(a.payload[2], bytes)  # the anchor is kept as UTF-8
     odd = _spider_request(3, parent, callback=spider.parse)

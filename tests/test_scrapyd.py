@@ -18,7 +18,6 @@ import pytest
 
 from conftest import REPO, bin_path, free_port
 
-
 USER, PASSWORD = "crawler", "s3cret-pass"
 
 

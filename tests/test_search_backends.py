@@ -11,8 +11,13 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from topiccrawl.discovery.search import (LocalSearchBackend, SearchBackendError, SearchResult,
-                               SearXNGBackend, make_backend)
+from topiccrawl.discovery.search import (
+    LocalSearchBackend,
+    SearchBackendError,
+    SearchResult,
+    SearXNGBackend,
+    make_backend,
+)
 from topiccrawl.scoring.text import extract
 from topiccrawl.weblab.api import WebLab
 

@@ -76,7 +76,7 @@ def raw(lab: WebLab, request: str, timeout: float = 10) -> tuple[int, dict, byte
                 data += chunk
         except ConnectionResetError:
             error = "reset"
-        except socket.timeout:
+        except TimeoutError:
             error = "timeout"
     head, _, body = data.partition(b"\r\n\r\n")
     lines = head.decode("latin-1").split("\r\n")

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from topiccrawl.sitefinder.frontier import SiteFinderFrontier
+from topiccrawl.sitefinder.rules import SiteFinderError, load_queries, load_rules, parse_expression
+from topiccrawl.sitefinder.verifier import SiteVerifier, abstract_url, entry_url, site_of, verify_site
 from topiccrawl.strategies.simple import FrontierError, Link, make_frontier
-from topiccrawl.sitefinder.core import (SiteFinderError, SiteFinderFrontier, SiteVerifier, abstract_url,
-                                   entry_url, load_queries, load_rules, parse_expression, site_of,
-                                   verify_site)
 
 # -- AbstractURL ----------------------------------------------------------------------------------
 

@@ -12,9 +12,22 @@ from scipy import sparse
 from topiccrawl.scoring import text
 from topiccrawl.scoring.dmoz import TopicTree, TreeError
 from topiccrawl.scoring.relevance import RelevanceScorer
-from topiccrawl.scoring.tdcs import (TDCSModel, TDCSScorer, TDCTKWScorer, TDKWScorer, context_keywords,
-                             disc_scores, group_space, laplace_log_probs, length_normalise,
-                             log_posterior, make_scorer, path_weights, scorer_from_state, top_k)
+from topiccrawl.scoring.tdcs import (
+    TDCSModel,
+    TDCSScorer,
+    TDCTKWScorer,
+    TDKWScorer,
+    context_keywords,
+    disc_scores,
+    group_space,
+    laplace_log_probs,
+    length_normalise,
+    log_posterior,
+    make_scorer,
+    path_weights,
+    scorer_from_state,
+    top_k,
+)
 from topiccrawl.scoring.topic import Topic
 
 # three sibling classes, two features; rows are documents

@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
-from topiccrawl.scoring.text import (Anchor, Extracted, add_words, decode_html, detect_language, extract,
-                             has_cjk, tokenize)
+from topiccrawl.scoring.text import (
+    Anchor,
+    Extracted,
+    add_words,
+    decode_html,
+    detect_language,
+    extract,
+    has_cjk,
+    tokenize,
+)
 
 # -- tokenizer -------------------------------------------------------------------------------
 

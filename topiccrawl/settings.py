@@ -1,22 +1,21 @@
-"""Scrapy settings of the topiccrawl project (every TOPICCRAWL_* setting: docs/settings.md)."""
+"""Scrapy settings of the topiccrawl project (every TOPICCRAWL_* setting: docs/settings.md).
 
-from topiccrawl.crawl.settings import DEFAULTS
+The scheduler, duplicate filter, middlewares, pipelines, the stats extension and the
+``TOPICCRAWL_*`` defaults come from the add-on (topiccrawl/crawl/addon.py); a value set here or with
+``-s`` overrides the add-on's.
+"""
 
 BOT_NAME = "topiccrawl"
 SPIDER_MODULES = ["topiccrawl.spiders"]
 NEWSPIDER_MODULE = "topiccrawl.spiders"
 COMMANDS_MODULE = "topiccrawl.crawl.commands"
+ADDONS = {"topiccrawl.crawl.addon.TopicCrawlAddon": 0}
 
 USER_AGENT = "topiccrawl/0.1 (+https://github.com/topiccrawl/topiccrawl)"
 ROBOTSTXT_OBEY = True
 REMOTE_CONTROL_ENABLED = False
 TELNETCONSOLE_ENABLED = False
 
-SCHEDULER = "topiccrawl.crawl.scheduler.TopicScheduler"
-# Scrapy's fingerprints, computed without canonicalize_url for already-canonical URLs, and a
-# duplicate filter holding 63-bit prefixes in a sorted array (topiccrawl/crawl/dupefilter.py)
-REQUEST_FINGERPRINTER_CLASS = "topiccrawl.crawl.dupefilter.RequestFingerprinter"
-DUPEFILTER_CLASS = "topiccrawl.crawl.dupefilter.CompactDupeFilter"
 CONCURRENT_REQUESTS = 16
 CONCURRENT_REQUESTS_PER_DOMAIN = 8
 DOWNLOAD_DELAY = 0
@@ -32,19 +31,6 @@ RETRY_TIMES = 2
 DOWNLOAD_WARNSIZE = 2 * 1024 * 1024  # bigger pages are kept but logged and counted (docs/resilience.md)
 DOWNLOAD_FAIL_ON_DATALOSS = True  # a truncated body is an error: retried, never scored as a page
 
-DOWNLOADER_MIDDLEWARES = {
-    "topiccrawl.crawl.middlewares.WebRoutingMiddleware": 740,
-    "topiccrawl.crawl.middlewares.PrivateAddressMiddleware": 745,
-    "topiccrawl.crawl.middlewares.FaultStatsMiddleware": 950,
-}
-SPIDER_MIDDLEWARES = {"topiccrawl.crawl.middlewares.TrapGuardMiddleware": 800}
-ITEM_PIPELINES = {
-    "topiccrawl.crawl.pipelines.ImportancePipeline": 300,
-    "topiccrawl.crawl.pipelines.HarvestPipeline": 400,
-}
-EXTENSIONS = {"topiccrawl.crawl.extensions.TopicStats": 500}
 
 FEED_EXPORT_ENCODING = "utf-8"
 LOG_LEVEL = "INFO"
-
-globals().update(DEFAULTS)

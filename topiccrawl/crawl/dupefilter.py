@@ -27,6 +27,8 @@ import numpy as np
 from scrapy.dupefilters import RFPDupeFilter
 from scrapy.utils.request import fingerprint as scrapy_fingerprint
 
+from topiccrawl.crawl.engine import take_loaded_fingerprints
+
 #: URLs whose ``canonicalize_url`` is the URL itself and whose JSON string needs no escaping
 _CANONICAL = re.compile(r"https?://[a-z0-9.-]+(?::[0-9]+)?(?:/(?!\.\.?(?:/|$))[A-Za-z0-9_.~-]*)+")
 _JSON_HEAD = '{"body": "", "headers": {}, "method": "GET", "url": "'
@@ -62,9 +64,9 @@ class CompactDupeFilter(RFPDupeFilter):
     def __init__(self, path: str | None = None, debug: bool = False, *, fingerprinter=None) -> None:
         super().__init__(path, debug, fingerprinter=fingerprinter)
         # RFPDupeFilter has read a JOBDIR's requests.seen into a set of full fingerprints
-        self._sorted = np.unique(np.fromiter((_key(fp) for fp in self._fingerprints), dtype=np.int64))
+        loaded = take_loaded_fingerprints(self)
+        self._sorted = np.unique(np.fromiter((_key(fp) for fp in loaded), dtype=np.int64))
         self._recent: set[int] = set()
-        self._fingerprints = set()
 
     def request_seen(self, request) -> bool:
         fp = self.fingerprinter.fingerprint(request)

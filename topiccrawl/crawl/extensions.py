@@ -20,7 +20,8 @@ from topiccrawl.crawl.runtime import TopicComponent
 
 logger = logging.getLogger(__name__)
 
-CSV_FIELDS = ["dp", "lp", "accuracy", "truth_relevant", "truth_harvest_rate", "target_recall", "url", "relevance"]
+CSV_FIELDS = ["dp", "lp", "accuracy", "truth_relevant", "truth_harvest_rate", "target_recall", "url", "relevance",
+              "expected_harvest"]
 
 
 def _plot_name(name: str) -> str:
@@ -41,7 +42,6 @@ class TopicStats(TopicComponent):
         self._loop: task.LoopingCall | None = None
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
-        crawler.signals.connect(self.engine_stopped, signal=signals.engine_stopped)
         crawler.signals.connect(self.spider_idle, signal=signals.spider_idle)
 
     def spider_opened(self, spider) -> None:
@@ -60,8 +60,10 @@ class TopicStats(TopicComponent):
     def log_progress(self) -> None:
         m = self.tc.metrics
         minutes = max((time.monotonic() - self.started) / 60, 1e-9)
-        if self.tc.scheduler is not None:
-            self.tc.scheduler.publish_stats()
+        publish = getattr(self.crawler.engine, "scheduler", None)
+        publish = getattr(publish, "publish_stats", None)  # the project's schedulers have it
+        if publish is not None:
+            publish()
         frontier = self.crawler.stats.get_value("topiccrawl/frontier_size", 0)
         # a topic without evaluation labels has no true harvest rate, even on an offline web
         rate = m.truth_harvest_rate if self.tc.ground_truth else None
@@ -76,7 +78,7 @@ class TopicStats(TopicComponent):
             self._loop.stop()
         stats = self.crawler.stats
         snapshot = self.tc.metrics.snapshot(self.tc.total_relevant())
-        for key, value in snapshot.items():
+        for key, value in {**snapshot, **self.tc.learning_stats()}.items():
             stats.set_value(f"topiccrawl/{key}", value)
         self.write_outputs(reason)
         self.log_progress()
@@ -86,9 +88,6 @@ class TopicStats(TopicComponent):
         # the last page is counted: late responses are then kept for a JOBDIR resume
         if self.tc.budget_spent:
             raise CloseSpider("topiccrawl_max_pages")
-
-    def engine_stopped(self) -> None:
-        self.tc.stop()
 
     # -- files ------------------------------------------------------------------------------------
     def write_outputs(self, reason: str) -> None:
@@ -120,6 +119,9 @@ class TopicStats(TopicComponent):
         dp = [r["dp"] for r in rows]
         fig, ax = plt.subplots(figsize=(7, 4), dpi=110)
         ax.plot(dp, [r["accuracy"] for r in rows], label="Accuracy = LP/DP (self-assessed, R ≥ β)")
+        if any(r.get("expected_harvest") is not None for r in rows):
+            ax.plot(dp, [r.get("expected_harvest") for r in rows],
+                    label="mean P(relevant) (self-assessed, page classifier)")
         if self.tc.ground_truth:
             ax.plot(dp, [r["truth_harvest_rate"] for r in rows], label="true harvest rate (ground truth)")
             if total:

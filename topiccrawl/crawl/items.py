@@ -19,3 +19,5 @@ class PageItem:
     strategy: str = ""
     language: str = ""
     fetched_at: str = ""
+    #: P(relevant | page) from the page classifier (None when it is off)
+    probability: float | None = None

@@ -4,11 +4,13 @@
   robots.txt included, gets ``meta["proxy"]`` = the web lab's forward proxy, so URLs stay the real
   absolute ones and only the proxy differs from a live crawl; requests to hosts outside the corpus
   are dropped (counted in ``topiccrawl/outside_corpus``).
-* :class:`PrivateAddressMiddleware` (live, ``TOPICCRAWL_WEB = "live"``): requests to loopback,
-  private, link-local, reserved or unspecified addresses are refused — literal addresses and local
-  names, redirect targets (Scrapy sends every redirected request through the downloader
-  middlewares again) and host names whose DNS answer is such an address — unless
-  ``TOPICCRAWL_LIVE_ALLOW_PRIVATE`` is set or the host is in ``TOPICCRAWL_LIVE_ALLOW_HOSTS``.
+* :class:`PrivateAddressMiddleware` (live, ``TOPICCRAWL_WEB = "live"``): requests to any address
+  that is not global unicast (the policy of :mod:`topiccrawl.crawl.addresses`: loopback, private,
+  link-local, shared, multicast, reserved, …, also the IPv4 inside IPv4-mapped, 6to4, NAT64 and
+  Teredo forms) are refused — literal addresses and local names, redirect targets (Scrapy sends
+  every redirected request through the downloader middlewares again) and host names whose DNS
+  answer is such an address — unless ``TOPICCRAWL_LIVE_ALLOW_PRIVATE`` is set or the host is in
+  ``TOPICCRAWL_LIVE_ALLOW_HOSTS``.
 * :class:`FaultStatsMiddleware` counts every fault a download meets in
   ``topiccrawl/faults/<kind>`` and repairs what can be repaired (a wrong charset header); it never
   swallows a retry: Scrapy's RetryMiddleware and RedirectMiddleware still see everything.
@@ -40,49 +42,13 @@ from twisted.internet import error as txerror
 from twisted.web.client import ResponseFailed, ResponseNeverReceived
 from w3lib.encoding import html_body_declared_encoding, resolve_encoding
 
-from topiccrawl.crawl.settings import ConfigError
+from topiccrawl.crawl.addresses import allow_listed, host_refusal, parse_allow_hosts, refusal
 from topiccrawl.crawl.runtime import TopicComponent
 from topiccrawl.weblab.search import SEARCH_HOST
 
 logger = logging.getLogger(__name__)
 
-_LOCAL_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"}
 FAULT_PREFIX = "topiccrawl/faults/"
-
-
-def _private_ip(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
-        ip = ip.ipv4_mapped
-    return ip.is_private or ip.is_loopback or ip.is_link_local or ip.is_reserved or ip.is_unspecified
-
-
-def is_private_host(host: str) -> bool:
-    """True for loopback, private, link-local, reserved or unspecified addresses and local names."""
-    host = host.strip("[]").lower().rstrip(".")
-    if host in _LOCAL_NAMES or host.endswith(".localhost"):
-        return True
-    try:
-        return _private_ip(ipaddress.ip_address(host))
-    except ValueError:
-        return False
-
-
-def parse_allow_hosts(text: str) -> tuple[frozenset[str], tuple]:
-    """``TOPICCRAWL_LIVE_ALLOW_HOSTS``: comma-separated host names (exact, case-insensitive), IP
-    addresses and CIDR networks -> (names, networks); a bad network raises :class:`ConfigError`."""
-    names, nets = set(), []
-    for entry in filter(None, (e.strip().lower().strip("[]") for e in text.split(","))):
-        if "/" in entry:
-            try:
-                nets.append(ipaddress.ip_network(entry, strict=False))
-            except ValueError:
-                raise ConfigError(f"TOPICCRAWL_LIVE_ALLOW_HOSTS: {entry!r} is not an IP network like 10.0.0.0/8") from None
-        else:
-            try:
-                nets.append(ipaddress.ip_network(entry))
-            except ValueError:
-                names.add(entry.rstrip("."))
-    return frozenset(names), tuple(nets)
 
 
 class WebRoutingMiddleware(TopicComponent):
@@ -107,10 +73,11 @@ class WebRoutingMiddleware(TopicComponent):
 
 
 class PrivateAddressMiddleware(TopicComponent):
-    """Live crawls: refuse private destinations, also after redirects and DNS (module docstring).
+    """Live crawls: refuse non-global destinations, also after redirects and DNS (module docstring).
 
-    Names are resolved with the reactor's resolver, i.e. Scrapy's ``DNS_RESOLVER`` with its cache
-    (``DNSCACHE_ENABLED``), so the address checked is the address the download then connects to.
+    Names are resolved with the reactor's resolver, i.e. Scrapy's ``TWISTED_DNS_RESOLVER`` with
+    its cache (``DNSCACHE_ENABLED``), so the address checked is the address the download then
+    connects to.
     """
 
     def __init__(self, crawler) -> None:
@@ -121,11 +88,11 @@ class PrivateAddressMiddleware(TopicComponent):
         self.allow_names, self.allow_nets = parse_allow_hosts(cfg.live_allow_hosts)
 
     def _allowed(self, host: str, ip=None) -> bool:
-        return host in self.allow_names or (ip is not None and any(ip in n for n in self.allow_nets))
+        return allow_listed(host, ip, self.allow_names, self.allow_nets)
 
     def _refuse(self, request, why: str):
         self.crawler.stats.inc_value("topiccrawl/refused_private")
-        message = f"refused private/loopback address in live mode: {request.url} ({why})"
+        message = f"refused non-global address in live mode: {request.url} ({why})"
         logger.warning("%s; set TOPICCRAWL_LIVE_ALLOW_PRIVATE=true or TOPICCRAWL_LIVE_ALLOW_HOSTS to allow", message)
         raise IgnoreRequest(message)
 
@@ -137,9 +104,10 @@ class PrivateAddressMiddleware(TopicComponent):
             ip = None
         if self._allowed(host, ip):
             return None
-        if ip is not None or is_private_host(host):
-            if ip is None or _private_ip(ip):
-                self._refuse(request, "redirect target" if "redirect_urls" in request.meta else "address")
+        why = host_refusal(host)
+        if ip is not None or why is not None:  # a literal address or a local name
+            if why is not None:
+                self._refuse(request, f"{'redirect target' if 'redirect_urls' in request.meta else 'address'}: {why}")
             return None
         from twisted.internet import reactor
 
@@ -147,8 +115,9 @@ class PrivateAddressMiddleware(TopicComponent):
             answer = ipaddress.ip_address(await maybe_deferred_to_future(reactor.resolve(host)))
         except Exception:  # noqa: BLE001 - the download reports the DNS failure itself
             return None
-        if _private_ip(answer) and not self._allowed(host, answer):
-            self._refuse(request, f"{host} resolves to {answer}")
+        why = refusal(answer)
+        if why is not None and not self._allowed(host, answer):
+            self._refuse(request, f"{host} resolves to {answer}: {why}")
         return None
 
 

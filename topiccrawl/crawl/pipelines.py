@@ -34,9 +34,9 @@ class HarvestPipeline(TopicComponent):
         if row is None:
             raise DropItem("page budget spent (TOPICCRAWL_MAX_PAGES)")
         # strategies that learn from harvest (fcsa-host's host memory) get each counted page
-        feedback = getattr(getattr(self.crawler.engine.scheduler, "frontier", None), "feedback", None)
-        if feedback is not None:
-            feedback(adapter["url"], registered_domain(adapter["url"]), adapter["relevance"], self.tc.topic.beta)
+        frontier = getattr(self.crawler.engine.scheduler, "frontier", None)  # None: a foreign SCHEDULER
+        if frontier is not None:
+            frontier.feedback(adapter["url"], registered_domain(adapter["url"]), adapter["relevance"], self.tc.topic.beta)
         stats = self.crawler.stats
         for key, value in self.tc.metrics.snapshot().items():
             stats.set_value(f"topiccrawl/{key}", value)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 import tldextract
+from scrapy import signals
 
 from topiccrawl.crawl.settings import TopicCrawlConfig
 from topiccrawl.scoring.groundtruth import GroundTruth
@@ -32,6 +33,8 @@ from topiccrawl.crawl.items import PageItem
 from topiccrawl.scoring.metrics import CrawlMetrics
 from topiccrawl.scoring.dmoz import TreeError
 from topiccrawl.scoring.relevance import RelevanceScorer
+from topiccrawl.learning.focus import PageFocus
+from topiccrawl.learning.linkvalue import LinkFeatures, url_tokens
 from topiccrawl.scoring.text import Extracted, extract, tokenize
 from topiccrawl.scoring.tdcs import scorer_from_state
 from topiccrawl.scoring.topic import load_topic
@@ -122,13 +125,23 @@ class TopicCrawl:
         self.metrics = CrawlMetrics(self.topic.beta, self.topic.labels, self.config.checkpoints)
         self.harvest_rows: list[dict] = []
         self.started = datetime.now(timezone.utc)
+        #: the page classifier (P(relevant | page)); on with ``TOPICCRAWL_CLASSIFIER=on``, or
+        #: ``auto`` for the learned strategy and topics with examples
+        self.focus: PageFocus | None = None
+        if self.config.classifier == "on" or (self.config.classifier == "auto" and (
+                self.config.strategy == "learned" or self.topic.has_examples)):
+            self.focus = PageFocus(self.topic.beta, use_words=bool(self.topic.words),
+                                   refit_every=self.config.classifier_refit_every)
+        #: the frontier learns from pages (``observe_page``): the learned strategy
+        self.learns = self.config.strategy == "learned"
+        self._example_terms: list[list[str]] = []
+        self._counter_terms: list[list[str]] = []
         self.lab = None
         self.corpus = None
         self.ground_truth: GroundTruth | None = None
         #: the Redis scheduler when TOPICCRAWL_STORE=redis: global DP budget and counters
+        #: (set once through :meth:`use_shared_store`)
         self.shared = None
-        #: the crawl's TopicScheduler (progress lines ask it to publish its queue statistics)
-        self.scheduler = None
         self._start_web()
         self._load_ground_truth()
 
@@ -140,6 +153,8 @@ class TopicCrawl:
         from topiccrawl.weblab.api import WebLab
 
         self.lab = WebLab(cfg.web, faults=cfg.web_faults or None).start()
+        # the component that starts the lab stops it, whoever else stops the crawl
+        self.crawler.signals.connect(self.stop, signal=signals.engine_stopped)
         logger.info("offline web %s: %s pages behind proxy %s", cfg.web, self.lab.pages, self.lab.proxy_url)
 
     @property
@@ -186,10 +201,21 @@ class TopicCrawl:
         arg = (arg or "").strip()
         if not arg.startswith("truth:"):
             return [s.strip() for s in arg.split(",") if s.strip()] or self.seeds()
+        return self._truth_sample(arg, seed=0)
+
+    def _truth_sample(self, arg: str, seed: int) -> list[str]:
         if self.corpus is None or not self.topic.labels:
-            raise ValueError("seeds=truth:N needs an offline web and a topic with evaluation labels")
+            raise ValueError(f"{arg} needs an offline web and a topic with evaluation labels")
         relevant = [u for u in self.corpus.search_sample(20000) if self.corpus.labels(u) & self.topic.labels]
-        return random.Random(0).sample(relevant, min(int(arg[6:]), len(relevant)))
+        return random.Random(seed).sample(relevant, min(int(arg[6:]), len(relevant)))
+
+    def use_shared_store(self, shared, graph) -> None:
+        """Count pages and keep the link graph in a shared store (the Redis scheduler at open):
+        ``shared.count(item)`` and ``shared.budget_spent`` replace the local budget, ``graph``
+        (a :class:`~topiccrawl.scoring.importance.LinkGraph` look-alike) the local link graph."""
+        self.shared = shared
+        self.graph = graph
+        self.pagerank = PageRankCache(graph, every=self.config.pagerank_every)
 
     def stop(self) -> None:
         if self.lab is not None:
@@ -199,18 +225,29 @@ class TopicCrawl:
     # -- scoring --------------------------------------------------------------------------------
     def read_page(self, response) -> tuple[Extracted, float]:
         """Extract a downloaded page and score it: R(P) (eq. 4) over title, meta data and text."""
-        ex = extract(response.body, response.url, response.headers.get("Content-Type", b"").decode("latin-1"))
-        terms = tokenize(" ".join((ex.title, ex.description, " ".join(ex.keywords), ex.text)))
+        ex, terms = self.page_terms(response)
         return ex, self.scorer.page_relevance(terms)
+
+    @staticmethod
+    def page_terms(response) -> tuple[Extracted, list[str]]:
+        """A downloaded page extracted, and the terms of its title, meta data and text."""
+        ex = extract(response.body, response.url, response.headers.get("Content-Type", b"").decode("latin-1"))
+        return ex, tokenize(" ".join((ex.title, ex.description, " ".join(ex.keywords), ex.text)))
 
     def process_page(self, response, depth: int, parent: str | None, anchor: str) -> tuple[PageItem, list[ScoredLink]]:
         """Score a downloaded page (R(P), eq. 4) and its outlinks (R(l), eq. 5)."""
-        ex, relevance = self.read_page(response)
+        ex, terms = self.page_terms(response)
+        relevance = self.scorer.page_relevance(terms)
+        probability = self.focus.observe(terms, relevance) if self.focus is not None else None
         best: dict[str, ScoredLink] = {}
+        contexts: dict[str, object] = {}
         for a in ex.anchors:
             score = self.scorer.link_relevance(self.scorer.anchor_relevance(f"{a.text} {a.context}"), relevance)
             if a.url not in best or score > best[a.url].score:
                 best[a.url] = ScoredLink(a.url, score, a.text.strip()[:200])
+                contexts[a.url] = a
+        if self.learns:
+            self._observe(response.url, relevance if probability is None else probability, best, contexts, depth)
         self.graph.add_page(response.url, best.keys())
         self.pagerank.maybe_refresh()
         potential = self.pagerank.potential(response.url, self.config.potential_pagerank)
@@ -221,7 +258,66 @@ class TopicCrawl:
                 links.append(link)
         if self.config.max_links_per_page:
             links = sorted(links, key=lambda l: -l.score)[: self.config.max_links_per_page]
-        return self._item(response, ex, relevance, depth, parent, anchor), self._unseen(links)
+        item = self._item(response, ex, relevance, depth, parent, anchor)
+        if probability is not None:
+            item.probability = round(probability, 6)
+        return item, self._unseen(links)
+
+    def _observe(self, url: str, probability: float, best: dict, contexts: dict, depth: int) -> None:
+        """Hand a fetched page and its out-links (with their features) to a learning frontier,
+        before the links are queued."""
+        frontier = self.frontier
+        if frontier is None:
+            return
+        out = [(target, LinkFeatures(anchor=tokenize(a.text), url=url_tokens(target),
+                                     context=tokenize(a.context), score=best[target].score, depth=depth + 1))
+               for target, a in contexts.items()]
+        frontier.observe_page(url, registered_domain(url), probability, out)
+
+    @property
+    def frontier(self):
+        """The strategy of the crawl's scheduler (None without an engine or a foreign scheduler)."""
+        try:
+            return getattr(self.crawler.engine.scheduler, "frontier", None)
+        except RuntimeError:
+            return None
+
+    # -- topics from examples -------------------------------------------------------------------
+    def example_urls(self, arg: str | None) -> list[str]:
+        """Example pages to fetch first: ``-a examples=URL,URL`` or ``truth:N`` (N truly relevant
+        pages of the offline web, a seeded pick different from ``seeds=truth:N``'s), else the
+        topic's ``examples``."""
+        arg = (arg or "").strip()
+        if arg.startswith("truth:"):
+            return self._truth_sample(arg, seed=1)
+        return [s.strip() for s in arg.split(",") if s.strip()] or list(self.topic.examples)
+
+    def add_example(self, terms: list[str], counter: bool = False) -> None:
+        if self.focus is None:
+            self.focus = PageFocus(self.topic.beta, use_words=bool(self.topic.words),
+                                   refit_every=self.config.classifier_refit_every)
+        if counter:
+            self.focus.add_counter_example(terms)
+            self._counter_terms.append(terms)
+        else:
+            self.focus.add_example(terms)
+            self._example_terms.append(terms)
+
+    def learn_words(self, k: int = 30) -> list[tuple[str, float]]:
+        """Derive weighted topic words from the example pages (counter-examples as background);
+        a topic without words of its own is scored with them from now on."""
+        from topiccrawl.learning.examples import topic_words
+
+        words = topic_words(self._example_terms, self._counter_terms, k=k) if self._example_terms else []
+        if words and not self.topic.words:
+            from dataclasses import replace
+
+            from topiccrawl.scoring import text as _text
+
+            self.topic = replace(self.topic, words=dict(words))
+            _text.add_words([w for w, _ in words])
+            self.scorer = RelevanceScorer(self.topic, anchor_weight=self.config.anchor_weight)
+        return words
 
     def _unseen(self, links: list[ScoredLink]) -> list[ScoredLink]:
         """Drop links this process has already handed to Scrapy. The scheduler's duplicate filter
@@ -268,6 +364,9 @@ class TopicCrawl:
         labels = gt.labels(item.url) if gt else None
         identity = gt.identity(item.url) if gt else None
         row = self.metrics.record(item.url, item.relevance, labels, registered_domain(item.url), identity)
+        if self.focus is not None:  # the classifier's self-assessed harvest rate, next to Accuracy
+            expected = self.focus.expected_harvest
+            row["expected_harvest"] = None if expected is None else round(expected, 6)
         self.harvest_rows.append(row)
         return row
 
@@ -276,6 +375,10 @@ class TopicCrawl:
         if self.shared is not None:
             return self.shared.budget_spent
         return bool(self.config.max_pages) and self.metrics.dp >= self.config.max_pages
+
+    def learning_stats(self) -> dict:
+        """``classifier/*`` statistics of the page classifier (empty when it is off)."""
+        return self.focus.stats() if self.focus is not None else {}
 
     def total_relevant(self) -> int | None:
         if not self.ground_truth or not self.topic.labels:

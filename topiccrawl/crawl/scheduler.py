@@ -18,114 +18,44 @@ import logging
 import pickle
 from pathlib import Path
 
-from scrapy import Request
 from scrapy.core.scheduler import BaseScheduler
 from scrapy.utils.job import job_dir
 from scrapy.utils.misc import build_from_crawler, load_object
 from scrapy.utils.request import request_from_dict
 
-from topiccrawl.strategies.simple import Frontier, Link, make_frontier
-from topiccrawl.crawl.middlewares import TRAP_META
+from topiccrawl.crawl.codec import RequestPacker
+from topiccrawl.crawl.engine import live_requests
+from topiccrawl.crawl.meta import META_KEY
 from topiccrawl.crawl.runtime import TopicCrawl, registered_domain
+from topiccrawl.strategies.simple import Frontier, Link, make_frontier
 
 logger = logging.getLogger(__name__)
 
 STATE_FILE = "topiccrawl.state"
-META_KEY = "topiccrawl"
 
-#: keys of ``meta[META_KEY]`` a packed request keeps; score, depth and potential live in its Link
-_PACKED_KEYS = ("score", "depth", "potential", "parent", "anchor")
-#: other meta keys a packed request may carry: Scrapy's depth and the trap guard's chain length
-_PACKED_META = ("depth", TRAP_META)
-_ABSENT = object()
-_META_OK = frozenset({META_KEY, *_PACKED_META})
-_PLAIN_META = frozenset({META_KEY, "depth"})
-_TOPIC_OK = frozenset({*_PACKED_KEYS, "seq"})
-_BITS = {key: 1 << i for i, key in enumerate(_PACKED_KEYS)}
-
-
-#: the shape of packed requests — (callback name, meta extras, keys present, Referer flag): a
-#: crawl has few, so one tuple per shape is shared by every queued request of that shape
-_SHAPES: dict[tuple, tuple] = {}
-_MAX_SHAPES = 4096
-
-
-def pack(request: Request, spider) -> tuple | Request:
-    """A queued request in a fraction of its memory: a Scrapy Request with its meta dicts and
-    Headers costs ~1.2–1.6 kB, this ``(shape, parent, anchor)`` tuple 64 bytes (+ the anchor as
-    UTF-8 bytes; a whole queued URL, strings and fingerprint included, is measured in
-    docs/benchmarks.md, "Scale"). Only the shape the project's spiders yield is packed — a GET to a
-    spider method, meta holding only ``topiccrawl`` (the keys above, a text anchor) and the keys of
-    ``_PACKED_META``, at most a Referer header; anything else stays a Request. :func:`unpack`
-    rebuilds an equal request."""
-    if (type(request) is not Request or request.method != "GET" or request.body or request.cookies
-            or request.cb_kwargs or request.flags or request.priority or request.dont_filter
-            or request.errback is not None or request.encoding != "utf-8"):
-        return request
-    callback = request.callback
-    name = getattr(callback, "__name__", None)
-    if callback is not None and (name is None or getattr(spider, name, None) != callback):
-        return request
-    headers = request.headers
-    referer = dict.get(headers, b"Referer")  # Headers keeps normalised keys: skip its normalisation
-    if len(headers) > (referer is not None) or (referer is not None and len(referer) != 1):
-        return request
-    meta = request.meta
-    topic = meta.get(META_KEY)
-    if not meta.keys() <= _META_OK or not isinstance(topic, dict) or not topic.keys() <= _TOPIC_OK:
-        return request
-    anchor = topic.get("anchor", _ABSENT)
-    if type(anchor) is str:
-        anchor = anchor.encode()
-    elif anchor is not _ABSENT:
-        return request
-    parent = topic.get("parent", _ABSENT)
-    if referer is not None:
-        referer = referer[0]
-        if isinstance(parent, str) and referer == parent.encode():
-            referer = True  # the usual case: the Referer is the parent page (shared string)
-    present = 0
-    for key in topic:
-        present |= _BITS.get(key, 0)
-    plain = meta.keys() <= _PLAIN_META  # the common case: one value, no tuple
-    extra = meta.get("depth", _ABSENT) if plain else tuple(meta.get(k, _ABSENT) for k in _PACKED_META)
-    shape = (name, extra, present, referer)
-    if referer is True or referer is None:  # hashable, and the shapes are few
-        shape = _SHAPES.get(shape) or (_SHAPES.setdefault(shape, shape) if len(_SHAPES) < _MAX_SHAPES else shape)
-    return (shape, parent, anchor)
-
-
-def unpack(link: Link, spider) -> Request:
-    """The Request of a link whose payload :func:`pack` packed (a Request is returned as is)."""
-    payload = link.payload
-    if not isinstance(payload, tuple):
-        return payload
-    (name, extra, present, referer), parent, anchor = payload
-    if anchor is not _ABSENT:
-        anchor = anchor.decode()
-    values = (link.score, link.depth, link.potential, parent, anchor)
-    meta = {META_KEY: {key: values[i] for i, key in enumerate(_PACKED_KEYS) if present >> i & 1}}
-    for key, value in zip(_PACKED_META, extra if isinstance(extra, tuple) else (extra,)):
-        if value is not _ABSENT:
-            meta[key] = value
-    request = Request(link.url, callback=getattr(spider, name) if name else None, meta=meta)
-    if referer is not None:  # Headers is a dict of normalised keys -> value lists: what pack() read
-        dict.__setitem__(request.headers, b"Referer", [parent.encode() if referer is True else referer])
-    return request
+def strategy_options(crawler, tc: TopicCrawl) -> dict:
+    """The options a strategy factory reads: every ``TOPICCRAWL_*`` setting, lower-cased without
+    the prefix, with the crawl's parsed configuration (spider arguments applied) on top."""
+    options = {k[len("TOPICCRAWL_"):].lower(): v for k, v in crawler.settings.items() if k.startswith("TOPICCRAWL_")}
+    options.update(vars(tc.config))
+    return options
 
 
 class TopicScheduler(BaseScheduler):
-    def __init__(self, crawler, dupefilter, jobdir: str | None, stats) -> None:
+    """The memory scheduler; the Redis schedulers (``topiccrawl.redis``) subclass it with their own
+    frontier and duplicate filter, chosen by the add-on (:mod:`topiccrawl.crawl.addon`)."""
+
+    def __init__(self, crawler, dupefilter, jobdir: str | None, stats, frontier: Frontier | None = None) -> None:
         self.crawler = crawler
         self.df = dupefilter
         self.jobdir = jobdir
         self.stats = stats
         self.tc = TopicCrawl.for_crawler(crawler)
-        self.tc.scheduler = self
-        options = {k[len("TOPICCRAWL_"):].lower(): v for k, v in crawler.settings.items() if k.startswith("TOPICCRAWL_")}
-        options.update(vars(self.tc.config))
-        self.frontier: Frontier = make_frontier(self.tc.config.strategy, self.tc.is_truly_relevant, options)
+        if frontier is None:
+            frontier = make_frontier(self.tc.config.strategy, self.tc.is_truly_relevant, strategy_options(crawler, self.tc))
+        self.frontier: Frontier = frontier
         self.spider = None
+        self.packer = RequestPacker()
         #: requests handed to the engine and not yet through the downloader and the spider: they
         #: count against the DP budget, and are re-queued on close so a resume loses none of them
         self.inflight: dict[object, Link] = {}
@@ -143,26 +73,22 @@ class TopicScheduler(BaseScheduler):
 
     @classmethod
     def from_crawler(cls, crawler):
-        if crawler.settings.get("TOPICCRAWL_STORE") == "redis" and cls is TopicScheduler:
-            from topiccrawl.redis.discovery import redis_scheduler  # TOPICCRAWL_STORE=redis
-
-            return redis_scheduler(crawler)
         dupefilter = build_from_crawler(load_object(crawler.settings["DUPEFILTER_CLASS"]), crawler)
         return cls(crawler, dupefilter, job_dir(crawler.settings), crawler.stats)
 
     # -- BaseScheduler ----------------------------------------------------------------------------
     def open(self, spider):
         self.spider = spider
+        self.packer.spider = spider
         self._restore()
         return self.df.open()
 
     def close(self, reason: str):
         self.publish_stats()
-        report = getattr(self.frontier, "write_report", None)
-        if report is not None and self.tc.config.plot_enabled:
+        if self.tc.config.plot_enabled:
             out = self.tc.output_dir
             out.mkdir(parents=True, exist_ok=True)
-            report(out)
+            self.frontier.write_report(out)
         if self.jobdir:
             self._save()
         if reason == "finished" and not self.tc.budget_spent:
@@ -182,8 +108,8 @@ class TopicScheduler(BaseScheduler):
         if not request.dont_filter and self.df.request_seen(request):
             self.df.log(request, self.spider)
             return False
-        link = self._link(request, getattr(self.frontier, "link_type", Link))
-        link.payload = pack(request, self.spider)
+        link = self._link(request, self.frontier.link_type)
+        link.payload = self.packer.pack(request)
         self.frontier.push(link)
         self._enqueued += 1
         return True
@@ -221,7 +147,7 @@ class TopicScheduler(BaseScheduler):
         link = self.chosen.pop(0) if self.chosen else self.frontier.pop()
         if link is None:
             return None
-        link.payload = request = unpack(link, self.spider)
+        link.payload = request = self.packer.unpack(link)
         self.inflight[request] = link
         request.meta.setdefault(META_KEY, {})["seq"] = link.seq  # for requeue()
         self._dequeued += 1
@@ -240,10 +166,8 @@ class TopicScheduler(BaseScheduler):
             self.stats.inc_value("scheduler/dequeued", self._dequeued)
             self._enqueued = self._dequeued = 0
         self.stats.set_value("topiccrawl/frontier_size", len(self))
-        stats = getattr(self.frontier, "stats", None)
-        if stats is not None:
-            for key, value in stats().items():
-                self.stats.set_value(f"topiccrawl/{key}", value)
+        for key, value in self.frontier.stats().items():
+            self.stats.set_value(f"topiccrawl/{key}", value)
 
     def _prune_inflight(self) -> None:
         """Forget handed-out requests the engine is done with. A request is live while it is in
@@ -254,15 +178,9 @@ class TopicScheduler(BaseScheduler):
         crawl short of its budget with requests still queued."""
         if not self.inflight:
             return
-        try:
-            engine = self.crawler.engine
-        except RuntimeError:  # Scrapy 2.19 raises before the engine exists (benchmarks, tests)
-            return
-        if engine is None:
-            return
-        live = engine.downloader.active
-        scraping = engine.scraper.slot.active if engine.scraper.slot is not None else set()
-        self.inflight = {r: l for r, l in self.inflight.items() if r in live or r in scraping}
+        live = live_requests(self.crawler)
+        if live is not None:
+            self.inflight = {r: l for r, l in self.inflight.items() if r in live}
 
     def __len__(self) -> int:
         return len(self.frontier) + len(self.chosen)
@@ -277,7 +195,7 @@ class TopicScheduler(BaseScheduler):
         chosen = sorted([*self.chosen, *self.inflight.values()], key=lambda l: l.seq)
         state = self.frontier.state()
         for link in [*state["links"], *chosen]:
-            link.payload = unpack(link, self.spider).to_dict(spider=self.spider)
+            link.payload = self.packer.unpack(link).to_dict(spider=self.spider)
         data = {"strategy": self.frontier.name, "frontier": state, "chosen": chosen, "crawl": self.tc.state(),
                 "discovery": self.discovery.state() if self.discovery is not None else None}
         path = self._state_path()
@@ -301,7 +219,7 @@ class TopicScheduler(BaseScheduler):
         for link in data["chosen"]:
             link.payload = request_from_dict(link.payload, spider=self.spider)
         for link in data["frontier"]["links"]:
-            link.payload = pack(request_from_dict(link.payload, spider=self.spider), self.spider)
+            link.payload = self.packer.pack(request_from_dict(link.payload, spider=self.spider))
         self.frontier.load_state(data["frontier"])
         self.chosen = data["chosen"]
         self.discovery_state = data.get("discovery")

@@ -5,49 +5,24 @@ Spider arguments (``-a topic=… -a strategy=… -a max_pages=…``) override th
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from collections.abc import Callable
+from dataclasses import MISSING, dataclass, field, fields
+from typing import get_type_hints
 
-DEFAULTS: dict[str, object] = {
-    "TOPICCRAWL_ENABLED": True,
-    "TOPICCRAWL_TOPIC": "台风灾害",
-    "TOPICCRAWL_STRATEGY": "bestfirst",
-    "TOPICCRAWL_WEB": "generated:zh-disaster",
-    "TOPICCRAWL_WEB_PROXY": "",
-    "TOPICCRAWL_WEB_FAULTS": "",
-    "TOPICCRAWL_MAX_PAGES": 1000,
-    "TOPICCRAWL_LINK_THRESHOLD": 0.0,
-    "TOPICCRAWL_ANCHOR_WEIGHT": 0.3,
-    "TOPICCRAWL_MAX_LINKS_PER_PAGE": 0,
-    "TOPICCRAWL_PAGERANK_EVERY": 500,
-    "TOPICCRAWL_POTENTIAL_PAGERANK": 2.0,
-    "TOPICCRAWL_GROUND_TRUTH": "",
-    "TOPICCRAWL_OUTPUT_DIR": "out/%(name)s",
-    "TOPICCRAWL_PLOT_ENABLED": True,
-    "TOPICCRAWL_CHECKPOINTS": [100, 250, 500, 1000, 5000, 10000, 15000],
-    "TOPICCRAWL_PROGRESS_INTERVAL": 10.0,
-    "TOPICCRAWL_LIVE_ALLOW_PRIVATE": False,
-    "TOPICCRAWL_LIVE_ALLOW_HOSTS": "",
-    "TOPICCRAWL_TRAP_GUARD_ENABLED": True,
-    "TOPICCRAWL_TRAP_GUARD_DEPTH": 20,
-    "TOPICCRAWL_SLOW_SECONDS": 5.0,
-    "TOPICCRAWL_SCORER": "vsm",
-    "TOPICCRAWL_TOPIC_TREE": "",
-    "TOPICCRAWL_TOPIC_NODE": "",
-    "TOPICCRAWL_TDCS_K": 180,
-    "TOPICCRAWL_STORE": "memory",
-    "TOPICCRAWL_REDIS_URL": "redis://127.0.0.1:6379/0",
-    "TOPICCRAWL_CRAWL_ID": "",
-    "TOPICCRAWL_LEASE_SECONDS": 30.0,
-    "TOPICCRAWL_IDLE_TIMEOUT": 60.0,
-}
+from topiccrawl.crawl.addresses import parse_allow_hosts
+from topiccrawl.crawl.errors import ConfigError  # noqa: F401 (re-exported: the name users catch)
+from topiccrawl.strategies.base import STRATEGIES, FrontierBase, FrontierError, StrategyOptions, get_strategy, setting_name
 
 
-class ConfigError(ValueError):
-    """A setting or spider argument with a bad value (one-line message)."""
 
 
 @dataclass
 class TopicCrawlConfig:
+    """Every ``TOPICCRAWL_*`` setting, typed, with its default: the one place the defaults are
+    written (:data:`DEFAULTS` is derived from it). Field ``max_pages`` = setting
+    ``TOPICCRAWL_MAX_PAGES``. Strategy options live in the strategies' options dataclasses
+    (:func:`strategy_options`)."""
+
     enabled: bool = True
     topic: str = "台风灾害"
     strategy: str = "bestfirst"
@@ -63,7 +38,7 @@ class TopicCrawlConfig:
     ground_truth: str = ""
     output_dir: str = "out/%(name)s"
     plot_enabled: bool = True
-    checkpoints: list[int] = field(default_factory=list)
+    checkpoints: list[int] = field(default_factory=lambda: [100, 250, 500, 1000, 5000, 10000, 15000])
     progress_interval: float = 10.0
     live_allow_private: bool = False
     live_allow_hosts: str = ""
@@ -79,6 +54,8 @@ class TopicCrawlConfig:
     crawl_id: str = ""
     lease_seconds: float = 30.0
     idle_timeout: float = 60.0
+    classifier: str = "auto"
+    classifier_refit_every: int = 100
 
     @property
     def offline(self) -> bool:
@@ -88,17 +65,18 @@ class TopicCrawlConfig:
     def from_settings(cls, settings, overrides: dict | None = None) -> TopicCrawlConfig:
         """Read every ``TOPICCRAWL_*`` setting, apply spider-argument overrides, validate."""
         values: dict[str, object] = {}
+        kinds = get_type_hints(cls)
         for f in fields(cls):
-            key = "TOPICCRAWL_" + f.name.upper()
-            default = DEFAULTS[key]
+            key = setting_name(f.name)
+            default, kind = DEFAULTS[key], kinds[f.name]
             try:
-                if isinstance(default, bool):
+                if kind is bool:
                     values[f.name] = settings.getbool(key, default)
-                elif isinstance(default, int):
+                elif kind is int:
                     values[f.name] = settings.getint(key, default)
-                elif isinstance(default, float):
+                elif kind is float:
                     values[f.name] = settings.getfloat(key, default)
-                elif isinstance(default, list):
+                elif kind == list[int]:
                     values[f.name] = [int(x) for x in settings.getlist(key, default)]
                 else:
                     values[f.name] = str(settings.get(key, default) or "")
@@ -133,15 +111,49 @@ class TopicCrawlConfig:
         if self.lease_seconds <= 0 or self.idle_timeout < 0:
             raise ConfigError("TOPICCRAWL_LEASE_SECONDS must be > 0 and TOPICCRAWL_IDLE_TIMEOUT >= 0")
         if self.store == "redis":
-            from topiccrawl.redis import STRATEGIES
-
-            if self.strategy not in STRATEGIES:
-                raise ConfigError(f"TOPICCRAWL_STORE=redis supports the strategies {', '.join(STRATEGIES)}, "
+            on_redis = [name for name, strategy in STRATEGIES.items() if strategy.redis]
+            if self.strategy not in on_redis:
+                raise ConfigError(f"TOPICCRAWL_STORE=redis supports the strategies {', '.join(on_redis)}, "
                                   f"not {self.strategy!r}")
+        if self.classifier not in ("auto", "on", "off"):
+            raise ConfigError(f"TOPICCRAWL_CLASSIFIER={self.classifier!r}: expected auto, on or off")
+        if self.classifier_refit_every < 1:
+            raise ConfigError("TOPICCRAWL_CLASSIFIER_REFIT_EVERY must be >= 1")
         if self.trap_guard_depth < 1:
             raise ConfigError("TOPICCRAWL_TRAP_GUARD_DEPTH must be >= 1")
         if self.slow_seconds <= 0:
             raise ConfigError("TOPICCRAWL_SLOW_SECONDS must be > 0")
-        from topiccrawl.crawl.middlewares import parse_allow_hosts  # raises ConfigError on a bad entry
+        parse_allow_hosts(self.live_allow_hosts)  # raises ConfigError on a bad entry
 
-        parse_allow_hosts(self.live_allow_hosts)
+
+#: setting -> default of every ``TOPICCRAWL_*`` setting of :class:`TopicCrawlConfig` (the add-on
+#: sets them at ``default`` priority)
+DEFAULTS: dict[str, object] = {
+    setting_name(f.name): f.default_factory() if f.default is MISSING else f.default for f in fields(TopicCrawlConfig)
+}
+
+
+def strategy_options(settings, strategy: str) -> StrategyOptions | None:
+    """The options object of ``strategy`` from ``settings`` (Scrapy settings or a mapping of setting
+    names): field ``wl_lnf0`` is read from ``TOPICCRAWL_WL_LNF0``, an unset or empty setting keeps
+    the field's default; None for a strategy without options. A bad value or an unknown strategy
+    is a one-line :class:`ConfigError` naming the setting."""
+    try:
+        cls = get_strategy(strategy).options_class()
+        if cls is None:
+            return None
+        return cls.from_mapping({name: settings.get(setting_name(name)) for name in cls.kinds()})
+    except FrontierError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def build_frontier(settings, strategy: str, is_relevant: Callable[[str], bool] | None = None) -> FrontierBase:
+    """The memory frontier of ``strategy`` with its options from ``settings``
+    (:func:`strategy_options`); ``is_relevant``: the ground truth of link targets, for the
+    strategies that need it (``oracle``)."""
+    options = strategy_options(settings, strategy)
+    spec = get_strategy(strategy)
+    if spec.needs_truth and is_relevant is None:
+        raise ConfigError(f"strategy {strategy!r} needs ground truth: set TOPICCRAWL_GROUND_TRUTH or crawl an "
+                          "offline web (TOPICCRAWL_WEB) and give the topic evaluation labels")
+    return spec.build(is_relevant, options)

@@ -23,17 +23,18 @@ import logging
 from dataclasses import asdict
 from urllib.parse import urlsplit
 
-from topiccrawl.discovery.dwdbrm import (
-    DEFAULT_RANKERS,
-    RANKERS,
-    CombinedFunctionRank,
-    DiscoveredPage,
+from topiccrawl.discovery.bandit import UCB1Bandit, operator_reward
+from topiccrawl.discovery.pages import DiscoveredPage
+from topiccrawl.discovery.planner import (
     DiscoveryPlanner,
     KeywordQueries,
     PlannedRequest,
+)
+from topiccrawl.discovery.rankers import (
+    DEFAULT_RANKERS,
+    RANKERS,
+    CombinedFunctionRank,
     Ranking,
-    UCB1Bandit,
-    operator_reward,
 )
 from topiccrawl.scoring.importance import LinkGraph
 from topiccrawl.scoring.metrics import mean_rank, median_rank, precision_at

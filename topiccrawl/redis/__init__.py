@@ -19,14 +19,13 @@ Modules, small and focused like scrapy-redis's:
 ``scheduler``   :class:`RedisScheduler`: the TopicScheduler over the shared frontier (dupefilter,
                 leases around callbacks, idle-wait, pause/resume)
 
+Which strategies the store runs is the ``redis`` flag of each entry of
+:data:`topiccrawl.strategies.base.STRATEGIES`: the memory order in a ZSET, the shared WL sampler,
+the shared annealing chains, and the site finder's shared tasks (``sites``, ``sitefinder``).
+
 See docs/deploy.md ("Running N workers on one crawl", "Redis settings", "Recovery").
 """
 
-from topiccrawl.redis.connection import STRATEGIES as _ORDERED
 from topiccrawl.redis.connection import RedisStoreError, check_redis, connect, crawl_keys
 
-#: strategies TOPICCRAWL_STORE=redis runs: the memory order in a ZSET, the shared WL sampler, the
-#: shared annealing chains, and the site finder's shared tasks (``sites``, ``sitefinder``)
-STRATEGIES = (*_ORDERED, "wl", "sa", "fcsa-host", "sitefinder")
-
-__all__ = ["STRATEGIES", "RedisStoreError", "check_redis", "connect", "crawl_keys"]
+__all__ = ["RedisStoreError", "check_redis", "connect", "crawl_keys"]

@@ -4,13 +4,14 @@ The memory strategies :mod:`topiccrawl.strategies.annealing` (docs/wl.md, "Basel
 the crawl's key prefix (``topiccrawl:<crawl_id>:``). The queue is the frontier's ``requests`` ZSET
 with bestfirst members (``hex(−R(l))`` + seq, R clipped to [0, 1] as in memory), inherited with
 the push and the lease scripts from :class:`~topiccrawl.redis.frontier.RedisFrontier`. One
-decision is ONE Lua script: expired leases back to the queue and the global budget check (the
-frontier's own Lua text, ``_RECLAIM`` + ``BUDGET``), then the SA step of ``SAFrontier.pop`` —
-r = ⌊u₁·min(k, n)⌋, the best and the (r+1)-th best link, the candidate accepted when
-ln(1 − u₂) ≤ −Δ/T (Metropolis, Δ = p(best) − p(candidate); taken on a tie), T ← max(α·T, T_min)
-— and the lease of the chosen member (the frontier's ``LEASE``). Redis's ``math.random`` is not
-random, so u₁, u₂ come from the worker's Python RNG; the script answers how many it used (u₂ only
-when Δ > 0), so with one worker and the same uniforms the decisions equal the memory strategy's.
+decision is ONE Lua script (``lua/anneal_decide.lua``): expired leases back to the queue and the
+global budget check (the frontier's ``reclaim`` and ``over_budget``), then the SA step of
+``SAFrontier.pop`` — r = ⌊u₁·min(k, n)⌋, the best and the (r+1)-th best link, the candidate
+accepted when ln(1 − u₂) ≤ −Δ/T (Metropolis, Δ = p(best) − p(candidate); taken on a tie),
+T ← max(α·T, T_min) — and the lease of the chosen member (:mod:`topiccrawl.redis.leases`).
+Redis's ``math.random`` is not random, so u₁, u₂ come from the worker's Python RNG; the script
+answers how many it used (u₂ only when Δ > 0), so with one worker and the same uniforms the
+decisions equal the memory strategy's.
 For ``sa`` the priority is p(l) = R(l), the link relevance of WL paper eq. 5, read back exactly
 from the member's first 16 hex digits.
 
@@ -37,135 +38,12 @@ import json
 import random
 from collections import deque
 
-from topiccrawl.strategies.annealing import make_fcsa_host, make_sa
 from topiccrawl.crawl.settings import ConfigError
-from topiccrawl.strategies.simple import Link
-from topiccrawl.redis.frontier import BUDGET, LEASE, LIB, _RECLAIM, RedisFrontier, sortable_hex
+from topiccrawl.redis.frontier import RedisFrontier, sortable_hex
 from topiccrawl.redis.wanglandau import RedisWLFrontier
-from topiccrawl.strategies.wanglandau import clip01, option
-
-#: R(l) from a member: undoes ``sortable_hex(−R)`` on its first 16 hex digits (exact, via struct)
-_RSCORE = """
-local function rscore(m)
-  local neg, b = tonumber(string.sub(m, 1, 1), 16) < 8, {}
-  for i = 1, 8 do
-    local x = tonumber(string.sub(m, 2 * i - 1, 2 * i), 16)
-    if neg then x = 255 - x elseif i == 1 then x = x - 128 end
-    b[i] = string.char(x)
-  end
-  return -struct.unpack('>d', table.concat(b))
-end
-"""
-
-#: ``sa``: the frontier's queue hooks, and ``take()`` = the best queued member and p = R(l)
-SA_LIB = LIB + _RSCORE + """
-local function take()
-  local m = redis.call('ZPOPMIN', KEYS[1])[1]
-  return m, rscore(m)
-end
-"""
-
-#: ``fcsa-host``: the host-memory structures (KEYS[9..13]) kept in step by the queue hooks
-FCSA_LIB = _RSCORE + """
-local QUAL, LINK, HLINKS, HOSTS, HBEST = KEYS[9], KEYS[10], KEYS[11], KEYS[12], KEYS[13]
-local par
-local function prio(r, h)
-  if not par then
-    par = redis.call('HMGET', KEYS[8], 'w', 'q0', 'a')
-    for i = 1, 3 do par[i] = tonumber(par[i]) end
-  end
-  if par[1] == 0 then return r end
-  local good, seen = 0, 0
-  local q = redis.call('HGET', QUAL, h)
-  if q then
-    local g, s = string.match(q, '^(.+)|(%d+)$')
-    good, seen = tonumber(g), tonumber(s)
-  end
-  return (1.0 - par[1]) * r + par[1] * ((good + par[3] * par[2]) / (seen + par[3]))
-end
-local function hbest(h)
-  local e = redis.call('ZRANGEBYLEX', HLINKS, '[' .. h .. ' ', '(' .. h .. '!', 'LIMIT', 0, 1)[1]
-  return e and string.sub(e, #h + 2)
-end
-local function rekey(h)
-  local old = redis.call('HGET', HBEST, h)
-  if old then redis.call('ZREM', HOSTS, old) end
-  local m = hbest(h)
-  if m then
-    local key = string.sub(m, -12) .. ' ' .. h
-    redis.call('ZADD', HOSTS, string.format('%.17g', -prio(rscore(m), h)), key)
-    redis.call('HSET', HBEST, h, key)
-  elseif old then
-    redis.call('HDEL', HBEST, h)
-  end
-end
-local function on_push(m, j) redis.call('HSET', LINK, m, ARGV[j]) end
-local function drop() end
-local function requeue(m)
-  if redis.call('ZSCORE', KEYS[1], m) then return end
-  local h = redis.call('HGET', LINK, m)
-  redis.call('ZADD', KEYS[1], 0, m)
-  redis.call('ZADD', HLINKS, 0, h .. ' ' .. m)
-  if hbest(h) == m then rekey(h) end
-end
-local function unqueue(m)
-  local h = redis.call('HGET', LINK, m)
-  local first = hbest(h) == m
-  redis.call('ZREM', KEYS[1], m)
-  redis.call('ZREM', HLINKS, h .. ' ' .. m)
-  if first then rekey(h) end
-  return h
-end
-local function forget(m)
-  if redis.call('ZSCORE', KEYS[1], m) then unqueue(m) end
-  redis.call('HDEL', LINK, m)
-end
-local function take()
-  local h = string.sub(redis.call('ZRANGE', HOSTS, 0, 0)[1], 14)
-  local m = hbest(h)
-  unqueue(m)
-  return m, prio(rscore(m), h)
-end
-"""
-
-# ARGV: lease seconds, budget, worker, u1, u2
-# -> {1, dp, reclaimed, queued, member, json, uniforms used, 1 if a lower candidate was accepted}
-#    or {0 (empty) | -1 (budget), dp, reclaimed, queued}
-_DECIDE = _RECLAIM + BUDGET + """
-local n = redis.call('ZCARD', KEYS[1])
-if n == 0 then return {0, dp, #expired, 0} end
-local p = redis.call('HMGET', KEYS[8], 't', 'alpha', 'tmin', 'k')
-local T, alpha, tmin = tonumber(p[1]), tonumber(p[2]), tonumber(p[3])
-local span = math.min(tonumber(p[4]), n)
-local r = math.min(math.floor(tonumber(ARGV[4]) * span), span - 1)
-local taken, prio_, used, worse = {}, {}, 1, 0
-for i = 1, r + 1 do taken[i], prio_[i] = take() end
-local m = taken[r + 1]
-local delta = prio_[1] - prio_[r + 1]
-if delta > 0 then
-  used = 2
-  if math.log(1.0 - tonumber(ARGV[5])) <= -delta / T then worse = 1 else m = taken[1] end
-end
-for i = 1, r + 1 do if taken[i] ~= m then requeue(taken[i]) end end
-redis.call('HSET', KEYS[8], 't', string.format('%.17g', math.max(T * alpha, tmin)))
-redis.call('HINCRBY', KEYS[8], 'decisions', 1)
-redis.call('HINCRBY', KEYS[8], 'worse', worse)
-""" + LEASE + """
-return {1, dp, #expired, redis.call('ZCARD', KEYS[1]), m, redis.call('HGET', KEYS[2], m), used, worse}
-"""
-
-# ARGV: host, v -> hosts with feedback
-_FEEDBACK = """
-local h, good, seen = ARGV[1], 0, 0
-local q = redis.call('HGET', QUAL, h)
-if q then
-  local g, s = string.match(q, '^(.+)|(%d+)$')
-  good, seen = tonumber(g), tonumber(s)
-end
-redis.call('HSET', QUAL, h, string.format('%.17g|%d', good + tonumber(ARGV[2]), seen + 1))
-rekey(h)
-return redis.call('HLEN', QUAL)
-"""
+from topiccrawl.strategies.annealing import FCSAHostOptions, SAOptions, make_fcsa_host, make_sa
+from topiccrawl.strategies.base import Link
+from topiccrawl.strategies.wanglandau import clip01
 
 
 class RedisSAFrontier(RedisFrontier):
@@ -178,7 +56,9 @@ class RedisSAFrontier(RedisFrontier):
     """
 
     STRATEGIES = ("sa",)
-    LIB = SA_LIB
+    #: the queue hooks and ``take()`` (files of ``topiccrawl/redis/lua/``)
+    LIB = ("frontier_queue.lua", "anneal.lua", "sa.lua")
+    #: the chain's keys (``sa:`` + name) after the frontier's, in the order the Lua names them
     NAMES = ("state",)
 
     def __init__(self, client, keys: dict[str, str], *, t0: float = 0.1, alpha: float = 0.999, tmin: float = 1e-3,
@@ -192,16 +72,17 @@ class RedisSAFrontier(RedisFrontier):
         self.options = {"t0": t0, "alpha": alpha, "tmin": tmin, "top_k": top_k, **host}
         self.rng = rng if rng is not None else random.Random(f"{seed}|{worker}")
         self._uniforms: deque[float] = deque()
-        self._decide = client.register_script(self.LIB + _DECIDE)
+        self._decide = self._script("anneal_decide.lua")
         self.claim({"alpha": alpha, "tmin": tmin, "k": top_k, "w": host.get("host_weight", 0.0),
                     "q0": host.get("host_prior", 0.5), "a": host.get("host_strength", 2.0)})
 
     @classmethod
     def from_options(cls, client, keys: dict[str, str], options: dict, **lease) -> RedisSAFrontier:
         """From the ``TOPICCRAWL_SA_*`` options, checked by the memory factory (one-line errors)."""
+        options = SAOptions.coerce(options)
         m = make_sa(options)
         return cls(client, keys, t0=m.t0, alpha=m.alpha, tmin=m.tmin, top_k=m.top_k,
-                   seed=option(options, "sa_seed", int, 0), **lease)
+                   seed=options.sa_seed, **lease)
 
     def extra_keys(self) -> list[str]:
         return list(self.sa_keys.values())
@@ -252,7 +133,7 @@ class RedisFCSAHostFrontier(RedisSAFrontier):
     :meth:`feedback` is what the HarvestPipeline calls for every counted page of every worker."""
 
     STRATEGIES = ("fcsa-host",)
-    LIB = FCSA_LIB
+    LIB = ("anneal.lua", "fcsa.lua")
     NAMES = ("state", "quality", "link", "hlinks", "hosts", "hbest")
 
     def __init__(self, client, keys: dict[str, str], *, host_weight: float = 0.3, host_prior: float = 0.5,
@@ -260,14 +141,15 @@ class RedisFCSAHostFrontier(RedisSAFrontier):
         super().__init__(client, keys, **kw, host={"host_weight": host_weight, "host_prior": host_prior,
                                                    "host_strength": host_strength})
         self.host_weight, self.host_prior, self.host_strength = host_weight, host_prior, host_strength
-        self._feedback = client.register_script(self.LIB + _FEEDBACK)
+        self._feedback = self._script("fcsa_feedback.lua")
 
     @classmethod
     def from_options(cls, client, keys: dict[str, str], options: dict, **lease) -> RedisFCSAHostFrontier:
+        options = FCSAHostOptions.coerce(options)
         m = make_fcsa_host(options)
         return cls(client, keys, t0=m.t0, alpha=m.alpha, tmin=m.tmin, top_k=m.top_k, host_weight=m.host_weight,
                    host_prior=m.host_prior, host_strength=m.host_strength,
-                   seed=option(options, "sa_seed", int, 0), **lease)
+                   seed=options.sa_seed, **lease)
 
     def push_args(self, link: Link) -> list:
         return [link.domain or ""]

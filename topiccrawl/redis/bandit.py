@@ -9,11 +9,12 @@ Keys (``topiccrawl:<crawl_id>:`` + name):
                 totals *before* its update, so its UCB scores (the ones the choice was made on)
                 are recomputed exactly by :class:`~topiccrawl.discovery.dwdbrm.UCB1Bandit`
 
-An update is one Lua script (read the snapshot, n_op += 1, total_op += reward, n += 1, append the
-record), so concurrent updates never lose a play. :meth:`select` and the scores are the memory
-bandit's own code run on a snapshot of the hash, so the choice is the memory implementation's on
-the same statistics. :class:`RedisBandit` has UCB1Bandit's interface; the discovery spiders use it
-under TOPICCRAWL_STORE=redis through :mod:`topiccrawl.redis.discovery` (docs/dwdbrm.md).
+An update is one Lua script, ``lua/bandit_update.lua`` (read the snapshot, n_op += 1,
+total_op += reward, n += 1, append the record), so concurrent updates never lose a play.
+:meth:`select` and the scores are the memory bandit's own code run on a snapshot of the hash, so
+the choice is the memory implementation's on the same statistics. :class:`RedisBandit` has
+UCB1Bandit's interface; the discovery spiders use it under TOPICCRAWL_STORE=redis through
+:mod:`topiccrawl.redis.discovery` (docs/dwdbrm.md).
 """
 
 from __future__ import annotations
@@ -23,27 +24,9 @@ import math
 from collections.abc import Sequence
 
 from topiccrawl.crawl.settings import ConfigError
-from topiccrawl.discovery.dwdbrm import OPERATORS, DWDBRMError, IterationRecord, UCB1Bandit
-
-# KEYS: bandit, log   ARGV: op, reward (repr), seeds JSON, new pages JSON -> the record (JSON)
-_UPDATE = """
-local ops = cjson.decode(redis.call('HGET', KEYS[1], 'operators'))
-local plays, totals = {}, {}
-for i, op in ipairs(ops) do
-  local key = cjson.encode(op) .. ':'
-  plays[i] = key .. (redis.call('HGET', KEYS[1], 'plays:' .. op) or '0')
-  totals[i] = key .. (redis.call('HGET', KEYS[1], 'totals:' .. op) or '0')
-end
-local old = tonumber(redis.call('HGET', KEYS[1], 'totals:' .. ARGV[1]) or '0')
-redis.call('HINCRBY', KEYS[1], 'plays:' .. ARGV[1], 1)
-redis.call('HSET', KEYS[1], 'totals:' .. ARGV[1], string.format('%.17g', old + tonumber(ARGV[2])))
-local n = redis.call('HINCRBY', KEYS[1], 'n', 1)
-local rec = '{"iteration":' .. n .. ',"operator":' .. cjson.encode(ARGV[1]) .. ',"seeds":' .. ARGV[3] ..
-  ',"new_pages":' .. ARGV[4] .. ',"reward":' .. ARGV[2] .. ',"plays":{' .. table.concat(plays, ',') ..
-  '},"totals":{' .. table.concat(totals, ',') .. '}}'
-redis.call('RPUSH', KEYS[2], rec)
-return rec
-"""
+from topiccrawl.discovery.bandit import IterationRecord, UCB1Bandit
+from topiccrawl.discovery.pages import OPERATORS, DWDBRMError
+from topiccrawl.redis.connection import load_script
 
 
 class RedisBandit:
@@ -63,7 +46,7 @@ class RedisBandit:
         theirs = self.r.hget(self.key, "operators")
         if theirs != mine:
             raise ConfigError(f"the shared bandit {self.key} has operators {theirs}, not {mine}")
-        self._update = client.register_script(_UPDATE)
+        self._update = load_script(client, "bandit_update.lua")  # KEYS: bandit, bandit:log
 
     @classmethod
     def for_backend(cls, client, prefix: str, backend, operators: Sequence[str] = OPERATORS) -> RedisBandit:

@@ -1,13 +1,12 @@
-"""The Redis client of a crawl, its key layout, and one-line connection errors."""
+"""The Redis client of a crawl, its key layout, one-line connection errors, and the Lua loader."""
 
 from __future__ import annotations
 
+from functools import cache
+from importlib.resources import files
 from urllib.parse import urlsplit, urlunsplit
 
 from topiccrawl.crawl.settings import ConfigError
-
-#: strategies the Redis store keeps in the same order as the memory strategies
-STRATEGIES = ("bfs", "bestfirst", "oracle")
 
 #: key suffixes under ``topiccrawl:<crawl_id>:`` (docs/deploy.md, "Redis settings")
 KEYS = ("requests", "requests:data", "requests:seq", "leases", "leases:owner", "done", "dupefilter",
@@ -57,3 +56,18 @@ def check_redis(url: str) -> None:
     """Raise :class:`RedisStoreError` unless ``url`` answers PING (the crawl command's pre-flight
     check, so ``scrapy crawl`` stops with one line before the engine starts)."""
     connect(url, timeout=5.0).close()
+
+
+@cache
+def lua_source(name: str) -> str:
+    """The text of ``topiccrawl/redis/lua/<name>`` (read from the installed package: a checkout,
+    a wheel or a Scrapyd egg)."""
+    return (files("topiccrawl.redis") / "lua" / name).read_text(encoding="utf-8")
+
+
+def load_script(client, *names: str):
+    """Register the Lua script made of the files ``names`` of ``topiccrawl/redis/lua/``, joined in
+    that order with newlines: libraries first (each names its keys and defines ``local``
+    functions that the files after it use; its first line says which files it must follow), the
+    script's own file last. One script, one ``EVALSHA``; returns redis-py's ``Script``."""
+    return client.register_script("\n".join(lua_source(name) for name in names))

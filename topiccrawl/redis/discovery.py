@@ -1,8 +1,7 @@
 """Discovery spiders (``dwdbrm``, ``keyword_search``, ...) on Redis: N workers, one discovery crawl.
 
-``TopicScheduler.from_crawler`` calls :func:`redis_scheduler`, which returns a
-:class:`RedisDiscoveryScheduler` for a discovery spider and the leased-frontier
-:class:`~topiccrawl.redis.scheduler.RedisScheduler` for the others.
+The add-on (:mod:`topiccrawl.crawl.addon`) sets ``SCHEDULER`` to :class:`RedisDiscoveryScheduler`
+for a spider whose ``topiccrawl_queue`` is ``"discovery"`` when ``TOPICCRAWL_STORE = "redis"``.
 
 Every worker runs its own DWDBRM iterations (its own DiscoveryController: seeds, background,
 results, ranking, planner): its requests carry callbacks and meta of that controller, so they stay
@@ -40,7 +39,7 @@ from scrapy.exceptions import CloseSpider
 from scrapy.utils.job import job_dir
 
 from topiccrawl.crawl.settings import ConfigError
-from topiccrawl.discovery.dwdbrm import IterationRecord, UCB1Bandit
+from topiccrawl.discovery.bandit import IterationRecord, UCB1Bandit
 from topiccrawl.crawl.runtime import TopicCrawl
 from topiccrawl.crawl.scheduler import TopicScheduler
 from topiccrawl.redis.bandit import RedisBandit
@@ -53,20 +52,6 @@ logger = logging.getLogger(__name__)
 DISCOVERY = "discovery"
 #: the field of the crawl's ``stats`` hash counting all workers' results
 RESULTS_FIELD = "discovery_results"
-
-
-def redis_scheduler(crawler):
-    """The scheduler of a ``TOPICCRAWL_STORE=redis`` crawl for ``crawler.spider``."""
-    from topiccrawl.spiders.discovery import DiscoverySpider
-    from topiccrawl.redis.scheduler import RedisScheduler
-
-    if crawler.settings.get("TOPICCRAWL_STRATEGY") == "sitefinder":
-        from topiccrawl.redis.sitefinder import RedisSiteScheduler
-
-        return RedisSiteScheduler.from_crawler(crawler)
-    if isinstance(crawler.spider, DiscoverySpider):
-        return RedisDiscoveryScheduler.from_crawler(crawler)
-    return RedisScheduler.from_crawler(crawler)
 
 
 class SharedCount:

@@ -10,13 +10,15 @@ Scrapy-free. Keys (``topiccrawl:<crawl_id>:`` + name, see :mod:`topiccrawl.redis
 ``done``           HASH member -> ``outcome|worker`` (counted, failed:…, nopage)
 ``stats``          HASH of global counters: dp, lp, truth, lease_expired, released, failed
 
-Every script gets the same KEYS: requests, requests:data, leases, leases:owner, stats, done,
-requests:seq, then the strategy's own keys (:meth:`RedisFrontier.extra_keys`); the push script
-also gets the crawl's ``dupefilter`` SET, last. :attr:`LIB` is Lua prepended to each script with the
-hooks ``on_push(m, j)`` (a new member; its strategy arguments are ARGV[j] onwards), ``drop()`` (a
-new link the strategy does not queue), ``requeue(m)`` (put a member in the queue) and ``forget(m)``
-(a member is done for good), so a subclass (the WL frontier, :mod:`topiccrawl.redis.wanglandau`) keeps its
-own queue structures in step with the lease scripts.
+The Lua is in ``topiccrawl/redis/lua/``. A script is the files ``leases.lua`` (the lease mechanism,
+:mod:`topiccrawl.redis.leases`), ``frontier.lua`` (the keys, in the order of :data:`FRONTIER_KEYS`,
+then the strategy's own keys, :meth:`RedisFrontier.extra_keys`; the push script also gets the
+crawl's ``dupefilter`` SET, last), the strategy's hooks files :attr:`RedisFrontier.LIB`, then the
+script's own file (``frontier_pop.lua``, ...). The hooks are ``on_push(m, j)`` (a new member; its
+strategy arguments are ARGV[j] onwards), ``drop()`` (a new link the strategy does not queue),
+``requeue(m)`` (put a member in the queue) and ``forget(m)`` (a member is done for good), so a
+subclass (the WL frontier, :mod:`topiccrawl.redis.wanglandau`) keeps its own queue structures in
+step with the lease scripts.
 
 :meth:`RedisFrontier.push_many` queues any number of links in ONE script call (one round trip);
 given their request fingerprints it also does the duplicate filter's SADD of each, so the
@@ -40,133 +42,12 @@ import json
 import struct
 from collections.abc import Callable, Iterable, Sequence
 
-from topiccrawl.strategies.simple import Link
+from topiccrawl.redis.leases import Leases
+from topiccrawl.strategies.base import FrontierBase, Link
 
-#: the queue hooks of bfs / bestfirst / oracle: the ``requests`` ZSET is the whole queue
-LIB = """
-local function on_push(m, j) end
-local function drop() end
-local function requeue(m) redis.call('ZADD', KEYS[1], 0, m) end
-local function forget(m) redis.call('ZREM', KEYS[1], m) end
-"""
-
-#: moves expired leases back to the queue; defines ``now`` and ``expired`` for the rest of a script
-_RECLAIM = """
-local t = redis.call('TIME')
-local now = tonumber(t[1]) + tonumber(t[2]) / 1e6
-local expired = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, 1000)
-for _, m in ipairs(expired) do
-  redis.call('ZREM', KEYS[3], m)
-  redis.call('HDEL', KEYS[4], m)
-  if redis.call('HEXISTS', KEYS[2], m) == 1 then requeue(m) end
-end
-if #expired > 0 then redis.call('HINCRBY', KEYS[5], 'lease_expired', #expired) end
-local dp = tonumber(redis.call('HGET', KEYS[5], 'dp') or '0')
-"""
-
-#: after _RECLAIM: no pop while budget <= counted + leased (ARGV[2] = budget, 0 = none)
-BUDGET = """
-local budget = tonumber(ARGV[2])
-if budget > 0 and dp + redis.call('ZCARD', KEYS[3]) >= budget then
-  return {-1, dp, #expired, redis.call('ZCARD', KEYS[1])}
-end
-"""
-
-#: leases member ``m`` to ARGV[3] for ARGV[1] seconds and answers the pop
-LEASE = """
-redis.call('ZADD', KEYS[3], now + tonumber(ARGV[1]), m)
-redis.call('HSET', KEYS[4], m, ARGV[3])
-"""
-
-# ARGV: lease seconds, budget, worker -> {1, dp, reclaimed, queued, member, json} or {0|-1, dp, reclaimed, queued}
-_POP = _RECLAIM + BUDGET + """
-local popped = redis.call('ZPOPMIN', KEYS[1])
-if #popped == 0 then return {0, dp, #expired, 0} end
-local m = popped[1]
-""" + LEASE + """
-return {1, dp, #expired, redis.call('ZCARD', KEYS[1]), m, redis.call('HGET', KEYS[2], m)}
-"""
-
-# ARGV: -> {queued, leased, dp, reclaimed}
-_STATUS = _RECLAIM + """
-return {redis.call('ZCARD', KEYS[1]), redis.call('ZCARD', KEYS[3]), dp, #expired}
-"""
-
-# KEYS: the frontier's, then the dupefilter SET (last). ARGV: stride, then per link: fingerprint
-# ('' = no duplicate check), member prefix, seq (-1: next), json ('' = not queued: drop()), strategy
-# arguments... -> {queued, per link: member | '' (not queued) | nil (fingerprint already in the SET)}
-_PUSH = """
-local stride, out = tonumber(ARGV[1]), {0}
-for i = 2, #ARGV, stride do
-  if ARGV[i] ~= '' and redis.call('SADD', KEYS[#KEYS], ARGV[i]) == 0 then
-    out[#out + 1] = false
-  elseif ARGV[i + 3] == '' then
-    drop()
-    out[#out + 1] = ''
-  else
-    local seq = tonumber(ARGV[i + 2])
-    if seq < 0 then seq = redis.call('INCR', KEYS[7]) - 1 end
-    local m = ARGV[i + 1] .. string.format('%012d', seq)
-    redis.call('HSET', KEYS[2], m, ARGV[i + 3])
-    on_push(m, i + 4)
-    requeue(m)
-    out[#out + 1] = m
-  end
-end
-out[1] = redis.call('ZCARD', KEYS[1])
-return out
-"""
-
-# ARGV: member, outcome, worker, count (0/1), lp (0/1), truth (0/1), budget
-# -> new global dp (counted or finished), -1 over budget (nothing changed), -2 already done
-_FINISH = """
-local m = ARGV[1]
-if redis.call('HEXISTS', KEYS[2], m) == 0 then return -2 end
-local dp = tonumber(redis.call('HGET', KEYS[5], 'dp') or '0')
-if ARGV[4] == '1' then
-  local budget = tonumber(ARGV[7])
-  if budget > 0 and dp >= budget then return -1 end
-  dp = redis.call('HINCRBY', KEYS[5], 'dp', 1)
-  if ARGV[5] == '1' then redis.call('HINCRBY', KEYS[5], 'lp', 1) end
-  if ARGV[6] == '1' then redis.call('HINCRBY', KEYS[5], 'truth', 1) end
-else
-  redis.call('HINCRBY', KEYS[5], 'uncounted', 1)
-end
-redis.call('HDEL', KEYS[2], m)
-redis.call('ZREM', KEYS[3], m)
-redis.call('HDEL', KEYS[4], m)
-forget(m)
-redis.call('HSET', KEYS[6], m, ARGV[2] .. '|' .. ARGV[3])
-return dp
-"""
-
-# ARGV: worker, members... -> released
-_RELEASE = """
-local n = 0
-for i = 2, #ARGV do
-  local m = ARGV[i]
-  if redis.call('HGET', KEYS[4], m) == ARGV[1] then
-    redis.call('ZREM', KEYS[3], m)
-    redis.call('HDEL', KEYS[4], m)
-    if redis.call('HEXISTS', KEYS[2], m) == 1 then requeue(m); n = n + 1 end
-  end
-end
-if n > 0 then redis.call('HINCRBY', KEYS[5], 'released', n) end
-return n
-"""
-
-# KEYS: leases, owners   ARGV: lease seconds, worker, members... -> renewed
-_RENEW = """
-local t = redis.call('TIME')
-local until_ = tonumber(t[1]) + tonumber(t[2]) / 1e6 + tonumber(ARGV[1])
-local n = 0
-for i = 3, #ARGV do
-  if redis.call('HGET', KEYS[2], ARGV[i]) == ARGV[2] then
-    redis.call('ZADD', KEYS[1], 'XX', until_, ARGV[i]); n = n + 1
-  end
-end
-return n
-"""
+#: the frontier's keys, in the order ``lua/frontier.lua`` names them (KEYS[1..7] of every script);
+#: the strategy's own keys (:meth:`RedisFrontier.extra_keys`) follow, the push script's dupefilter last
+FRONTIER_KEYS = ("requests", "requests:data", "leases", "leases:owner", "stats", "done", "requests:seq")
 
 
 def sortable_hex(x: float) -> str:
@@ -176,7 +57,7 @@ def sortable_hex(x: float) -> str:
     return f"{bits:016x}"
 
 
-class RedisFrontier:
+class RedisFrontier(FrontierBase):
     """bfs / bestfirst / oracle over Redis with leases (see the module docstring).
 
     ``pop`` leases the link to ``worker`` for ``lease_seconds`` and returns None when the queue is
@@ -185,7 +66,8 @@ class RedisFrontier:
     """
 
     STRATEGIES = ("bfs", "bestfirst", "oracle")
-    LIB = LIB
+    #: the strategy's queue hooks (files of ``topiccrawl/redis/lua/``, after ``frontier.lua``)
+    LIB: tuple[str, ...] = ("frontier_queue.lua",)
 
     def __init__(self, client, keys: dict[str, str], strategy: str = "bestfirst",
                  is_relevant: Callable[[str], bool] | None = None, lease_seconds: float = 30.0,
@@ -199,19 +81,21 @@ class RedisFrontier:
         self.is_relevant = is_relevant
         self.lease_seconds, self.budget, self.worker = float(lease_seconds), int(budget), worker
         self.last: dict = {"blocked": False, "dp": 0, "queued": 0, "reclaimed": 0}
-        k = keys
-        self._keys = [k["requests"], k["requests:data"], k["leases"], k["leases:owner"], k["stats"], k["done"],
-                      k["requests:seq"], *self.extra_keys()]
-        self._push_keys = [*self._keys, k["dupefilter"]]
-        self._pop = client.register_script(self.LIB + _POP)
-        self._status = client.register_script(self.LIB + _STATUS)
-        self._push = client.register_script(self.LIB + _PUSH)
-        self._finish = client.register_script(self.LIB + _FINISH)
-        self._release = client.register_script(self.LIB + _RELEASE)
-        self._renew = client.register_script(_RENEW)
+        self.leases = Leases(client, keys["leases"], keys["leases:owner"])
+        self._keys = [*(keys[name] for name in FRONTIER_KEYS), *self.extra_keys()]
+        self._push_keys = [*self._keys, keys["dupefilter"]]
+        self._pop = self._script("frontier_pop.lua")
+        self._status = self._script("frontier_status.lua")
+        self._push = self._script("frontier_push.lua")
+        self._finish = self._script("frontier_finish.lua")
+        self._release = self._script("frontier_release.lua")
+
+    def _script(self, name: str):
+        """The frontier script ``name``: leases.lua, frontier.lua, the hooks :attr:`LIB`, ``name``."""
+        return self.leases.script("frontier.lua", *self.LIB, name)
 
     def extra_keys(self) -> list[str]:
-        """The strategy's own keys, KEYS[8] onwards of every script (none here)."""
+        """The strategy's own keys, after :data:`FRONTIER_KEYS` in every script (none here)."""
         return []
 
     # -- order ----------------------------------------------------------------------------------
@@ -322,11 +206,7 @@ class RedisFrontier:
 
     def renew(self, members: Iterable[str]) -> int:
         """Extend this worker's leases by ``lease_seconds`` from now; the number still owned."""
-        members = list(members)
-        if not members:
-            return 0
-        return int(self._renew(keys=[self.keys["leases"], self.keys["leases:owner"]],
-                               args=[self.lease_seconds, self.worker, *members]))
+        return self.leases.renew(members, worker=self.worker, seconds=self.lease_seconds)
 
     def status(self) -> dict:
         """``queued``, ``leased``, ``dp`` (global) after returning expired leases to the queue."""

@@ -1,7 +1,8 @@
 """The TopicScheduler over the shared Redis frontier (``TOPICCRAWL_STORE = "redis"``).
 
-``TopicScheduler.from_crawler`` returns a :class:`RedisScheduler` when the setting asks for it,
-so ``SCHEDULER`` stays the same. What differs from the memory scheduler:
+The add-on (:mod:`topiccrawl.crawl.addon`) sets ``SCHEDULER`` to :class:`RedisScheduler` when
+``TOPICCRAWL_STORE = "redis"`` and the spider's ``topiccrawl_queue`` is ``"frontier"`` (the
+focused spiders). What differs from the memory scheduler:
 
 * duplicates: the shared fingerprint SET (:class:`~topiccrawl.redis.dupefilter.RedisDupeFilter`);
   it also makes seeding happen once — a second worker's seeds are duplicates;
@@ -39,9 +40,10 @@ from twisted.internet import task
 
 from topiccrawl.crawl.settings import ConfigError
 from topiccrawl.strategies.simple import Link
-from topiccrawl.scoring.importance import PageRankCache
 from topiccrawl.crawl.runtime import TopicCrawl
-from topiccrawl.crawl.scheduler import META_KEY, TopicScheduler
+from topiccrawl.crawl.engine import default_callback
+from topiccrawl.crawl.meta import META_KEY
+from topiccrawl.crawl.scheduler import TopicScheduler, strategy_options
 from topiccrawl.crawl.codec import decode, encode
 from topiccrawl.redis.connection import connect, crawl_keys, redact
 from topiccrawl.redis.dupefilter import RedisDupeFilter
@@ -143,19 +145,17 @@ class RedisScheduler(RedisWorker, TopicScheduler):
         self.keys = crawl_keys(self.crawl_id)
         df = RedisDupeFilter(client, self.keys["dupefilter"], crawler.request_fingerprinter, stats,
                              crawler.settings.getbool("DUPEFILTER_DEBUG"))
-        super().__init__(crawler, df, jobdir, stats)
         self.r = client
         self.worker = f"{socket.gethostname()}:{os.getpid()}"
         self.refused: str | None = None
         lease = {"lease_seconds": cfg.lease_seconds, "budget": cfg.max_pages, "worker": self.worker}
         try:
-            options = {k[len("TOPICCRAWL_"):].lower(): v for k, v in crawler.settings.items()
-                       if k.startswith("TOPICCRAWL_")}
-            self.frontier = make_redis_frontier(client, self.keys, cfg.strategy, {**options, **vars(cfg)},
-                                                tc.is_truly_relevant, **lease)
+            frontier = make_redis_frontier(client, self.keys, cfg.strategy, strategy_options(crawler, tc),
+                                           tc.is_truly_relevant, **lease)
         except ConfigError as exc:  # e.g. a WL option the Redis store lacks: refused in open()
             self.refused = str(exc)
-            self.frontier = RedisFrontier(client, self.keys, "bfs", **lease)
+            frontier = RedisFrontier(client, self.keys, "bfs", **lease)
+        super().__init__(crawler, df, jobdir, stats, frontier=frontier)
         self.leases: dict[str, Request] = {}  # member -> request, for this worker's leases
         self.local: list[Request] = []  # retries and redirects of leased requests (same lease)
         self.buffer: list[tuple[Request, Link, list]] = []  # (request, link, push entry) to flush
@@ -167,20 +167,16 @@ class RedisScheduler(RedisWorker, TopicScheduler):
     # -- BaseScheduler ----------------------------------------------------------------------------
     def open(self, spider):
         self.spider = spider
-        from topiccrawl.spiders.focused import FocusedSpider
-
         if not self.refused:
             mismatch = self._join(self.frontier.name)
-            if not isinstance(spider, FocusedSpider):
+            if getattr(spider, "topiccrawl_queue", None) != "frontier":
                 self.refused = f"TOPICCRAWL_STORE=redis supports the focused and discovery spiders only, not {spider.name!r}"
             else:
                 self.refused = mismatch
         if self.refused:
             logger.error("%s", self.refused)
             return self.df.open()
-        self.tc.shared = self
-        self.tc.graph = SharedLinkGraph(self.r, self.keys["graph"])
-        self.tc.pagerank = PageRankCache(self.tc.graph, every=self.tc.config.pagerank_every)
+        self.tc.use_shared_store(self, SharedLinkGraph(self.r, self.keys["graph"]))
         if self.jobdir:
             logger.info("JOBDIR is not used for the frontier: TOPICCRAWL_STORE=redis keeps it in Redis")
         s = self.frontier.status()
@@ -267,7 +263,7 @@ class RedisScheduler(RedisWorker, TopicScheduler):
         member = self.frontier.member(link)
         request = decode(link.payload, self.spider, link)
         request.meta[META_KEY] = {**(request.meta.get(META_KEY) or {}), "seq": link.seq, "lease": member}
-        lease = _Lease(self, member, request.callback or self.spider._parse, request.errback)
+        lease = _Lease(self, member, request.callback or default_callback(self.spider), request.errback)
         request.callback, request.errback = lease.callback, lease.errback
         self.leases[member] = request
         self.stats.inc_value("scheduler/dequeued")
@@ -334,8 +330,7 @@ class RedisScheduler(RedisWorker, TopicScheduler):
     def _global_stats(self) -> None:
         for key, value in self.frontier.counters().items():
             self.stats.set_value(f"topiccrawl/global/{key}", value)
-        strategy = getattr(self.frontier, "stats", None)  # e.g. wl/lnf of the shared sampler
-        for key, value in (strategy() if strategy is not None else {}).items():
+        for key, value in self.frontier.stats().items():  # e.g. wl/lnf of the shared sampler
             self.stats.set_value(f"topiccrawl/{key}", value)
 
     def _idle(self, spider) -> None:

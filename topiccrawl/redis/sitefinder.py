@@ -32,7 +32,9 @@ from twisted.internet import task
 
 from topiccrawl.crawl.runtime import TopicCrawl
 from topiccrawl.crawl.scheduler import TopicScheduler
-from topiccrawl.sitefinder.core import Query, SiteFinderFrontier, entry_url, make_sitefinder, site_of
+from topiccrawl.sitefinder.frontier import SiteFinderFrontier, make_sitefinder
+from topiccrawl.sitefinder.rules import Query
+from topiccrawl.sitefinder.verifier import entry_url, site_of
 from topiccrawl.redis.connection import crawl_keys, redact
 from topiccrawl.redis.scheduler import RedisWorker
 from topiccrawl.redis.sites import RedisSiteTasks
@@ -54,6 +56,7 @@ class SharedSiteFinderFrontier(SiteFinderFrontier):
         host = site_of(url)
         if host:  # verified from its entry page, as in one process
             self.shared.tasks.offer_site(host, entry_url(url), query)
+            self.shared.forget_pending()
         return None  # the spider requests nothing: the worker that claims the site does
 
     def landed(self, url: str, final_url: str) -> str | None:
@@ -112,11 +115,11 @@ class RedisSiteScheduler(RedisWorker, TopicScheduler):
         tc = TopicCrawl.for_crawler(crawler)
         cfg = tc.config
         dupefilter = build_from_crawler(load_object(crawler.settings["DUPEFILTER_CLASS"]), crawler)
-        super().__init__(crawler, dupefilter, jobdir, stats)
         options = {k[len("TOPICCRAWL_"):].lower(): v for k, v in crawler.settings.items()
                    if k.startswith("TOPICCRAWL_")}
-        self.frontier = make_sitefinder(options, cls=SharedSiteFinderFrontier)
-        self.frontier.shared = self
+        frontier = make_sitefinder(options, cls=SharedSiteFinderFrontier)
+        super().__init__(crawler, dupefilter, jobdir, stats, frontier=frontier)
+        frontier.shared = self
         self.r = client
         self.crawl_id = cfg.crawl_id or crawler.spider.name
         self.keys = crawl_keys(self.crawl_id)
@@ -135,9 +138,7 @@ class RedisSiteScheduler(RedisWorker, TopicScheduler):
     # -- BaseScheduler ----------------------------------------------------------------------------
     def open(self, spider):
         self.spider = spider
-        from topiccrawl.spiders.sitefinder import SiteFinderSpider
-
-        if not isinstance(spider, SiteFinderSpider):
+        if getattr(spider, "topiccrawl_queue", None) != "sites":
             self.refused = f"TOPICCRAWL_STRATEGY=sitefinder on Redis needs the sitefinder spider, not {spider.name!r}"
             logger.error("%s", self.refused)
             return self.df.open()
@@ -163,12 +164,21 @@ class RedisSiteScheduler(RedisWorker, TopicScheduler):
             self.stats.set_value("topiccrawl/redis/released_on_close", released)
             self._global_stats()
             self.publish_stats()
-            report = getattr(self.frontier, "write_report", None)
             if self.tc.config.plot_enabled:
                 out = self.tc.output_dir
                 out.mkdir(parents=True, exist_ok=True)
-                report(out)
+                self.frontier.write_report(out)
         return self.df.close(reason)
+
+    def forget_pending(self) -> None:
+        """The next :meth:`has_pending_requests` asks Redis again (this worker offered a task)."""
+        self._checked = 0.0
+
+    def __len__(self) -> int:
+        """This worker's queued requests plus the crawl's tasks waiting in Redis."""
+        if self.refused:
+            return 0
+        return super().__len__() + self.tasks.status()["waiting"]
 
     def has_pending_requests(self) -> bool:
         if self.refused:

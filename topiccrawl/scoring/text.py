@@ -1,5 +1,6 @@
-"""Text processing: tokenisation (jieba for Chinese, a Latin tokenizer otherwise), stop words, and
-HTML decoding/extraction (title, main text, meta keywords/description, anchors with context).
+"""Text processing: tokenisation (jieba for Chinese after Traditional -> Simplified conversion, a
+Latin tokenizer otherwise), stop words, and HTML decoding/extraction (title, main text, meta
+keywords/description, anchors with context).
 
 Scrapy-free. ``tokenize`` is used everywhere a text becomes terms: relevance scoring, the search
 engine of the offline web lab and the rankers, so that a topic word and a page word always match.
@@ -20,6 +21,8 @@ from w3lib.encoding import (html_body_declared_encoding, html_to_unicode, read_b
                             resolve_encoding, to_unicode)
 from w3lib.html import strip_html5_whitespace
 from w3lib.url import safe_url_string
+
+from topiccrawl.learning.normalize import to_simplified
 
 jieba.setLogLevel(logging.WARNING)
 
@@ -79,7 +82,8 @@ def _tokenize_short(text: str) -> tuple[str, ...]:
 
 
 def tokenize(text: str, stopwords: frozenset[str] = STOPWORDS) -> list[str]:
-    """Terms of ``text``: Chinese runs segmented by jieba, Latin words lower-cased.
+    """Terms of ``text``: Chinese runs converted to Simplified (OpenCC ``t2s``) and segmented by
+    jieba, Latin words lower-cased.
 
     Stop words, single Latin letters and pure punctuation are dropped; digits are kept (prices,
     years, ISBNs matter to some topics).
@@ -92,6 +96,7 @@ def tokenize(text: str, stopwords: frozenset[str] = STOPWORDS) -> list[str]:
 def _tokenize(text: str, stopwords: frozenset[str]) -> list[str]:
     if not _CJK_RE.search(text):  # Latin-only text: one C-level findall, same terms as the loop
         return [tok for tok in map(str.lower, _TOKEN_RE.findall(text)) if len(tok) > 1 and tok not in stopwords]
+    text = to_simplified(text)  # jieba's dictionary is Simplified: Traditional runs fall apart
     out: list[str] = []
     for m in _TOKEN_RE.finditer(text):
         run = m.group(0)
@@ -107,10 +112,10 @@ def _tokenize(text: str, stopwords: frozenset[str]) -> list[str]:
 
 
 def add_words(words: list[str]) -> None:
-    """Teach jieba words it must not split (topic words such as 风暴潮)."""
+    """Teach jieba words it must not split (topic words such as 风暴潮), in Simplified form."""
     for w in words:
         if has_cjk(w):
-            jieba.add_word(w, freq=2000)
+            jieba.add_word(to_simplified(w), freq=2000)
     _cut.cache_clear()
     _tokenize_short.cache_clear()
 

@@ -45,12 +45,24 @@ class Topic:
     description: str = ""
     labels: frozenset[str] = frozenset()
     path: str = ""
+    #: example pages of the topic (URLs fetched first), a folder of saved HTML pages, and pages
+    #: that are not about the topic; a topic with examples may leave ``words`` empty (learned)
+    examples: tuple[str, ...] = ()
+    examples_dir: str = ""
+    counter_examples: tuple[str, ...] = ()
+
+    @property
+    def has_examples(self) -> bool:
+        return bool(self.examples or self.examples_dir)
 
 
 #: ASCII names of the shipped Chinese topics (for shells and URLs)
 ALIASES = {"rainstorm": "暴雨灾害", "typhoon": "台风灾害", "realestate": "房产"}
 
-_KEYS = ("name", "language", "beta", "description", "words", "seeds", "seed_file", "labels")
+_KEYS = ("name", "language", "beta", "description", "words", "seeds", "seed_file", "labels", "examples",
+         "examples_dir", "counter_examples")
+#: β of a topic that names examples but no words (its words are derived from the examples)
+EXAMPLES_BETA = 0.3
 _LANGUAGES = ("zh", "en")
 
 
@@ -120,18 +132,28 @@ def _parse(data: dict, path: Path) -> Topic:
     unknown = [k for k in data if k not in _KEYS]
     if unknown:
         raise fail(f"unknown key {unknown[0]!r} (expected: {', '.join(_KEYS)})")
-    for key in ("name", "description", "language", "seed_file"):
+    for key in ("name", "description", "language", "seed_file", "examples_dir"):
         if key in data and not isinstance(data[key], str):
             raise fail(f"{key!r} must be a string")
 
-    words = _parse_words(data.get("words"), fail)
+    examples = _url_list(data, "examples", fail)
+    counter = _url_list(data, "counter_examples", fail)
+    examples_dir = ""
+    if data.get("examples_dir"):
+        folder = path.parent / data["examples_dir"]
+        if not folder.is_dir():
+            raise fail(f"examples_dir {data['examples_dir']!r} is not a folder ({folder})")
+        examples_dir = str(folder)
+    if "words" not in data and not (examples or examples_dir):
+        raise fail("missing [words] table (topic word = weight), and no examples or examples_dir to learn them from")
+    words = _parse_words(data["words"], fail) if "words" in data else {}
     language = data.get("language") or ("zh" if any(map(text.has_cjk, words)) else "en")
     if language not in _LANGUAGES:
         raise fail(f"language {language!r} must be one of: {', '.join(_LANGUAGES)}")
 
-    if "beta" not in data:
+    if "beta" not in data and words:
         raise fail("missing 'beta' (the relevance threshold, a number in [0, 1])")
-    beta = data["beta"]
+    beta = data.get("beta", EXAMPLES_BETA)
     if not _is_number(beta) or not 0.0 <= beta <= 1.0:
         raise fail(f"'beta' must be a number in [0, 1], got {beta!r}")
 
@@ -151,7 +173,18 @@ def _parse(data: dict, path: Path) -> Topic:
         description=data.get("description", "").strip(),
         labels=frozenset(_str_list(data, "labels", fail)),
         path=str(path),
+        examples=tuple(dict.fromkeys(examples)),
+        examples_dir=examples_dir,
+        counter_examples=tuple(dict.fromkeys(counter)),
     )
+
+
+def _url_list(data: dict, key: str, fail) -> list[str]:
+    urls = _str_list(data, key, fail)
+    for i, url in enumerate(urls):
+        if not _is_http_url(url):
+            raise fail(f"{key}[{i}] {url!r} is not an absolute http(s) URL")
+    return urls
 
 
 def _parse_words(table: object, fail) -> dict[str, float]:

@@ -32,15 +32,10 @@ from scrapy.http import TextResponse
 from scrapy.utils.defer import deferred_from_coro
 
 from topiccrawl.discovery.controller import DiscoveryController
-from topiccrawl.discovery.dwdbrm import (
-    DEFAULT_RANKERS,
-    OPERATORS,
-    REWARDS,
-    CombinedFunctionRank,
-    DiscoveredPage,
-    DWDBRMError,
-    PlannedRequest,
-)
+from topiccrawl.discovery.bandit import REWARDS
+from topiccrawl.discovery.pages import OPERATORS, DiscoveredPage, DWDBRMError
+from topiccrawl.discovery.planner import PlannedRequest
+from topiccrawl.discovery.rankers import DEFAULT_RANKERS, CombinedFunctionRank
 from topiccrawl.crawl.runtime import TopicCrawl
 from topiccrawl.discovery.search import SearchBackendError, make_backend
 
@@ -71,6 +66,8 @@ class DiscoveryItem:
 
 class DiscoverySpider(scrapy.Spider):
     name = "dwdbrm"
+    #: which queue the crawl needs; the add-on (topiccrawl.crawl.addon) picks the scheduler by it
+    topiccrawl_queue = "discovery"
     operators: tuple[str, ...] = OPERATORS
     custom_settings = {
         "TOPICCRAWL_TOPIC": "房产",

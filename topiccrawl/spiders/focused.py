@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import scrapy
 from scrapy.http import TextResponse
+from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.internet.defer import Deferred
 
+from topiccrawl.crawl.meta import META_KEY
 from topiccrawl.crawl.runtime import TopicCrawl
-from topiccrawl.crawl.scheduler import META_KEY
+from topiccrawl.scoring.text import extract, tokenize
 
 
 class FocusedSpider(scrapy.Spider):
@@ -15,20 +20,35 @@ class FocusedSpider(scrapy.Spider):
     Spider arguments (each overrides the ``TOPICCRAWL_*`` setting of the same name):
     ``topic`` (a shipped topic name or a .toml path), ``strategy`` (bfs, bestfirst, oracle),
     ``max_pages`` (the DP budget), ``link_threshold``, ``seeds`` (comma-separated URLs, or
-    ``truth:N`` on an offline web: N truly relevant pages as the starting points).
+    ``truth:N`` on an offline web: N truly relevant pages as the starting points), ``examples``
+    (comma-separated URLs of pages about the topic, or ``truth:N``; also ``examples`` /
+    ``examples_dir`` / ``counter_examples`` in the topic file): fetched before the seeds, they
+    train the page classifier and, for a topic without words, give its words. They count as
+    fetches (``topiccrawl/examples/*``), not as found pages, and their links are not followed
+    (list an example as a seed too to crawl from it).
     """
 
     name = "focused"
+    #: which queue the crawl needs; the add-on (topiccrawl.crawl.addon) picks the scheduler by it
+    topiccrawl_queue = "frontier"
 
-    def __init__(self, *args, seeds: str | None = None, **kwargs):
+    def __init__(self, *args, seeds: str | None = None, examples: str | None = None, **kwargs):
         super().__init__(*args, **kwargs)
         self.seed_arg = seeds
+        self.examples_arg = examples
+        self._waiting = 0
+        self._examples_done: Deferred | None = None
 
     @property
     def tc(self) -> TopicCrawl:
         return TopicCrawl.for_crawler(self.crawler)
 
     async def start(self):
+        for request in self._example_requests():
+            yield request
+        if self._examples_done is not None:  # the seeds wait for the examples' verdict
+            await maybe_deferred_to_future(self._examples_done)
+        self._learn_from_examples()
         seeds = self.tc.seed_arg(self.seed_arg)
         if not seeds:
             self.logger.error(
@@ -59,3 +79,57 @@ class FocusedSpider(scrapy.Spider):
                                 "anchor": link.anchor, "potential": link.potential}},
             )
         yield item
+
+    # -- example pages ------------------------------------------------------------------------
+    def _example_requests(self) -> list[scrapy.Request]:
+        tc = self.tc
+        topic = tc.topic
+        if topic.examples_dir:
+            for path in sorted(Path(topic.examples_dir).glob("*.htm*")):
+                ex = extract(path.read_bytes(), path.as_uri(), "text/html")
+                tc.add_example(tokenize(" ".join((ex.title, ex.description, " ".join(ex.keywords), ex.text))))
+                self.crawler.stats.inc_value("topiccrawl/examples/read")
+        urls = [(u, False) for u in tc.example_urls(self.examples_arg)]
+        urls += [(u, True) for u in topic.counter_examples]
+        requests = [scrapy.Request(url, callback=self.parse_example, errback=self.example_failed, dont_filter=True,
+                                   meta={META_KEY: {"score": 2.0, "depth": 0}, "counter_example": counter})
+                    for url, counter in urls]
+        if requests:
+            self._waiting = len(requests)
+            self._examples_done = Deferred()
+        return requests
+
+    def parse_example(self, response):
+        """An example page: it trains the classifier; no item, no links."""
+        counter = response.meta.get("counter_example", False)
+        if isinstance(response, TextResponse):
+            _, terms = self.tc.page_terms(response)
+            self.tc.add_example(terms, counter=counter)
+            self.crawler.stats.inc_value("topiccrawl/examples/fetched")
+        else:
+            self.crawler.stats.inc_value("topiccrawl/examples/not_html")
+        self._example_settled()
+        return []
+
+    def example_failed(self, failure):
+        self.crawler.stats.inc_value("topiccrawl/examples/failed")
+        self.logger.warning("example page %s could not be fetched: %s", failure.request.url, failure.value)
+        self._example_settled()
+
+    def _example_settled(self) -> None:
+        self._waiting -= 1
+        if self._waiting <= 0 and self._examples_done is not None and not self._examples_done.called:
+            self._examples_done.callback(None)
+
+    def _learn_from_examples(self) -> None:
+        tc = self.tc
+        if tc.focus is None or not tc.focus.n_examples:
+            return
+        words = tc.learn_words()
+        if words:
+            from topiccrawl.learning.examples import format_words_toml
+
+            toml = format_words_toml(words)
+            self.crawler.stats.set_value("topiccrawl/examples/words", toml)
+            self.logger.info("topic words derived from %d example pages (copy them into a topic file):\n%s",
+                             tc.focus.n_examples, toml)

@@ -16,10 +16,11 @@ import scrapy
 from scrapy.http import TextResponse
 
 from topiccrawl.crawl.runtime import TopicCrawl
-from topiccrawl.crawl.scheduler import META_KEY
+from topiccrawl.crawl.meta import META_KEY
 from topiccrawl.discovery.search import SearchBackendError, make_backend
-from topiccrawl.sitefinder.core import (Query, SiteFinderError, SiteFinderFrontier, load_queries,
-                                   load_rules, site_of)
+from topiccrawl.sitefinder.frontier import SiteFinderFrontier
+from topiccrawl.sitefinder.rules import Query, SiteFinderError, load_queries, load_rules
+from topiccrawl.sitefinder.verifier import site_of
 from topiccrawl.scoring.text import extract
 
 SF_KEY = "sitefinder"
@@ -36,6 +37,8 @@ class SiteFinderSpider(scrapy.Spider):
     """
 
     name = "sitefinder"
+    #: which queue the crawl needs; the add-on (topiccrawl.crawl.addon) picks the scheduler by it
+    topiccrawl_queue = "sites"
     custom_settings = {
         "TOPICCRAWL_STRATEGY": "sitefinder",
         "TOPICCRAWL_WEB": "generated:zh-bookstores",
@@ -78,12 +81,17 @@ class SiteFinderSpider(scrapy.Spider):
         return TopicCrawl.for_crawler(self.crawler)
 
     @property
-    def frontier(self) -> SiteFinderFrontier:
-        return self.crawler.engine.scheduler.frontier
+    def frontier(self) -> SiteFinderFrontier | None:
+        """The scheduler's site-finder strategy (None before the engine exists: Scrapy's
+        ``Request.to_dict`` reads every spider attribute when a scheduler saves its queue)."""
+        try:
+            return getattr(self.crawler.engine.scheduler, "frontier", None)
+        except RuntimeError:  # no engine yet
+            return None
 
     # -- start: the meta-search --------------------------------------------------------------
     async def start(self):
-        frontier = getattr(self.crawler.engine.scheduler, "frontier", None)
+        frontier = self.frontier
         if not isinstance(frontier, SiteFinderFrontier):
             self.logger.error("the sitefinder spider needs TOPICCRAWL_STRATEGY=sitefinder and "
                               "SCHEDULER=topiccrawl.crawl.scheduler.TopicScheduler")

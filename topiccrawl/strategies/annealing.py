@@ -15,7 +15,8 @@ best-first. For ``sa`` the priority is p(l) = R(l) (paper eq. 5).
 and a link's priority becomes p(l) = (1 − w)·R(l) + w·q(host(l)). Unvisited hosts get q0, so
 hosts that keep yielding relevant pages rise and hosts that yield none sink. Links are kept in
 one max-heap per host plus a heap of hosts keyed by their best link's priority, so feedback
-re-ranks a host's links in O(log hosts). Options: docs/wl.md (``TOPICCRAWL_SA_*``).
+re-ranks a host's links in O(log hosts). Options: :class:`SAOptions`, :class:`FCSAHostOptions`
+(docs/wl.md).
 """
 
 from __future__ import annotations
@@ -23,10 +24,11 @@ from __future__ import annotations
 import heapq
 import math
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
-from topiccrawl.strategies.simple import Link
-from topiccrawl.strategies.wanglandau import clip01, option
+from topiccrawl.strategies.base import FrontierBase, Link, StrategyOptions, option_field
+from topiccrawl.strategies.wanglandau import clip01
 
 
 class _Host:
@@ -40,7 +42,7 @@ class _Host:
         self.seen = 0  # pages reported
 
 
-class SAFrontier:
+class SAFrontier(FrontierBase):
     """Simulated annealing over the frontier (``sa``); with ``host_weight`` > 0 see FCSAHostFrontier."""
 
     name = "sa"
@@ -188,27 +190,43 @@ class FCSAHostFrontier(SAFrontier):
         return {**super().stats(), "sa/hosts_with_feedback": sum(1 for h in self._hosts.values() if h.seen)}
 
 
-def _sa_options(options: dict) -> dict:
-    t0 = option(options, "sa_t0", float, 0.1, low=1e-12)
-    return {
-        "t0": t0,
-        "alpha": option(options, "sa_alpha", float, 0.999, low=1e-12, high=1.0),
-        "tmin": option(options, "sa_tmin", float, 1e-3, low=1e-12, high=t0),
-        "top_k": option(options, "sa_top_k", int, 16, low=1),
-        "seed": option(options, "sa_seed", int, 0),
-    }
+@dataclass(frozen=True)
+class SAOptions(StrategyOptions):
+    """Options of ``sa``; each field is read from the setting of its name (docs/wl.md)."""
+
+    sa_t0: float = option_field(0.1, low=1e-12)
+    sa_alpha: float = option_field(0.999, low=1e-12, high=1.0)
+    sa_tmin: float = option_field(1e-3, low=1e-12, high="sa_t0")
+    sa_top_k: int = option_field(16, low=1)
+    sa_seed: int = 0
+
+    def kwargs(self) -> dict:
+        """The :class:`SAFrontier` arguments."""
+        return {"t0": self.sa_t0, "alpha": self.sa_alpha, "tmin": self.sa_tmin, "top_k": self.sa_top_k,
+                "seed": self.sa_seed}
 
 
-def make_sa(options: dict, is_relevant: Callable[[str], bool] | None = None) -> SAFrontier:
-    """Factory for ``STRATEGIES["sa"]`` (``TOPICCRAWL_SA_T0``, ``_ALPHA``, ``_TMIN``, ``_TOP_K``, ``_SEED``)."""
-    return SAFrontier(**_sa_options(options))
+@dataclass(frozen=True)
+class FCSAHostOptions(SAOptions):
+    """Options of ``fcsa-host``: those of ``sa`` plus the host memory's w, q0 and a."""
+
+    sa_host_weight: float = option_field(0.3, low=0.0, high=1.0)
+    sa_host_prior: float = option_field(0.5, low=0.0, high=1.0)
+    sa_host_strength: float = option_field(2.0, low=1e-12)
+
+    def kwargs(self) -> dict:
+        """The :class:`FCSAHostFrontier` arguments."""
+        return {**super().kwargs(), "host_weight": self.sa_host_weight, "host_prior": self.sa_host_prior,
+                "host_strength": self.sa_host_strength}
 
 
-def make_fcsa_host(options: dict, is_relevant: Callable[[str], bool] | None = None) -> FCSAHostFrontier:
-    """Factory for ``STRATEGIES["fcsa-host"]``: the SA options plus ``TOPICCRAWL_SA_HOST_*``."""
-    return FCSAHostFrontier(
-        **_sa_options(options),
-        host_weight=option(options, "sa_host_weight", float, 0.3, low=0.0, high=1.0),
-        host_prior=option(options, "sa_host_prior", float, 0.5, low=0.0, high=1.0),
-        host_strength=option(options, "sa_host_strength", float, 2.0, low=1e-12),
-    )
+def make_sa(options: SAOptions | Mapping | None = None,
+            is_relevant: Callable[[str], bool] | None = None) -> SAFrontier:
+    """Factory of ``sa`` (:class:`SAOptions`, or a settings mapping: ``SAOptions.coerce``)."""
+    return SAFrontier(**SAOptions.coerce(options).kwargs())
+
+
+def make_fcsa_host(options: FCSAHostOptions | Mapping | None = None,
+                   is_relevant: Callable[[str], bool] | None = None) -> FCSAHostFrontier:
+    """Factory of ``fcsa-host`` (:class:`FCSAHostOptions`, or a settings mapping)."""
+    return FCSAHostFrontier(**FCSAHostOptions.coerce(options).kwargs())

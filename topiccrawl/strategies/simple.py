@@ -1,8 +1,9 @@
 """Frontier strategies: which queued link is fetched next.
 
-Scrapy-free. Every strategy implements the small :class:`Frontier` protocol (``push``, ``pop``,
-``__len__``, ``state``/``from_state``); :class:`topiccrawl.crawl.scheduler.TopicScheduler` only
-translates Scrapy requests to :class:`Link` objects and back. The payload of a link (a Scrapy
+Scrapy-free. Every strategy derives from :class:`~topiccrawl.strategies.base.FrontierBase` (the
+:class:`~topiccrawl.strategies.base.Frontier` hooks) and is registered in
+:data:`topiccrawl.strategies.base.STRATEGIES`; :class:`topiccrawl.crawl.scheduler.TopicScheduler`
+only translates Scrapy requests to :class:`Link` objects and back. The payload of a link (a Scrapy
 request in a crawl, anything in a test) is opaque to the strategy.
 
 Strategies
@@ -24,44 +25,15 @@ import heapq
 import itertools
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+
+from topiccrawl.strategies.base import Frontier, FrontierBase, FrontierError, Link, make_frontier
+
+__all__ = ["BFSFrontier", "BestFirstFrontier", "Frontier", "FrontierError", "Link", "OracleFrontier",
+           "make_bestfirst", "make_bfs", "make_frontier", "make_oracle"]
 
 
-@dataclass(slots=True)
-class Link:
-    """A queued link. ``score`` is the link relevance R(l) (WL paper eq. 5)."""
-
-    url: str
-    score: float = 0.0
-    depth: int = 0
-    domain: str = ""  # registered domain of the URL (region competition, site statistics)
-    potential: bool = False  # found on a page whose unnormalised PageRank >= 2 ("potential value")
-    payload: Any = field(default=None, compare=False)
-    seq: int = -1  # insertion number, assigned by the frontier
-
-    def __lt__(self, other: Link) -> bool:
-        """Best-first order: higher R(l) first, then earlier insertion. A heap of links needs no
-        ``(key, link)`` tuple per entry (~120 bytes per queued URL, docs/benchmarks.md "Scale")."""
-        return self.score > other.score or (self.score == other.score and self.seq < other.seq)
-
-
-class Frontier(Protocol):
-    name: str
-
-    def push(self, link: Link) -> None: ...
-
-    def pop(self) -> Link | None: ...
-
-    def __len__(self) -> int: ...
-
-    def state(self) -> dict: ...
-
-    def load_state(self, state: dict) -> None: ...
-
-
-class _Base:
-    name = "base"
+class _Base(FrontierBase):
+    """Insertion numbers and ``state``/``load_state`` from the queued links (``_links``)."""
 
     def __init__(self) -> None:
         self._seq = itertools.count()
@@ -153,41 +125,18 @@ class OracleFrontier(_Base):
         return [entry[1] for entry in self._heap]
 
 
-class FrontierError(ValueError):
-    """Unknown strategy, a bad strategy option, or a strategy that lacks what it needs."""
+def make_bfs(options: None = None, is_relevant: Callable[[str], bool] | None = None) -> BFSFrontier:
+    """Factory of ``bfs`` (no options)."""
+    return BFSFrontier()
 
 
-def _oracle(options: dict, is_relevant: Callable[[str], bool] | None) -> Frontier:
+def make_bestfirst(options: None = None, is_relevant: Callable[[str], bool] | None = None) -> BestFirstFrontier:
+    """Factory of ``bestfirst`` (no options)."""
+    return BestFirstFrontier()
+
+
+def make_oracle(options: None = None, is_relevant: Callable[[str], bool] | None = None) -> OracleFrontier:
+    """Factory of ``oracle`` (no options); ``is_relevant`` is the ground truth of link targets."""
     if is_relevant is None:
-        raise FrontierError(
-            "strategy 'oracle' needs ground truth: set TOPICCRAWL_GROUND_TRUTH or crawl an "
-            "offline web (TOPICCRAWL_WEB) and give the topic evaluation labels"
-        )
+        raise FrontierError("strategy 'oracle' needs ground truth: the relevance labels of the link targets")
     return OracleFrontier(is_relevant)
-
-
-#: strategy name -> factory(options, is_relevant) or "module:factory" (imported on first use).
-#: ``options`` holds every ``TOPICCRAWL_*`` setting, keys lower-cased without the prefix.
-STRATEGIES: dict[str, Callable | str] = {
-    "bfs": lambda options, is_relevant: BFSFrontier(),
-    "bestfirst": lambda options, is_relevant: BestFirstFrontier(),
-    "oracle": _oracle,
-    "wl": "topiccrawl.strategies.wanglandau:make_wl",
-    "sa": "topiccrawl.strategies.annealing:make_sa",
-    "fcsa-host": "topiccrawl.strategies.annealing:make_fcsa_host",
-    "sitefinder": "topiccrawl.sitefinder.core:make_sitefinder",
-}
-
-
-def make_frontier(name: str, is_relevant: Callable[[str], bool] | None = None,
-                  options: dict | None = None) -> Frontier:
-    """Build a strategy by name (see ``STRATEGIES``)."""
-    factory = STRATEGIES.get(name)
-    if factory is None:
-        raise FrontierError(f"unknown strategy {name!r}; expected one of: {', '.join(STRATEGIES)}")
-    if isinstance(factory, str):
-        import importlib
-
-        module, _, attr = factory.partition(":")
-        factory = getattr(importlib.import_module(module), attr)
-    return factory(options or {}, is_relevant)

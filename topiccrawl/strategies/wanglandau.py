@@ -16,10 +16,11 @@ import heapq
 import math
 import random
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
-from topiccrawl.strategies.simple import FrontierError, Link
+from topiccrawl.strategies.base import FrontierBase, Link, StrategyOptions, option_field
 
 BINS = 50
 #: roulette weights are integers: round(R·QUANTUM) + 1, so a zero-relevance link can still be drawn
@@ -162,8 +163,8 @@ class _Domain:
         self.version = 0
 
 
-class WangLandauFrontier:
-    """The WL strategy (``wl``). Constructor arguments = the ``TOPICCRAWL_WL_*`` options."""
+class WangLandauFrontier(FrontierBase):
+    """The WL strategy (``wl``). Constructor arguments = the fields of :class:`WLOptions`."""
 
     name = "wl"
     #: the scheduler builds its queue entries with this class (no copy in ``push``)
@@ -457,36 +458,32 @@ class WangLandauFrontier:
         self._rng.setstate(wl["rng"])
 
 
-def option(options: dict, key: str, kind: type, default, *, choices: tuple = (), low=None, high=None):
-    """Read ``options[key]`` (setting ``TOPICCRAWL_<KEY>``) as ``kind``; raise FrontierError if bad."""
-    raw = options.get(key)
-    if raw is None or raw == "":
-        return default
-    setting = f"TOPICCRAWL_{key.upper()}"
-    try:
-        value = kind(raw.strip().lower() if isinstance(raw, str) and kind is str else raw)
-    except (TypeError, ValueError):
-        raise FrontierError(f"setting {setting}={raw!r} is not a valid {kind.__name__}") from None
-    if choices and value not in choices:
-        raise FrontierError(f"setting {setting}={raw!r}: expected one of {', '.join(choices)}")
-    if (low is not None and not value >= low) or (high is not None and not value <= high):
-        raise FrontierError(f"setting {setting}={raw!r} is out of range [{low}, {high}]")
-    return value
+@dataclass(frozen=True)
+class WLOptions(StrategyOptions):
+    """Options of ``wl`` (docs/wl.md); each field is read from the setting of its name."""
+
+    wl_stage_rule: str = option_field("paper", choices=STAGE_RULES)
+    wl_visited: str = option_field("ever", choices=VISITED)
+    wl_proposal: str = option_field("region-roulette", choices=PROPOSALS)
+    wl_lnf0: float = option_field(1.0, low=1e-300)
+    wl_lnf_floor: float = option_field(0.0, low=0.0, high="wl_lnf0")
+    wl_lnf_min: float = option_field(1e-8, low=0.0)
+    wl_max_steps: int = option_field(10**6, low=1)
+    wl_stage_steps: int = option_field(1000, low=1)
+    wl_max_rejections: int = option_field(5, low=1)
+    wl_link_threshold: float = option_field(0.0, low=0.0, high=1.0)
+    wl_seed: int = 0
+
+    def kwargs(self) -> dict:
+        """The :class:`WangLandauFrontier` arguments."""
+        return {"stage_rule": self.wl_stage_rule, "visited": self.wl_visited, "proposal": self.wl_proposal,
+                "lnf0": self.wl_lnf0, "lnf_floor": self.wl_lnf_floor, "lnf_min": self.wl_lnf_min,
+                "max_steps": self.wl_max_steps, "stage_steps": self.wl_stage_steps,
+                "max_rejections": self.wl_max_rejections, "link_threshold": self.wl_link_threshold,
+                "seed": self.wl_seed}
 
 
-def make_wl(options: dict, is_relevant: Callable[[str], bool] | None = None) -> WangLandauFrontier:
-    """Factory for ``STRATEGIES["wl"]`` from the ``TOPICCRAWL_WL_*`` options (docs/wl.md)."""
-    lnf0 = option(options, "wl_lnf0", float, 1.0, low=1e-300)
-    return WangLandauFrontier(
-        stage_rule=option(options, "wl_stage_rule", str, "paper", choices=STAGE_RULES),
-        visited=option(options, "wl_visited", str, "ever", choices=VISITED),
-        proposal=option(options, "wl_proposal", str, "region-roulette", choices=PROPOSALS),
-        lnf0=lnf0,
-        lnf_floor=option(options, "wl_lnf_floor", float, 0.0, low=0.0, high=lnf0),
-        lnf_min=option(options, "wl_lnf_min", float, 1e-8, low=0.0),
-        max_steps=option(options, "wl_max_steps", int, 10**6, low=1),
-        stage_steps=option(options, "wl_stage_steps", int, 1000, low=1),
-        max_rejections=option(options, "wl_max_rejections", int, 5, low=1),
-        link_threshold=option(options, "wl_link_threshold", float, 0.0, low=0.0, high=1.0),
-        seed=option(options, "wl_seed", int, 0),
-    )
+def make_wl(options: WLOptions | Mapping | None = None,
+            is_relevant: Callable[[str], bool] | None = None) -> WangLandauFrontier:
+    """Factory of ``wl`` (:class:`WLOptions`, or a settings mapping: ``WLOptions.coerce``)."""
+    return WangLandauFrontier(**WLOptions.coerce(options).kwargs())

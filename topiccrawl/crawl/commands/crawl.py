@@ -14,11 +14,11 @@ from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 
 from topiccrawl.crawl.settings import ConfigError, TopicCrawlConfig
 from topiccrawl.scoring.dmoz import TreeError
-from topiccrawl.discovery.dwdbrm import DWDBRMError
+from topiccrawl.discovery.pages import DWDBRMError
 from topiccrawl.crawl.runtime import OVERRIDABLE
 from topiccrawl.discovery.search import SearchBackendError
-from topiccrawl.sitefinder.core import SiteFinderError
-from topiccrawl.strategies.simple import STRATEGIES, FrontierError
+from topiccrawl.sitefinder.rules import SiteFinderError
+from topiccrawl.strategies.base import STRATEGIES, FrontierError
 from topiccrawl.scoring.groundtruth import GroundTruthError
 from topiccrawl.scoring.topic import TopicError, load_topic
 from topiccrawl.weblab.corpus import CorpusError, parse_spec

@@ -1,0 +1,658 @@
+"""Evaluation of the learned focus (docs/benchmarks.md, "Learned focus"): every topic × variant ×
+repetition is a real ``scrapy crawl focused`` against one shared web lab, scored on ground truth.
+
+    TOPICCRAWL_DATA_DIR=/path/to/data python -m bench.learned_focus --corpus wikispeedia --out out/learned-wiki
+    python -m bench.learned_focus --corpus generated --out out/learned-generated        # 台风灾害
+    python -m bench.learned_focus --corpus libreoffice --out out/learned-lo             # scalc-zh, when present
+
+Corpora: ``wikispeedia`` (``wikispeedia:DIR/wikispeedia``, the topics ``bench/topics/wikispeedia/*.toml``,
+written before any crawl and used unchanged), ``generated`` (``generated:zh-disaster?pages=20000&seed=1``,
+topic ``台风灾害``), ``libreoffice`` (``htmltree:TEXT?opaque=1&labeldepth=1`` over Debian's
+libreoffice-help-zh-cn in the cache, topic ``bench/topics/scalc-zh.toml``; skipped with a message
+when it has not been fetched with ``scripts/fetch-libreoffice-help.sh``). ``--web`` overrides the spec.
+
+Variants (``--variants``): ``bfs``, ``bestfirst``, ``wl`` (the focused spider's strategy ``wl``),
+``learned`` (the topic's words), ``learned-examples`` (a temporary copy of the topic file without
+``[words]`` and ``beta`` -- same name, labels and seeds -- plus ``-a examples=truth:5``) and ``oracle``.
+Repetition r sets the variant's RNG seed setting to r (``TOPICCRAWL_WL_SEED``,
+``TOPICCRAWL_LEARNED_SEED``; r = 0 is the default configuration); nothing else changes between
+repetitions (the ``truth:5`` pick has a fixed seed), so the variants without a seed setting repeat
+identically up to Scrapy's concurrency timing (16 responses in flight arrive in varying order).
+``--settings NAME=VALUE`` / ``--args NAME=VALUE`` (repeatable) go to every run.
+
+Reported per topic and averaged over topics: target recall and true harvest rate at 100 / 250 /
+500 / 1,000 pages (a crawl whose frontier ran dry keeps its last value), the ratio of the mean
+recall to the oracle's at 100 and 250, the self-assessed harvest rate (Accuracy = LP/DP, and the page
+classifier's mean P(relevant) when on) against the true one at the last checkpoint, example pages
+fetched, pages/s (DP / Scrapy's elapsed time) next to a plain Scrapy BFS spider run on the same lab
+in the same session, and each run's close reason. A Friedman test over topics (blocks) compares the
+variants' mean recall at 250 pages (or the largest checkpoint below it). Writes ``results.md``,
+``results.json``, ``recall.png`` (recall curves, one panel per topic) and ``ratio.png`` (ratio to
+the oracle) into ``--out``; runs go to ``--out/runs/<topic>/<variant>-<rep>/`` and ``--resume``
+reuses those that finished.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import math
+import os
+import statistics
+import sys
+import tempfile
+import time
+from bisect import bisect_right
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bench.strategies import CrawlFailed, ended, ended_cell, load_run, name_value, run_plain, run_strategy
+from topiccrawl.scoring.metrics import mean_sd
+from topiccrawl.scoring.topic import Topic, TopicError, load_topic
+
+REPO = Path(__file__).resolve().parent.parent
+CHECKPOINTS = (100, 250, 500, 1000)
+RATIO_AT = (100, 250)
+FRIEDMAN_AT = 250
+EXAMPLES = "truth:5"
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One compared configuration: a strategy, the setting its repetitions vary (empty: none, the
+    run is deterministic up to Scrapy's concurrency timing), spider arguments, and whether the
+    topic keeps its words and β."""
+
+    strategy: str
+    seed_setting: str = ""
+    args: tuple[str, ...] = ()
+    words: bool = True
+
+
+VARIANTS = {
+    "bfs": Variant("bfs"),
+    "bestfirst": Variant("bestfirst"),
+    "wl": Variant("wl", "TOPICCRAWL_WL_SEED"),
+    "learned": Variant("learned", "TOPICCRAWL_LEARNED_SEED"),
+    "learned-examples": Variant("learned", "TOPICCRAWL_LEARNED_SEED", (f"examples={EXAMPLES}",), words=False),
+    "oracle": Variant("oracle"),
+}
+DEFAULT_VARIANTS = "bfs,bestfirst,wl,learned,learned-examples,oracle"
+
+LO_TEXT = "libreoffice-help-zh-cn/usr/share/libreoffice/help/zh-CN/text"
+#: corpus -> (title, lab spec with {data}/{lo} filled in, default --topics)
+CORPORA = {
+    "wikispeedia": ("Wikispeedia", "wikispeedia:{data}/wikispeedia", "bench/topics/wikispeedia/*.toml"),
+    "generated": ("generated zh web (synthetic)", "generated:zh-disaster?pages=20000&seed=1", "台风灾害"),
+    "libreoffice": ("LibreOffice help zh-CN", "htmltree:{lo}?opaque=1&labeldepth=1", "bench/topics/scalc-zh.toml"),
+}
+
+
+# -- pure helpers ---------------------------------------------------------------------------------
+
+def checkpoints_for(pages: int) -> list[int]:
+    """The standard checkpoints below the page budget, then the budget itself."""
+    return [c for c in CHECKPOINTS if c < pages] + [pages]
+
+
+def friedman_checkpoint(checkpoints: list[int]) -> int:
+    """:data:`FRIEDMAN_AT` when measured, else the largest checkpoint below it (else the first)."""
+    below = [c for c in checkpoints if c <= FRIEDMAN_AT]
+    return max(below) if below else checkpoints[0]
+
+
+def value_at(curve: list[tuple], dp: int, idx: int) -> float | None:
+    """Column ``idx`` of the last row of ``curve`` (rows ``(dp, ...)`` by increasing dp) with
+    ``row[0] <= dp``: the value at ``dp``, or the final one when the crawl ended earlier. None
+    when no page was counted by then."""
+    i = bisect_right([row[0] for row in curve], dp)
+    return curve[i - 1][idx] if i else None
+
+
+def mean(values) -> float | None:
+    values = [v for v in values if v is not None]
+    return statistics.fmean(values) if values else None
+
+
+def ratio(num: float | None, den: float | None) -> float | None:
+    return num / den if num is not None and den else None
+
+
+def mean_ranks(blocks: list[dict[str, float]], variants: list[str]) -> dict[str, float]:
+    """Mean rank of each variant over the blocks (1 = highest value; ties share their mean rank)."""
+    from scipy.stats import rankdata
+
+    ranks = [rankdata([-b[v] for v in variants]) for b in blocks]
+    return {v: statistics.fmean(float(r[i]) for r in ranks) for i, v in enumerate(variants)}
+
+
+def friedman(blocks: list[dict[str, float | None]], variants: list[str]) -> dict:
+    """Friedman test over complete blocks (scipy.stats.friedmanchisquare) and the mean ranks, as in
+    bench/wl_tables.py. ``statistic``/``p`` are None with fewer than 3 variants or 2 blocks."""
+    from scipy.stats import friedmanchisquare
+
+    complete = [b for b in blocks if all(b.get(v) is not None for v in variants)]
+    out = {"blocks": len(complete), "statistic": None, "p": None,
+           "mean_rank": mean_ranks(complete, variants) if complete else {}}
+    if len(variants) >= 3 and len(complete) >= 2:
+        stat, p = friedmanchisquare(*[[b[v] for b in complete] for v in variants])
+        out["statistic"] = None if math.isnan(stat) else float(stat)
+        out["p"] = None if math.isnan(p) else float(p)
+    return out
+
+
+def _toml_value(value) -> str:
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)  # a JSON string is a TOML basic string
+    return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+
+
+def topic_without_words(topic: Topic, examples: list[str] | None = None) -> str:
+    """TOML of a copy of ``topic`` without ``[words]`` and ``beta``: same name, language,
+    description, labels and seeds (``seed_file`` entries inlined); ``examples`` replaces the topic's."""
+    examples = list(topic.examples) if examples is None else examples
+    fields = {"name": topic.name, "language": topic.language, "description": topic.description,
+              "labels": sorted(topic.labels), "seeds": list(topic.seeds), "examples": examples,
+              "examples_dir": topic.examples_dir, "counter_examples": list(topic.counter_examples)}
+    lines = [f"# {topic.path} without [words] and beta (bench/learned_focus.py, variant learned-examples)"]
+    lines += [f"{k} = {_toml_value(v)}" for k, v in fields.items() if v]
+    return "\n".join(lines) + "\n"
+
+
+def truth_examples(spec: str, labels, n: int, seed: int = 1) -> list[str]:
+    """The pages ``-a examples=truth:N`` picks (topiccrawl/crawl/runtime.py, ``_truth_sample``
+    with seed 1): a seeded sample of the truly relevant pages among the corpus's search sample."""
+    import random
+
+    from topiccrawl.weblab.corpus import open_corpus
+
+    corpus = open_corpus(spec)
+    relevant = [u for u in corpus.search_sample(20000) if corpus.labels(u) & labels]
+    return random.Random(seed).sample(relevant, min(n, len(relevant)))
+
+
+def resolve_topics(spec: str) -> list[str]:
+    """``--topics``: comma-separated topic files, globs (relative to the working directory, else to
+    the repository) or shipped topic names, in order; files become absolute paths (crawls run in the
+    repository)."""
+    found: list[str] = []
+    for part in filter(None, (p.strip() for p in spec.split(","))):
+        matches = sorted(glob.glob(part)) or sorted(glob.glob(str(REPO / part)))
+        found += [str(Path(m).resolve()) for m in matches] if matches else [part]
+    return list(dict.fromkeys(found))
+
+
+# -- running --------------------------------------------------------------------------------------
+
+@dataclass
+class Job:
+    topic: str  # name for display and folders
+    variant: str
+    rep: int
+    topic_arg: str  # the -a topic= value
+    settings: tuple[str, ...]
+    args: tuple[str, ...]
+    out: Path
+
+
+def plan(topics: dict[str, tuple[str, str]], variants: list[str], repeats: int, settings: list[str],
+         args: list[str], out: Path) -> list[Job]:
+    """Every (rep, topic, variant) run, repetitions outermost so a partial session has whole reps.
+    ``topics``: name -> (topic argument, topic argument without words)."""
+    jobs = []
+    for rep in range(repeats):
+        for name, (with_words, without_words) in topics.items():
+            for v in variants:
+                var = VARIANTS[v]
+                seed = (f"{var.seed_setting}={rep}",) if var.seed_setting else ()
+                jobs.append(Job(name, v, rep, with_words if var.words else without_words,
+                                seed + tuple(settings), var.args + tuple(args), out / "runs" / name / f"{v}-{rep}"))
+    return jobs
+
+
+def execute(jobs: list[Job], spec: str, proxy: str, pages: int, n_jobs: int, resume: bool) -> tuple[list, list]:
+    """Run the jobs (``n_jobs`` at a time); returns (results, failures)."""
+    results, failures = [], []
+
+    def one(job: Job):
+        if resume and (job.out / "stats.json").exists():
+            return job, load_run(job.out, VARIANTS[job.variant].strategy), True
+        return job, run_strategy(spec, proxy, job.topic_arg, VARIANTS[job.variant].strategy, pages, job.out,
+                                 "focused", job.settings, job.args), False
+
+    t0 = time.monotonic()
+    with ThreadPoolExecutor(max_workers=max(1, n_jobs)) as pool:
+        futures = {pool.submit(one, j): j for j in jobs}
+        for k, fut in enumerate(as_completed(futures), 1):
+            job = futures[fut]
+            try:
+                _, res, reused = fut.result()
+            except CrawlFailed as err:
+                failures.append({"topic": job.topic, "variant": job.variant, "rep": job.rep, "error": str(err)[-1500:]})
+                print(f"[{k}/{len(jobs)}] {job.topic} {job.variant} rep {job.rep}: FAILED\n{err}", file=sys.stderr)
+                continue
+            res.update(topic=job.topic, variant=job.variant, rep=job.rep, dir=str(job.out))
+            results.append(res)
+            recall = res["curve"][-1][2] if res["curve"] else 0.0
+            pps = f"{res['pages_per_s']:.0f} pages/s" if res["pages_per_s"] else "? pages/s"
+            print(f"[{k}/{len(jobs)} {time.monotonic() - t0:.0f} s] {job.topic} {job.variant} rep {job.rep}: "
+                  f"DP {res['dp']}, recall {recall:.3f}, {pps}, {ended(res)}{' (reused)' if reused else ''}",
+                  file=sys.stderr, flush=True)
+    return results, failures
+
+
+# -- summaries ------------------------------------------------------------------------------------
+
+def summarise(results: list[dict], topics: list[str], variants: list[str], checkpoints: list[int]) -> dict:
+    """Per (topic, variant): mean/sd cells and values of every reported quantity; averages over topics."""
+    last = checkpoints[-1]
+    per: dict[str, dict[str, dict]] = {}
+    for t in topics:
+        per[t] = {}
+        for v in variants:
+            runs = sorted((r for r in results if r["topic"] == t and r["variant"] == v), key=lambda r: r["rep"])
+            s: dict = {"n": len(runs), "runs": runs}
+            for c in checkpoints:
+                s[f"recall@{c}"] = [value_at(r["curve"], c, 2) for r in runs]
+                s[f"harvest@{c}"] = [value_at(r["curve"], c, 1) for r in runs]
+            s["true@last"] = s[f"harvest@{last}"]
+            s["accuracy@last"] = [value_at(r["self_curve"], last, 1) for r in runs]
+            s["expected@last"] = [value_at(r["self_curve"], last, 2) for r in runs]
+            s["acc_err"] = [abs(a - b) if a is not None and b is not None else None
+                            for a, b in zip(s["accuracy@last"], s["true@last"])]
+            s["exp_err"] = [abs(a - b) if a is not None and b is not None else None
+                            for a, b in zip(s["expected@last"], s["true@last"])]
+            s["examples"] = [r["examples_fetched"] for r in runs]
+            s["pages_per_s"] = [r["pages_per_s"] for r in runs]
+            s["total_relevant"] = sorted({r["total_relevant"] for r in runs})
+            per[t][v] = s
+        oracle = per[t].get("oracle")
+        for v in variants:
+            for c in RATIO_AT:
+                if c in checkpoints:
+                    per[t][v][f"ratio@{c}"] = ratio(mean(per[t][v][f"recall@{c}"]),
+                                                    mean(oracle[f"recall@{c}"]) if oracle else None)
+    return per
+
+
+def averaged(per: dict, topics: list[str], variants: list[str], checkpoints: list[int]) -> dict:
+    """Mean over topics of each topic's mean (ratios: mean of the per-topic ratios; errors: also the
+    largest topic mean)."""
+    avg: dict[str, dict] = {}
+    for v in variants:
+        a: dict = {}
+        for c in checkpoints:
+            for k in ("recall", "harvest"):
+                a[f"{k}@{c}"] = mean(mean(per[t][v][f"{k}@{c}"]) for t in topics)
+        for c in RATIO_AT:
+            if c in checkpoints:
+                a[f"ratio@{c}"] = mean(per[t][v].get(f"ratio@{c}") for t in topics)
+        for k in ("acc_err", "exp_err", "accuracy@last", "expected@last", "true@last", "examples", "pages_per_s"):
+            a[k] = mean(mean(per[t][v][k]) for t in topics)
+        for k in ("acc_err", "exp_err"):
+            worst = [mean(per[t][v][k]) for t in topics]
+            worst = [w for w in worst if w is not None]
+            a[f"{k}_max"] = max(worst) if worst else None
+        avg[v] = a
+    return avg
+
+
+def _f(x, digits: int = 3) -> str:
+    return "–" if x is None else f"{x:.{digits}f}"
+
+
+def topic_table(per_t: dict, variants: list[str], checkpoints: list[int], plain: float | None) -> list[str]:
+    last = checkpoints[-1]
+    ratios = [c for c in RATIO_AT if c in checkpoints]
+    head = (["variant", "n"] + [f"recall@{c}" for c in checkpoints] + [f"harvest@{c}" for c in checkpoints]
+            + [f"×oracle@{c}" for c in ratios]
+            + [f"Accuracy@{last}", f"P̄@{last}", f"true harvest@{last}", "abs(Accuracy − true)", "abs(P̄ − true)",
+               "examples fetched", "pages/s", "× plain", "ended"])
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for v in variants:
+        s = per_t[v]
+        pps = mean(s["pages_per_s"])
+        cells = ([v, str(s["n"])] + [mean_sd(s[f"recall@{c}"]) for c in checkpoints]
+                 + [mean_sd(s[f"harvest@{c}"]) for c in checkpoints] + [_f(s.get(f"ratio@{c}"), 2) for c in ratios]
+                 + [mean_sd(s[k]) for k in ("accuracy@last", "expected@last", "true@last", "acc_err", "exp_err")]
+                 + [mean_sd(s["examples"], 1), mean_sd(s["pages_per_s"], 0),
+                    _f(ratio(pps, plain), 2), ended_cell(s["runs"])])
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def average_table(avg: dict, variants: list[str], checkpoints: list[int], plain: float | None) -> list[str]:
+    ratios = [c for c in RATIO_AT if c in checkpoints]
+    head = (["variant"] + [f"recall@{c}" for c in checkpoints] + [f"harvest@{c}" for c in checkpoints]
+            + [f"×oracle@{c}" for c in ratios]
+            + ["abs(Accuracy − true) mean / worst topic", "abs(P̄ − true) mean / worst topic", "examples fetched",
+               "pages/s", "× plain"])
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for v in variants:
+        a = avg[v]
+        cells = ([v] + [_f(a[f"recall@{c}"]) for c in checkpoints] + [_f(a[f"harvest@{c}"]) for c in checkpoints]
+                 + [_f(a.get(f"ratio@{c}"), 2) for c in ratios]
+                 + [f"{_f(a['acc_err'])} / {_f(a['acc_err_max'])}", f"{_f(a['exp_err'])} / {_f(a['exp_err_max'])}",
+                    _f(a["examples"], 1), _f(a["pages_per_s"], 0), _f(ratio(a["pages_per_s"], plain), 2)])
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def friedman_lines(result: dict, variants: list[str], at: int) -> list[str]:
+    if not result["mean_rank"]:
+        return [f"Friedman test on recall@{at}: no topic with a result for every variant."]
+    order = sorted(variants, key=lambda v: result["mean_rank"][v])
+    head = (f"Friedman test over {result['blocks']} topic(s) (blocks; each topic's mean over repetitions) of "
+            f"recall@{at}: ")
+    if result["statistic"] is None:
+        head += "not computable (needs 3+ variants and 2+ topics, and not all values tied)."
+    else:
+        head += f"χ² = {result['statistic']:.2f}, p = {result['p']:.3g}."
+    return [head, "", "| variant | " + " | ".join(order) + " |", "|---|" + "---|" * len(order),
+            "| mean rank (1 = highest recall) | " + " | ".join(f"{result['mean_rank'][v]:.2f}" for v in order) + " |"]
+
+
+def plot_recall(per: dict, topics: list[str], variants: list[str], path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    ncols = min(5, len(topics))
+    nrows = math.ceil(len(topics) / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.2 * ncols, 2.8 * nrows), dpi=110, squeeze=False)
+    for ax, t in zip(axes.flat, topics):
+        for v in variants:
+            runs = [r for r in per[t][v]["runs"] if r["curve"]]
+            if not runs:
+                continue
+            n = min(len(r["curve"]) for r in runs)
+            x = [p[0] for p in runs[0]["curve"][:n]]
+            ax.plot(x, np.mean([[p[2] for p in r["curve"][:n]] for r in runs], axis=0), label=v, lw=1.2)
+        ax.set_title(t, fontsize=9)
+        ax.set_xlabel("pages fetched", fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.grid(alpha=0.3)
+    for ax in list(axes.flat)[len(topics):]:
+        ax.axis("off")
+    axes.flat[0].set_ylabel("target recall (mean over reps)", fontsize=8)
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(variants), fontsize=8)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout(rect=(0, 0.06, 1, 0.96))
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def plot_ratio(per: dict, avg: dict, topics: list[str], variants: list[str], checkpoints: list[int], path: Path,
+               title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    ratios = [c for c in RATIO_AT if c in checkpoints]
+    shown = [v for v in variants if v != "oracle"]
+    if not ratios or not shown:
+        return
+    labels = topics + ["mean"]
+    x = np.arange(len(labels))
+    width = 0.8 / len(shown)
+    fig, axes = plt.subplots(len(ratios), 1, figsize=(max(6, 0.9 * len(labels) + 2), 2.8 * len(ratios)), dpi=110,
+                             squeeze=False)
+    for ax, c in zip(axes[:, 0], ratios):
+        for i, v in enumerate(shown):
+            vals = [per[t][v].get(f"ratio@{c}") for t in topics] + [avg[v].get(f"ratio@{c}")]
+            ax.bar(x + (i - (len(shown) - 1) / 2) * width, [0 if y is None else y for y in vals], width, label=v)
+        ax.axhline(1.0, color="k", lw=0.8)
+        ax.set_xticks(x, labels, rotation=30, ha="right", fontsize=7)
+        ax.set_ylabel(f"recall@{c} / oracle's", fontsize=8)
+        ax.grid(axis="y", alpha=0.3)
+    axes[0, 0].legend(fontsize=7, ncol=len(shown))
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+@dataclass
+class Session:
+    """One evaluation session: its options, topics, measurements and summaries."""
+
+    args: argparse.Namespace
+    spec: str
+    title: str
+    variants: list[str]
+    checkpoints: list[int]
+    topics: dict[str, Topic] = field(default_factory=dict)
+    workaround: list[str] = field(default_factory=list)
+    failures: list[dict] = field(default_factory=list)
+    sha: list[str] = field(default_factory=list)
+    plain: float = 0.0
+    plain_ci: float = 0.0
+    lab_pages: int = 0
+    seconds: float = 0.0
+    per: dict = field(default_factory=dict)
+    avg: dict = field(default_factory=dict)
+    friedman: dict = field(default_factory=dict)
+    friedman_at: int = FRIEDMAN_AT
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.topics)
+
+
+# -- main -----------------------------------------------------------------------------------------
+
+def lo_text_dir(arg: str | None) -> Path:
+    if arg:
+        return Path(arg)
+    return Path(os.environ.get("TOPICCRAWL_CACHE") or Path.home() / ".cache" / "topiccrawl") / LO_TEXT
+
+
+def corpus_spec(args) -> str | None:
+    """The lab spec of ``--corpus`` (``--web`` wins); None (after a message) when the corpus is absent."""
+    if args.web:
+        return args.web
+    _, spec, _ = CORPORA[args.corpus]
+    if args.corpus == "wikispeedia":
+        if not args.data_dir:
+            raise SystemExit("--corpus wikispeedia needs the data folder: --data-dir DIR or TOPICCRAWL_DATA_DIR")
+        if not (Path(args.data_dir) / "wikispeedia").is_dir():
+            raise SystemExit(f"no folder {Path(args.data_dir) / 'wikispeedia'} (docs/real-corpora.md)")
+        return spec.format(data=args.data_dir)
+    if args.corpus == "libreoffice":
+        text = lo_text_dir(args.lo_dir)
+        if not text.is_dir():
+            print(f"skipping --corpus libreoffice: {text} is absent (fetch it with "
+                  "scripts/fetch-libreoffice-help.sh, or pass --lo-dir)", file=sys.stderr)
+            return None
+        return spec.format(lo=text)
+    return spec
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--corpus", choices=tuple(CORPORA), default="wikispeedia")
+    ap.add_argument("--web", help="lab spec overriding the corpus's (e.g. another generated seed)")
+    ap.add_argument("--topics", help="comma-separated topic files, globs or shipped names (default: the corpus's)")
+    ap.add_argument("--variants", default=DEFAULT_VARIANTS, help=f"from {', '.join(VARIANTS)}")
+    ap.add_argument("--pages", type=int, default=1000)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--data-dir", default=os.environ.get("TOPICCRAWL_DATA_DIR"),
+                    help="folder holding wikispeedia/ (default: $TOPICCRAWL_DATA_DIR)")
+    ap.add_argument("--lo-dir", help=f"LibreOffice help text/ folder (default: $TOPICCRAWL_CACHE/{LO_TEXT})")
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="crawls at once (default 1; more make the pages/s columns incomparable)")
+    ap.add_argument("--settings", action="append", default=[], type=name_value, metavar="NAME=VALUE",
+                    help="a setting for every run (repeatable)")
+    ap.add_argument("--args", dest="spider_args", action="append", default=[], type=name_value,
+                    metavar="NAME=VALUE", help="a spider argument for every run (repeatable)")
+    ap.add_argument("--resume", action="store_true", help="reuse runs under --out/runs that wrote stats.json")
+    args = ap.parse_args(argv)
+    variants = list(dict.fromkeys(v.strip() for v in args.variants.split(",") if v.strip()))
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown:
+        raise SystemExit(f"unknown variant {unknown[0]!r}: choose from {', '.join(VARIANTS)}")
+    if args.pages < 1 or args.repeats < 1:
+        raise SystemExit("--pages and --repeats must be >= 1")
+    spec = corpus_spec(args)
+    if spec is None:
+        return
+
+    from bench.wl_tables import code_sha1
+
+    ses = Session(args=args, spec=spec, title=CORPORA[args.corpus][0] if not args.web else args.web,
+                  variants=variants, checkpoints=checkpoints_for(args.pages))
+    topics: dict[str, tuple[str, str]] = {}
+    tmp = tempfile.TemporaryDirectory(prefix="learned-focus-topics-")
+    try:
+        for arg in resolve_topics(args.topics or CORPORA[args.corpus][2]):
+            topic = load_topic(arg)
+            if topic.name in topics:
+                raise SystemExit(f"{arg}: a second topic named {topic.name!r}")
+            if not topic.labels:
+                raise SystemExit(f"{arg}: the topic has no labels, so no ground truth to evaluate on")
+            copy = Path(tmp.name) / f"{len(topics)}-{Path(topic.path).stem}.toml"
+            copy.write_text(topic_without_words(topic), encoding="utf-8")
+            if any(not VARIANTS[v].words for v in variants):
+                try:
+                    load_topic(str(copy))
+                except TopicError as err:
+                    # the topic loader wants examples in a file without [words], even when the
+                    # crawl gets them as -a examples=truth:N: the copy then lists that same pick
+                    ses.workaround.append(f"{topic.name}: {err}")
+                    print(f"warning: {err}; the copy lists the {EXAMPLES} pick as its examples", file=sys.stderr)
+                    copy.write_text(topic_without_words(topic, truth_examples(
+                        spec, topic.labels, int(EXAMPLES.split(":")[1]))), encoding="utf-8")
+                    load_topic(str(copy))
+            topics[topic.name] = (arg, str(copy))
+            ses.topics[topic.name] = topic
+        jobs = plan(topics, variants, args.repeats, args.settings, args.spider_args, args.out)
+        ses.sha = [code_sha1()]
+        print(f"{len(jobs)} crawls: {len(topics)} topic(s) × {len(variants)} variant(s) × {args.repeats} rep(s), "
+              f"{args.pages} pages each, on {spec}", file=sys.stderr, flush=True)
+        from topiccrawl.settings import CONCURRENT_ITEMS
+        from topiccrawl.weblab.api import WebLab
+
+        t0 = time.monotonic()
+        with WebLab(spec) as lab:
+            results, ses.failures = execute(jobs, spec, lab.proxy_url, args.pages, args.jobs, args.resume)
+            seeds = list(next(iter(ses.topics.values())).seeds) or lab.info.get("seeds", [])[:5]
+            ses.plain = run_plain(lab.proxy_url, seeds, args.pages)
+            ses.plain_ci = run_plain(lab.proxy_url, seeds, args.pages, (f"CONCURRENT_ITEMS={CONCURRENT_ITEMS}",))
+            ses.lab_pages = lab.pages
+        ses.seconds = time.monotonic() - t0
+    finally:
+        tmp.cleanup()
+    ses.sha.append(code_sha1())
+
+    names = ses.names
+    ses.per = summarise(results, names, variants, ses.checkpoints)
+    ses.avg = averaged(ses.per, names, variants, ses.checkpoints)
+    ses.friedman_at = friedman_checkpoint(ses.checkpoints)
+    ses.friedman = friedman([{v: mean(ses.per[t][v][f"recall@{ses.friedman_at}"]) for v in variants}
+                             for t in names], variants)
+    args.out.mkdir(parents=True, exist_ok=True)
+    plot_recall(ses.per, names, variants, args.out / "recall.png", f"{ses.title}: target recall")
+    plot_ratio(ses.per, ses.avg, names, variants, ses.checkpoints, args.out / "ratio.png",
+               f"{ses.title}: recall relative to the oracle's (1 = oracle)")
+    md = report_lines(ses)
+    (args.out / "results.md").write_text("\n".join(md) + "\n", encoding="utf-8")
+    (args.out / "results.json").write_text(json.dumps(results_json(ses), ensure_ascii=False, indent=1),
+                                           encoding="utf-8")
+    print("\n".join(md))
+    if ses.failures:
+        raise SystemExit(f"{len(ses.failures)} crawl(s) failed (results.md lists them)")
+
+
+def describe_variant(v: str) -> str:
+    var = VARIANTS[v]
+    parts = [f"`-a strategy={var.strategy}`"] + [f"`-a {a}`" for a in var.args]
+    if not var.words:
+        parts.append("topic copy without `[words]`/`beta`")
+    parts.append(f"rep r: `{var.seed_setting}=r`" if var.seed_setting
+                 else "deterministic up to Scrapy's concurrency timing")
+    return f"`{v}`: " + ", ".join(parts)
+
+
+def report_lines(ses: Session) -> list[str]:
+    args, names, variants, checkpoints, per = ses.args, ses.names, ses.variants, ses.checkpoints, ses.per
+    last = checkpoints[-1]
+    changed = len(set(ses.sha)) > 1
+    lines = [f"## Learned focus: {ses.title}", "",
+             f"Lab `{ses.spec}` ({ses.lab_pages} pages); {len(names)} topic(s); {args.pages} pages per crawl; "
+             f"{args.repeats} repetition(s); spider `focused`; {args.jobs} crawl(s) at once; "
+             f"session {ses.seconds / 60:.1f} min; code {ses.sha[0]}"
+             + (f" at the start, {ses.sha[-1]} at the end (the sources changed during the session)" if changed else "")
+             + "."]
+    if args.settings or args.spider_args:
+        lines[-1] += " Every run: " + ", ".join([f"`-s {s}`" for s in args.settings]
+                                                + [f"`-a {a}`" for a in args.spider_args]) + "."
+    lines += ["", "Variants:", ""] + [f"* {describe_variant(v)}" for v in variants]
+    if ses.workaround:
+        lines += ["", f"The topic loader rejected the copies without `[words]` and examples ({ses.workaround[0]}), "
+                  f"so each copy lists the pages `{EXAMPLES}` picks as its `examples` (the crawl still gets "
+                  f"`-a examples={EXAMPLES}`)."]
+    lines += ["", "Recall/harvest at a checkpoint a crawl did not reach (frontier ran dry) are its final values. "
+              f"Self-assessed vs true harvest rate at {last} pages: Accuracy = LP/DP (pages with R ≥ β), "
+              "P̄ = the page classifier's mean P(relevant) (only when it is on). "
+              "×oracle = mean recall / the oracle's mean recall on the same topic; averages are means over "
+              "topics of the per-topic means.", ""]
+    lines += [f"### Averaged over {len(names)} topic(s)", ""] + average_table(ses.avg, variants, checkpoints, ses.plain)
+    lines += ["", "### Friedman test", ""] + friedman_lines(ses.friedman, variants, ses.friedman_at)
+    lines += ["", "### Throughput", "",
+              f"Plain Scrapy BFS spider (bench/plain_spider.py) on the same lab, same session, {args.pages} pages: "
+              f"{ses.plain:.0f} pages/s with Scrapy's defaults (the × columns), {ses.plain_ci:.0f} pages/s with the "
+              "project's CONCURRENT_ITEMS.", "", "| variant | pages/s | × plain |", "|---|---|---|"]
+    for v in variants:
+        pps = [p for t in names for p in per[t][v]["pages_per_s"] if p]
+        lines.append(f"| {v} | {mean_sd(pps, 0)} | {_f(ratio(mean(pps), ses.plain), 2)} |")
+    if args.jobs > 1:
+        lines += ["", f"(--jobs {args.jobs}: crawls ran concurrently, so pages/s are lower than alone.)"]
+    lines += ["", "![recall curves](recall.png)", "", "![ratio to the oracle](ratio.png)", ""]
+    for t in names:
+        totals = sorted({x for v in variants for x in per[t][v]["total_relevant"]})
+        lines += [f"### {t}", "", f"`{ses.topics[t].path}`; truly relevant pages: "
+                  f"{', '.join(map(str, totals)) or '?'}.", ""]
+        lines += topic_table(per[t], variants, checkpoints, ses.plain) + [""]
+    if ses.failures:
+        lines += ["### Failed crawls", ""]
+        lines += [f"* {f['topic']} {f['variant']} rep {f['rep']}: {(f['error'].strip().splitlines() or ['?'])[-1]}"
+                  for f in ses.failures] + [""]
+    return lines
+
+
+def results_json(ses: Session) -> dict:
+    args, checkpoints = ses.args, ses.checkpoints
+    keep = ("recall@", "harvest@", "ratio@", "accuracy@last", "expected@last", "true@last", "acc_err", "exp_err",
+            "examples", "pages_per_s", "total_relevant", "n")
+    per_json = {t: {v: {k: val for k, val in s.items() if k.startswith(keep)} for v, s in ses.per[t].items()}
+                for t in ses.names}
+    runs = [{"topic": r["topic"], "variant": r["variant"], "rep": r["rep"], "dir": r["dir"], "dp": r["dp"],
+             "ended": ended(r), "finish_reason": r["finish_reason"], "frontier_exhausted": r["frontier_exhausted"],
+             "examples_fetched": r["examples_fetched"], "pages_per_s": r["pages_per_s"], "wall_s": r["wall_s"],
+             "total_relevant": r["total_relevant"],
+             "recall": {c: value_at(r["curve"], c, 2) for c in checkpoints},
+             "harvest": {c: value_at(r["curve"], c, 1) for c in checkpoints},
+             "accuracy": {c: value_at(r["self_curve"], c, 1) for c in checkpoints},
+             "expected_harvest": {c: value_at(r["self_curve"], c, 2) for c in checkpoints}}
+            for t in ses.names for v in ses.variants for r in ses.per[t][v]["runs"]]
+    return {"corpus": args.corpus, "spec": ses.spec, "pages": args.pages, "repeats": args.repeats, "jobs": args.jobs,
+            "checkpoints": checkpoints, "settings": args.settings, "spider_args": args.spider_args,
+            "variants": {v: {"strategy": VARIANTS[v].strategy, "seed_setting": VARIANTS[v].seed_setting,
+                             "args": list(VARIANTS[v].args), "words": VARIANTS[v].words} for v in ses.variants},
+            "topics": {t: topic.path for t, topic in ses.topics.items()}, "examples_workaround": ses.workaround,
+            "code_sha1": ses.sha, "session_s": round(ses.seconds, 1),
+            "plain_pages_per_s": ses.plain, "plain_ci_pages_per_s": ses.plain_ci,
+            "friedman": {"at": ses.friedman_at, **ses.friedman}, "averaged": ses.avg, "per_topic": per_json,
+            "runs": runs, "failures": ses.failures}
+
+
+if __name__ == "__main__":
+    main()

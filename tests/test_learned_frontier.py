@@ -1,0 +1,335 @@
+"""The ``learned`` strategy and its link-value model: pure, no HTTP (synthetic in-memory webs)."""
+
+import pickle
+import random
+
+import numpy as np
+import pytest
+
+from topiccrawl.learning.linkvalue import NUMERIC, LinkFeatures, LinkValueModel, url_tokens
+from topiccrawl.strategies.base import Link
+from topiccrawl.strategies.learned import LearnedFrontier, LearnedOptions, make_learned
+from topiccrawl.strategies.simple import BestFirstFrontier
+
+WORDS = [f"w{i}" for i in range(300)]
+
+
+def host(url: str) -> str:
+    return url.split("/")[2]
+
+
+def drain(frontier) -> list[str]:
+    out = []
+    while (link := frontier.pop()) is not None:
+        out.append(link.url)
+    return out
+
+
+def features(anchor, url, score=0.0, depth=1) -> LinkFeatures:
+    return LinkFeatures(anchor=list(anchor), url=url_tokens(url), depth=depth, score=score)
+
+
+# -- the model -------------------------------------------------------------------------------------
+
+
+def test_labels_are_discounted_distance_to_the_nearest_relevant_page():
+    m = LinkValueModel(k=3, gamma=0.5)
+    chain = [f"http://x.test/{c}" for c in "abcde"]  # a → b → c → d → e, only e relevant
+    for parent, url in zip([None, *chain], chain):
+        m.add_page(url, 0.9 if url.endswith("e") else 0.1, parent=parent)
+    assert [m.value(u) for u in chain] == [0.0, 0.125, 0.25, 0.5, 1.0]  # a is 4 hops above e: > k
+    assert [m.since(u) for u in chain] == [4, 4, 4, 4, 0]
+    # a page fetched later that links to the relevant one (graph edge, not the crawl path)
+    m.add_page("http://x.test/f", 0.0)
+    assert m.value("http://x.test/f") == 0.0
+    m.add_edge("http://x.test/f", chain[-1])
+    assert m.value("http://x.test/f") == 0.5
+    assert m.since(m_url := "http://x.test/g") == 4 and m.page(m_url) is None
+    m.add_page("http://x.test/g", relevant=False, parent=chain[-1])
+    assert m.since("http://x.test/g") == 1
+
+
+def test_rows_decode_to_the_hashed_matrix_and_predictions_agree():
+    m = LinkValueModel(n_features=2**12)
+    rng = random.Random(1)
+    feats = [LinkFeatures(anchor=rng.sample(WORDS, 3), url=url_tokens(f"http://h{i}.test/a/{i}?q=x{i}"),
+                          context=rng.sample(WORDS, 5), holder_probability=rng.random(), host_yield=rng.random(),
+                          distance=rng.randrange(6), depth=rng.randrange(12), holder_value=rng.random(),
+                          score=rng.random()) for i in range(50)]
+    X = m.transform(feats)
+    assert X.shape == (50, 2**12 + len(NUMERIC))
+    expected = (m._hasher.transform(m._tokens(f) for f in feats).toarray() > 0).astype(float)  # binary
+    assert np.array_equal(X[:, : 2**12].toarray(), expected)
+    dense = np.array([[f.holder_probability, f.host_yield, f.holder_value, f.score] for f in feats], np.float32)
+    assert np.array_equal(X[:, 2**12:].toarray(), dense.astype(np.float64))
+    assert np.array_equal(m.matrix([]).shape, (0, 2**12 + len(NUMERIC)))
+    # fit on a learnable rule: links whose anchor holds "w1"…"w9" lead to relevant pages
+    labels = []
+    for i, f in enumerate(feats):
+        url = f"http://t.test/{i}"
+        labels.append(any(w in {f"w{j}" for j in range(1, 30)} for w in f.anchor))
+        m.add_page(url, relevant=labels[-1])
+        m.add_example(m.encode([f])[0], url)
+    assert 5 < sum(labels) < 45
+    assert not m.fitted and m.retrain() and m.fitted
+    rows = m.encode(feats)
+    batch = m.predict_rows(rows)
+    assert ((batch >= 0) & (batch <= 1)).all()
+    assert batch[np.array(labels)].min() > batch[~np.array(labels)].max()  # it learned the rule
+    assert np.allclose(batch, [m.predict_row(r) for r in rows])
+    assert np.allclose(batch, [m.predict(f) for f in feats])
+    clone = pickle.loads(pickle.dumps(m))
+    assert np.allclose(clone.predict_rows(rows), batch)
+
+
+def test_model_waits_for_positive_and_negative_examples():
+    m = LinkValueModel(min_positive=2)
+    m.add_page("http://a.test/1", relevant=False)
+    m.add_example(m.encode([features(["x"], "http://a.test/1")])[0], "http://a.test/1")
+    assert not m.add_example(b"", "http://never.fetched/")  # unknown target: not an example
+    assert m.retrain() is False and not m.fitted
+    assert m.predict(features(["x"], "http://a.test/2")) == 0.0
+
+
+# -- the frontier: protocol --------------------------------------------------------------------------
+
+
+def synthetic_step(frontier, rng, step, seen):
+    """Pop a link, report its page (relevant by a rule on the URL) with three fresh out-links."""
+    link = frontier.pop()
+    if link is None:
+        return None
+    outs = []
+    for j in range(3):
+        marked = rng.random() < 0.3
+        url = f"http://h{rng.randrange(5)}.test/p{step}-{j}" + ("-zq" if marked else "")
+        outs.append((url, rng.sample(WORDS, 2) + (["zq"] if marked else []), round(rng.random(), 3)))
+    frontier.observe_page(link.url, host(link.url), 1.0 if link.url.endswith("zq") else 0.0,
+                          [(u, features(a, u, s, link.depth + 1)) for u, a, s in outs])
+    for u, _, s in outs:
+        if u not in seen:
+            seen.add(u)
+            frontier.push(Link(u, s, link.depth + 1, host(u)))
+    return link.url
+
+
+def test_pops_every_link_exactly_once_with_retrains_and_exploration():
+    f = LearnedFrontier(LinkValueModel(n_features=2**14, retrain_every=10, min_positive=1), epsilon=0.3,
+                        rescore_all=20, rescore_top=5, rescore_sample=5, seed=3)
+    rng = random.Random(3)
+    pushed = [f"http://s.test/{i}" for i in range(5)]
+    for url in pushed:
+        f.push(Link(url, 0.5, 0, "s.test"))
+    seen, popped = set(pushed), []
+    for step in range(300):
+        url = synthetic_step(f, rng, step, seen)
+        assert url is not None
+        popped.append(url)
+    assert f.stats()["learned/model_version"] > 0 and f.stats()["learned/explored"] > 0
+    queued = len(f)
+    rest = drain(f)
+    assert len(rest) == queued and len(f) == 0 and f.pop() is None
+    everything = popped + rest
+    assert len(everything) == len(set(everything)) == len(seen)
+
+
+def test_untrained_frontier_without_exploration_is_exactly_bestfirst():
+    rng = random.Random(5)
+    learned, best = LearnedFrontier(epsilon=0.0), BestFirstFrontier()
+    for i in range(400):
+        score = round(rng.random(), 1)
+        learned.push(Link(f"u{i}", score))
+        best.push(Link(f"u{i}", score))
+        if rng.random() < 0.3:
+            assert learned.pop().url == best.pop().url
+    assert drain(learned) == drain(best)
+
+
+def test_state_round_trip_restores_the_queue_the_model_and_the_next_decisions():
+    def fresh():
+        return LearnedFrontier(LinkValueModel(n_features=2**14, retrain_every=15, min_positive=1), epsilon=0.2,
+                               rescore_all=30, rescore_top=4, rescore_sample=4, seed=11)
+
+    f = fresh()
+    rng = random.Random(11)
+    for i in range(3):
+        f.push(Link(f"http://s.test/{i}", 0.5, 0, "s.test"))
+    seen = set()
+    for step in range(120):
+        synthetic_step(f, rng, step, seen)
+    assert f.model.fitted
+    state = pickle.loads(pickle.dumps(f.state()))
+    g = fresh()
+    g.load_state(state)
+    timeless = lambda stats: {k: v for k, v in stats.items() if k != "learned/retrain_ms"}  # noqa: E731
+    assert len(g) == len(f) and timeless(g.stats()) == timeless(f.stats())
+    assert np.array_equal(g.model.coef_, f.model.coef_) and g.model.version_ == f.model.version_
+    version = f.model.version_
+    # the same future on both: identical decisions, retrains and re-scoring included
+    rng_f, rng_g = random.Random(99), random.Random(99)
+    seen_f, seen_g = set(seen), set(seen)
+    order_f = [synthetic_step(f, rng_f, 1000 + s, seen_f) for s in range(80)]
+    order_g = [synthetic_step(g, rng_g, 1000 + s, seen_g) for s in range(80)]
+    assert order_f == order_g
+    assert f.model.version_ > version and np.array_equal(g.model.coef_, f.model.coef_)  # retrained alike
+    assert drain(f) == drain(g)
+
+
+def test_state_from_another_strategy_is_queued_by_score():
+    best = BestFirstFrontier()
+    for i, s in enumerate([0.2, 0.9, 0.5]):
+        best.push(Link(f"http://a.test/{i}", s))
+    f = LearnedFrontier(epsilon=0.0)
+    f.load_state(pickle.loads(pickle.dumps(best.state())))
+    assert drain(f) == ["http://a.test/1", "http://a.test/2", "http://a.test/0"]
+
+
+def test_options_and_factory():
+    f = make_learned({"learned_epsilon": "0.1", "learned_hops": "2", "learned_retrain_every": "50",
+                      "learned_rescore_all": "10"})
+    assert f.name == "learned" and f.epsilon == 0.1 and f.model.k == 2 and f.model.retrain_every == 50
+    assert f.rescore_all == 10
+    assert make_learned(None).model.gamma == LearnedOptions().learned_gamma
+    with pytest.raises(ValueError):
+        make_learned({"learned_epsilon": "2"})
+
+
+# -- re-scoring ----------------------------------------------------------------------------------------
+
+
+def teach_zq(frontier, pages=40):
+    """Pages whose "zq" links lead to relevant pages and whose other links do not."""
+    for i in range(pages):
+        holder = f"http://teach.test/h{i}"
+        frontier.push(Link(holder, 1.0))
+        assert frontier.pop().url == holder
+        good, bad = f"http://teach.test/g{i}", f"http://teach.test/b{i}"
+        frontier.observe_page(holder, "teach.test", 0.0, [(good, features(["zq", f"w{i}"], good, 0.1)),
+                                                          (bad, features([f"w{i + 1}"], bad, 0.9))])
+        for url, score in ((good, 0.1), (bad, 0.9)):
+            frontier.push(Link(url, score))
+    for url in drain(frontier):
+        frontier.observe_page(url, "teach.test", 1.0 if "/g" in url else 0.0)
+
+
+def queue_order(frontier):
+    return drain(pickle.loads(pickle.dumps(frontier)))
+
+
+def test_retrain_reorders_the_queued_links():
+    f = LearnedFrontier(LinkValueModel(retrain_every=10**6), epsilon=0.0)
+    teach_zq(f)
+    assert not f.model.fitted
+    holder = "http://q.test/h"
+    f.push(Link(holder, 1.0))
+    f.pop()
+    links = [(f"http://q.test/z{i}", ["zq", f"w{50 + i}"], 0.2) for i in range(5)]
+    links += [(f"http://q.test/n{i}", [f"w{60 + i}"], 0.8) for i in range(5)]
+    f.observe_page(holder, "q.test", 0.0, [(u, features(a, u, s)) for u, a, s in links])
+    for u, _, s in links:
+        f.push(Link(u, s))
+    before = queue_order(f)
+    assert [u.split("/")[-1][0] for u in before] == ["n"] * 5 + ["z"] * 5  # R(l) order
+    assert f.retrain()
+    after = queue_order(f)
+    assert [u.split("/")[-1][0] for u in after] == ["z"] * 5 + ["n"] * 5  # the model's order
+    assert f.stats()["learned/rescored"] == 10
+
+
+def test_rescoring_is_bounded_to_the_top_and_a_sample():
+    f = LearnedFrontier(LinkValueModel(retrain_every=10**6), epsilon=0.0, rescore_all=60, rescore_top=3,
+                        rescore_sample=2, seed=1)
+    teach_zq(f)
+    for i in range(50):
+        f.push(Link(f"http://q.test/a{i}", i / 100))
+    assert f.retrain() and f.stats()["learned/rescored"] == 50  # the first fit re-scores everything
+    for i in range(50):
+        f.push(Link(f"http://q.test/b{i}", i / 100))
+    assert f.retrain()
+    assert 50 + 3 < f.stats()["learned/rescored"] <= 50 + 5  # the top 3 and a sample of 2
+    assert len(queue_order(f)) == 100 == len(f)
+
+
+# -- the planted signal ----------------------------------------------------------------------------------
+
+TOPIC = ("alpha", "beta", "gamma", "delta", "omega")
+
+
+def planted_web(seed, n_general=3000, regions=100, entries=5, outdeg=8, decoy=0.3):
+    """General pages with random links; relevant pages sit three hops after links whose anchor holds
+    "zq" (general page → gateway → middle → relevant). Anchors of every link hold a topic word with
+    the same probability, so R(l) carries no information about where relevant pages are."""
+    rng = random.Random(seed)
+    serial = iter(range(10**9))
+
+    def url():
+        return f"http://h{rng.randrange(20)}.test/p/{next(serial)}"
+
+    def anchor(*extra):
+        words = [*rng.sample(WORDS, 2), *extra]
+        if rng.random() < decoy:
+            words.append(rng.choice(TOPIC))
+        return words
+
+    def text(relevant):
+        k = rng.randrange(3, 6) if relevant else (rng.randrange(4) if rng.random() < 0.4 else 0)
+        return rng.sample(WORDS, 12) + rng.sample(TOPIC, k)
+
+    general = [url() for _ in range(n_general)]
+    pages = {u: (False, text(False), [(rng.choice(general), anchor()) for _ in range(outdeg)]) for u in general}
+    for _ in range(regions):
+        gateway, middles = url(), [url() for _ in range(3)]
+        pages[gateway] = (False, text(False), [(m, anchor()) for m in middles]
+                          + [(rng.choice(general), anchor()) for _ in range(3)])
+        for m in middles:
+            relevant = [url() for _ in range(3)]
+            pages[m] = (False, text(False), [(r, anchor()) for r in relevant]
+                        + [(rng.choice(general), anchor()) for _ in range(3)])
+            for r in relevant:
+                pages[r] = (True, text(True), [(rng.choice(general), anchor()) for _ in range(5)])
+        for _ in range(entries):
+            pages[rng.choice(general)][2].append((gateway, anchor("zq")))
+    return general, pages
+
+
+def overlap(words):
+    return len(set(words) & set(TOPIC)) / len(TOPIC)
+
+
+def simulate(frontier, web, budget, seed):
+    """Pop, "fetch" (look the page up), report the page to a learned frontier, push unseen links
+    scored R(l) = ½·overlap(anchor) + ½·overlap(page); the number of relevant pages fetched."""
+    general, pages = web
+    seeds = random.Random(seed).sample(general, 3)
+    seen = set(seeds)
+    for url in seeds:
+        frontier.push(Link(url, 1.0, 0, host(url)))
+    found = 0
+    observe = getattr(frontier, "observe_page", None)
+    for _ in range(budget):
+        link = frontier.pop()
+        if link is None:
+            break
+        relevant, words, links = pages[link.url]
+        found += relevant
+        page_score = overlap(words)
+        scored = [(t, a, 0.5 * overlap(a) + 0.5 * page_score) for t, a in links]
+        if observe is not None:
+            observe(link.url, host(link.url), 1.0 if relevant else 0.0,
+                    [(t, features(a, t, s, link.depth + 1)) for t, a, s in scored])
+        for t, _, s in scored:
+            if t not in seen:
+                seen.add(t)
+                frontier.push(Link(t, s, link.depth + 1, host(t)))
+    return found
+
+
+def test_learned_finds_the_planted_signal_bestfirst_cannot():
+    budget, results = 1500, []
+    for seed in (0, 1, 2):
+        web = planted_web(seed)
+        results.append((simulate(BestFirstFrontier(), web, budget, seed),
+                        simulate(LearnedFrontier(seed=seed), web, budget, seed)))
+    best, learned = (sum(r[i] for r in results) for i in (0, 1))
+    assert learned >= 1.3 * best, results
+    assert all(l > b for b, l in results), results

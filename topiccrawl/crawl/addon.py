@@ -1,0 +1,74 @@
+"""The topiccrawl add-on: one ``ADDONS`` entry installs the scheduler and the components.
+
+``ADDONS = {"topiccrawl.crawl.addon.TopicCrawlAddon": 0}`` (the project's settings have it). The
+scheduler is chosen here, once, from two things known before the crawl starts: the store
+(``TOPICCRAWL_STORE``) and the queue the spider declares as a class attribute,
+``topiccrawl_queue`` — ``"frontier"`` (focused spiders), ``"discovery"`` (DWDBRM spiders) or
+``"sites"`` (the site finder). The class written into ``SCHEDULER`` is the class Scrapy builds:
+no ``from_crawler`` returns another one.
+
+Everything is set with the ``addon`` priority, so a value in a project's settings.py, a spider's
+``custom_settings`` or ``-s`` wins (``-s SCHEDULER=…`` gets exactly that scheduler). With
+``TOPICCRAWL_ENABLED = False`` the add-on installs nothing: a plain Scrapy crawl.
+"""
+
+from __future__ import annotations
+
+from scrapy.utils.misc import load_object
+
+from topiccrawl.crawl.settings import DEFAULTS
+
+#: (store, spider queue) -> scheduler class
+SCHEDULERS = {
+    ("memory", "frontier"): "topiccrawl.crawl.scheduler.TopicScheduler",
+    ("memory", "discovery"): "topiccrawl.crawl.scheduler.TopicScheduler",
+    ("memory", "sites"): "topiccrawl.crawl.scheduler.TopicScheduler",
+    ("redis", "frontier"): "topiccrawl.redis.scheduler.RedisScheduler",
+    ("redis", "discovery"): "topiccrawl.redis.discovery.RedisDiscoveryScheduler",
+    ("redis", "sites"): "topiccrawl.redis.sitefinder.RedisSiteScheduler",
+}
+
+DOWNLOADER_MIDDLEWARES = {
+    "topiccrawl.crawl.middlewares.WebRoutingMiddleware": 740,
+    "topiccrawl.crawl.middlewares.PrivateAddressMiddleware": 745,
+    "topiccrawl.crawl.middlewares.FaultStatsMiddleware": 950,
+}
+SPIDER_MIDDLEWARES = {"topiccrawl.crawl.middlewares.TrapGuardMiddleware": 800}
+ITEM_PIPELINES = {
+    "topiccrawl.crawl.pipelines.ImportancePipeline": 300,
+    "topiccrawl.crawl.pipelines.HarvestPipeline": 400,
+}
+EXTENSIONS = {"topiccrawl.crawl.extensions.TopicStats": 500}
+
+
+def scheduler_for(store: str, spidercls) -> str:
+    """The scheduler class path for ``store`` and a spider class (its ``topiccrawl_queue``,
+    ``"frontier"`` when it declares none)."""
+    queue = getattr(spidercls, "topiccrawl_queue", "frontier")
+    return SCHEDULERS.get((store, queue), SCHEDULERS[("memory", "frontier")])
+
+
+class TopicCrawlAddon:
+    def __init__(self, crawler) -> None:
+        self.spidercls = crawler.spidercls
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        return cls(crawler)
+
+    def update_settings(self, settings) -> None:
+        for name, value in DEFAULTS.items():
+            settings.set(name, value, priority="default")
+        if not settings.getbool("TOPICCRAWL_ENABLED", True):
+            return
+        store = str(settings.get("TOPICCRAWL_STORE") or "memory")
+        settings.set("SCHEDULER", scheduler_for(store, self.spidercls), priority="addon")
+        # Scrapy's fingerprints, computed without canonicalize_url for already-canonical URLs, and a
+        # duplicate filter holding 63-bit prefixes in a sorted array (topiccrawl/crawl/dupefilter.py)
+        settings.set("REQUEST_FINGERPRINTER_CLASS", "topiccrawl.crawl.dupefilter.RequestFingerprinter", "addon")
+        settings.set("DUPEFILTER_CLASS", "topiccrawl.crawl.dupefilter.CompactDupeFilter", "addon")
+        for setting, components in (("DOWNLOADER_MIDDLEWARES", DOWNLOADER_MIDDLEWARES),
+                                    ("SPIDER_MIDDLEWARES", SPIDER_MIDDLEWARES),
+                                    ("ITEM_PIPELINES", ITEM_PIPELINES), ("EXTENSIONS", EXTENSIONS)):
+            for path, order in components.items():
+                settings.setdefault_in_component_priority_dict(setting, load_object(path), order)

@@ -1,0 +1,141 @@
+"""The page classifier through a crawl: what it trains on, when it refits, what it reports.
+
+:class:`PageFocus` keeps a :class:`~topiccrawl.learning.classifier.PageClassifier` fitted on
+
+* **positives**: the topic's example pages; with words only (or besides examples), *pseudo-labels*
+  — fetched pages the topic words match strongly, R(P) ≥ max(β, the ``strong_quantile`` of R(P)
+  over the fetched pages), recomputed at every refit so they are refined as the crawl goes;
+* **unlabeled**: a uniform reservoir sample (Vitter's algorithm R) of the crawl's fetched pages,
+  plus the counter-examples (PU learning treats them as unlabeled: they lower P(s=1) without the
+  selection assumptions labelled negatives would need).
+
+It refits when ``refit_every`` pages (or a quarter of the pages so far, whichever is more) have
+been fetched since the last fit, so a crawl of n pages refits O(log n + n / refit_every) times.
+Before the first fit a page's probability is its R(P), marked as not calibrated.
+
+The self-assessed harvest rate (:attr:`expected_harvest`) is the mean P(relevant) of the fetched
+pages: at a refit the reservoir is re-scored with the new model (an unbiased estimate of the mean
+over all fetched pages), and pages fetched since add their own probability.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+
+import numpy as np
+import scipy.sparse as sp
+
+from topiccrawl.learning.classifier import PageClassifier, hash_terms
+
+
+class PageFocus:
+    """P(relevant | page) for a crawl (module docstring). ``beta``: the topic's threshold on R(P)."""
+
+    def __init__(self, beta: float = 0.3, *, use_words: bool = True, refit_every: int = 100,
+                 min_pages: int = 30, max_unlabeled: int = 3000, max_pseudo: int = 500,
+                 strong_quantile: float = 0.9, seed: int = 0, classifier: PageClassifier | None = None) -> None:
+        self.beta = beta
+        self.use_words = use_words
+        self.refit_every = refit_every
+        self.min_pages = min_pages
+        self.max_unlabeled = max_unlabeled
+        self.max_pseudo = max_pseudo
+        self.strong_quantile = strong_quantile
+        self.classifier = classifier if classifier is not None else PageClassifier(random_state=seed)
+        self._rng = random.Random(seed)
+        self._examples: list[sp.csr_matrix] = []
+        self._counter: list[sp.csr_matrix] = []
+        #: reservoir of fetched pages: hashed row and R(P)
+        self._rows: list[sp.csr_matrix] = []
+        self._relevance: list[float] = []
+        self.pages = 0
+        self.refits = 0
+        self.fitted = False
+        self._next_fit = min_pages
+        self._base_mean = 0.0  # mean P over the reservoir at the last refit
+        self._base_pages = 0  # pages fetched at the last refit
+        self._since = 0.0  # Σ P of the pages fetched since
+        self.positives_used = 0
+
+    # -- inputs ----------------------------------------------------------------------------------
+    def _row(self, terms: Sequence[str]) -> sp.csr_matrix:
+        return hash_terms([terms], self.classifier.n_features)
+
+    def add_example(self, terms: Sequence[str]) -> None:
+        self._examples.append(self._row(terms))
+
+    def add_counter_example(self, terms: Sequence[str]) -> None:
+        self._counter.append(self._row(terms))
+
+    @property
+    def n_examples(self) -> int:
+        return len(self._examples)
+
+    def observe(self, terms: Sequence[str], relevance: float) -> float:
+        """Record a fetched page (its terms and R(P)) and return its P(relevant); refits when due."""
+        self.pages += 1
+        row = None
+        if len(self._rows) < self.max_unlabeled:
+            row = self._row(terms)
+            self._rows.append(row)
+            self._relevance.append(relevance)
+        else:
+            j = self._rng.randrange(self.pages)
+            if j < self.max_unlabeled:
+                row = self._row(terms)
+                self._rows[j], self._relevance[j] = row, relevance
+        if self.pages >= self._next_fit:
+            self.refit()
+        if not self.fitted:
+            return float(min(max(relevance, 0.0), 1.0))
+        p = self.classifier.proba_one(terms)
+        self._since += p
+        return p
+
+    # -- training --------------------------------------------------------------------------------
+    def _pseudo_positives(self) -> list[sp.csr_matrix]:
+        if not self.use_words or not self._relevance:
+            return []
+        r = np.asarray(self._relevance)
+        strong = max(self.beta, float(np.quantile(r, self.strong_quantile)))
+        idx = np.flatnonzero(r >= strong)
+        if strong <= 0.0:
+            return []
+        if len(idx) > self.max_pseudo:
+            idx = np.argsort(-r)[: self.max_pseudo]
+        return [self._rows[i] for i in idx]
+
+    def refit(self) -> bool:
+        """Fit on the positives and the unlabeled pages now; False when there are too few of either."""
+        self._next_fit = self.pages + max(self.refit_every, self.pages // 4)
+        positives = self._examples + self._pseudo_positives()
+        unlabeled = self._rows + self._counter
+        if len(positives) < 2 or len(unlabeled) < 2:
+            return False
+        self.classifier.refit(sp.vstack(positives, format="csr"), sp.vstack(unlabeled, format="csr"))
+        self.fitted = True
+        self.refits += 1
+        self.positives_used = len(positives)
+        self._base_mean = self.classifier.expected_harvest(sp.vstack(self._rows, format="csr")) if self._rows else 0.0
+        self._base_pages = self.pages
+        self._since = 0.0
+        return True
+
+    # -- reports ---------------------------------------------------------------------------------
+    @property
+    def expected_harvest(self) -> float | None:
+        """The mean P(relevant) of the fetched pages (module docstring); None before the first fit."""
+        if not self.fitted or not self.pages:
+            return None
+        return (self._base_mean * self._base_pages + self._since) / self.pages
+
+    def stats(self) -> dict:
+        c = self.classifier
+        out = {"classifier/refits": self.refits, "classifier/pages": self.pages,
+               "classifier/examples": len(self._examples), "classifier/positives": self.positives_used}
+        if self.fitted:
+            out["classifier/mode"] = c.mode_
+            out["classifier/c"] = round(float(c.c_), 6)
+            out["classifier/expected_harvest"] = round(self.expected_harvest or 0.0, 6)
+        return out

@@ -1,0 +1,388 @@
+"""Online link-value model: how likely a link leads to relevant pages, learned from the crawl itself.
+
+Features of a link (:class:`LinkFeatures`) are hashed (``FeatureHasher``, no vocabulary to grow):
+tokens ``a:word`` (anchor), ``u:tok`` (URL), ``c:word`` (words around the anchor) and buckets of
+the holder page's distance since the last relevant page on its crawl path, of the depth and of the
+numeric features, plus a few dense columns: the holder page's P(relevant), its host's yield so far,
+the holder's own value (the model's value of the link the holder was reached by, as in
+Shark-search's inherited score) and the link's R(l) (WL paper eq. 5).
+
+Labels come from the crawl's own link graph (context-graph style, as ACHE's link classifier with
+distance levels). The value of a link is
+
+    v(l) = γ^h   if the nearest relevant page is h ≤ k hops below the link's target
+                 (h = 0: the target itself is relevant, P(relevant) ≥ ``threshold``),
+    v(l) = 0     otherwise,
+
+with k = 3 and γ = 0.5 by default. Values are recomputed at every retrain, so a link labelled 0
+when its target was fetched gains value when a relevant page is later found below it. A soft
+label v is trained with log loss as two weighted rows (class 1 with weight v, class 0 with
+weight 1 − v), so the predicted probability estimates v. The graph is what the crawl saw: an
+edge holder → target is known when the target was fetched through that link, or when a fetched
+page links to a page fetched before.
+
+Training: a bounded replay buffer of labelled links (links whose target was fetched); every
+``retrain_every`` pages :meth:`LinkValueModel.retrain` runs ``SGDClassifier(loss="log_loss")``
+``partial_fit`` over the whole buffer (``epochs`` passes, shuffled). Until the buffer holds at
+least ``min_positive`` links of value > 0 and as many of value < 1, the model stays unfitted and
+the frontier keeps ordering by R(l).
+
+Encoded links are compact ``bytes`` rows (uint32 hashed token indices, then the float32 dense
+columns): queued links keep one, and any number of rows becomes one CSR matrix in a few
+vectorised steps (:meth:`LinkValueModel.matrix`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from bisect import bisect_right
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+from struct import unpack_from
+
+import numpy as np
+from scipy import sparse
+from scipy.special import expit
+from sklearn.feature_extraction import FeatureHasher
+from sklearn.linear_model import SGDClassifier
+
+#: dense columns after the hashed ones, in this order
+NUMERIC = ("holder_probability", "host_yield", "holder_value", "score")
+_F = len(NUMERIC)
+_DENSE_FMT = f"<{_F}f"
+_INF = 255  # "no relevant page within k hops" in the distance arrays
+_MAX_PARENTS = 64  # in-links kept per page for the distance labels
+_URL_TOKEN_RE = re.compile(r"[^\W_]+")
+_URL_DROP = frozenset({"http", "https", "www"})
+_DEPTH_BUCKETS = (0, 1, 2, 3, 4, 5, 5, 5, 8)  # depth -> bucket label (8 = 8 and deeper)
+
+
+@dataclass(slots=True)
+class LinkFeatures:
+    """What is known about a link when its holder page is processed.
+
+    ``anchor``, ``url`` and ``context`` are term sequences (``url`` e.g. from :func:`url_tokens`);
+    ``holder_probability`` is P(relevant | holder page), ``host_yield`` the holder host's smoothed
+    share of relevant pages so far, ``distance`` the hops from the last relevant page on the
+    holder's crawl path (0: the holder is relevant), ``holder_value`` the value of the link the
+    holder was reached by, ``score`` the link's R(l), ``depth`` the target's depth.
+    """
+
+    anchor: Sequence[str] = ()
+    url: Sequence[str] = ()
+    context: Sequence[str] = ()
+    holder_probability: float = 0.0
+    host_yield: float = 0.0
+    distance: int = 0
+    depth: int = 0
+    holder_value: float = 0.0
+    score: float = 0.0
+
+
+def url_tokens(url: str, limit: int = 24) -> list[str]:
+    """Lower-cased word tokens of a URL without the scheme and ``www``. Tokens with digits become
+    their shape (``#3`` for ``123``, ``#mixed`` for ``a1b2``), so that ids make no features of
+    their own (a model would learn the labels of fetched pages by their ids)."""
+    out = []
+    for tok in _URL_TOKEN_RE.findall(url.lower()):
+        if tok in _URL_DROP:
+            continue
+        if not tok.isalpha():  # ids: their shape only
+            tok = f"#{min(len(tok), 9)}" if tok.isdigit() else "#mixed"
+        elif len(tok) < 2:
+            continue
+        out.append(tok)
+        if len(out) >= limit:
+            break
+    return out
+
+
+_EDGES = (0.02, 0.05, 0.1, 0.2, 0.4, 0.7)  # bins of a value in [0, 1]: finer near 0, where most are
+
+
+def _bucket(x: float) -> int:
+    """Bin of a value in [0, 1] (``_EDGES``; NaN in bin 0)."""
+    return 0 if math.isnan(x) else bisect_right(_EDGES, x)
+
+
+class LinkValueModel:
+    """Hashed link features, the crawl's link graph and labels, and an online logistic model.
+
+    Parameters: ``n_features`` hashed columns; ``k`` and ``gamma`` of the label v(l) = γ^h, h ≤ k;
+    ``threshold`` on P(relevant) for a relevant page; ``retrain_every`` pages between retrains;
+    ``buffer_size`` labelled links kept (oldest dropped first); ``min_positive`` links of value > 0
+    (and < 1) needed before the first fit; ``alpha`` (L2) and ``epochs`` of the SGD; ``random_state``.
+
+    Fitted attributes: ``classifier_`` (the ``SGDClassifier``), ``coef_`` (dense weights over
+    ``n_features + len(NUMERIC)`` columns), ``intercept_``, ``version_`` (retrains that fitted).
+    """
+
+    def __init__(self, *, n_features: int = 2**18, k: int = 3, gamma: float = 0.5, threshold: float = 0.5,
+                 retrain_every: int = 100, buffer_size: int = 50_000, min_positive: int = 3,
+                 alpha: float = 1e-3, epochs: int = 3, random_state: int = 0) -> None:
+        self.n_features = n_features
+        self.k = k
+        self.gamma = gamma
+        self.threshold = threshold
+        self.retrain_every = retrain_every
+        self.buffer_size = buffer_size
+        self.min_positive = min_positive
+        self.alpha = alpha
+        self.epochs = epochs
+        self.random_state = random_state
+        self.classifier_: SGDClassifier | None = None
+        self.coef_: np.ndarray | None = None
+        self.intercept_ = 0.0
+        self.version_ = 0
+        self.retrains_ = 0
+        self._hasher = FeatureHasher(n_features=n_features, input_type="string", alternate_sign=False)
+        self._dense_weights: list[float] | None = None
+        self._rng = np.random.default_rng(random_state)
+        # the crawl's pages: url -> id, and per id: relevant, distance to the nearest relevant page
+        # below (≤ k, else _INF), hops since the last relevant page on its crawl path, in-links
+        self._ids: dict[str, int] = {}
+        self._relevant = bytearray()
+        self._dist = bytearray()
+        self._since = bytearray()
+        self._parents: list[list[int] | None] = []
+        self._buffer: deque[tuple[bytes, int]] = deque(maxlen=buffer_size)
+        self._pending_pages = 0  # pages since the last retrain
+
+    # -- features ---------------------------------------------------------------------------------
+    def _tokens(self, f: LinkFeatures) -> list[str]:
+        toks = list(map("a:".__add__, f.anchor))
+        toks += map("u:".__add__, f.url)
+        toks += map("c:".__add__, f.context)
+        d = f.distance
+        toks += (
+            f"d:{d}" if 0 <= d <= self.k else "d:far",
+            f"depth:{_DEPTH_BUCKETS[min(max(f.depth, 0), 8)]}",
+            f"p:{_bucket(f.holder_probability)}",
+            f"y:{_bucket(f.host_yield)}",
+            f"v:{_bucket(f.holder_value)}",
+            f"s:{_bucket(f.score)}",
+        )
+        return toks
+
+    def encode(self, features: Sequence[LinkFeatures]) -> list[bytes]:
+        """Compact rows of links: hashed token indices (uint32; binary features: a repeated token,
+        or a collision within the row, counts once), then the dense columns (float32)."""
+        if not features:
+            return []
+        X = self._hasher.transform(self._tokens(f) for f in features)
+        idx, ptr = X.indices.astype(np.uint32, copy=False), X.indptr
+        nums = np.array([[f.holder_probability, f.host_yield, f.holder_value, f.score] for f in features],
+                        dtype=np.float32)
+        return [idx[ptr[i]:ptr[i + 1]].tobytes() + nums[i].tobytes() for i in range(len(features))]
+
+    def matrix(self, rows: Sequence[bytes]) -> sparse.csr_matrix:
+        """The CSR matrix (``n_features + len(NUMERIC)`` columns) of encoded rows."""
+        n, width = len(rows), self.n_features + _F
+        if not n:
+            return sparse.csr_matrix((0, width), dtype=np.float64)
+        lens = np.fromiter(map(len, rows), dtype=np.int64, count=n) // 4
+        buf = b"".join(rows)
+        indptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(lens, out=indptr[1:])
+        dense = (indptr[1:, None] - np.arange(_F, 0, -1)[None, :]).ravel()  # the dense slots
+        indices = np.frombuffer(buf, dtype=np.uint32).astype(np.int64)
+        indices[dense] = np.tile(np.arange(self.n_features, width), n)
+        data = np.ones(len(indices))
+        data[dense] = np.frombuffer(buf, dtype=np.float32)[dense]
+        return sparse.csr_matrix((data, indices, indptr), shape=(n, width))
+
+    def transform(self, features: Sequence[LinkFeatures]) -> sparse.csr_matrix:
+        return self.matrix(self.encode(features))
+
+    # -- the crawl's pages and links ----------------------------------------------------------------
+    def page(self, url: str) -> int | None:
+        """Id of a fetched page, None if it was not added."""
+        return self._ids.get(url)
+
+    def add_page(self, url: str, probability: float | None = None, *, relevant: bool | None = None,
+                 parent: str | None = None) -> int:
+        """Record a fetched page (once; a second call returns its id and changes nothing).
+
+        ``relevant`` if given, else ``probability ≥ threshold``. ``parent``: the page whose link
+        it was fetched through (an edge of the graph, and its crawl path). Counts towards the next
+        retrain (:attr:`retrain_due`)."""
+        node = self._ids.get(url)
+        if node is not None:
+            return node
+        node = self._ids[url] = len(self._relevant)
+        rel = bool(relevant) if relevant is not None else (probability is not None and probability >= self.threshold)
+        self._relevant.append(rel)
+        self._dist.append(_INF)
+        self._parents.append(None)
+        up = self._ids.get(parent) if parent is not None else None
+        if rel:
+            since = 0
+        elif up is not None:
+            since = min(self._since[up] + 1, self.k + 1)
+        else:
+            since = self.k + 1
+        self._since.append(since)
+        if rel:
+            self._lower(node, 0)
+        if up is not None:
+            self._edge(up, node)
+        self._pending_pages += 1
+        return node
+
+    def add_edge(self, holder: str, target: str) -> None:
+        """A link between two fetched pages (unknown pages are ignored)."""
+        h, t = self._ids.get(holder), self._ids.get(target)
+        if h is not None and t is not None:
+            self._edge(h, t)
+
+    def _edge(self, h: int, t: int) -> None:
+        parents = self._parents[t]
+        if parents is None:
+            parents = self._parents[t] = []
+        if h in parents or len(parents) >= _MAX_PARENTS:
+            return
+        parents.append(h)
+        if self._dist[t] < self.k:
+            self._lower(h, self._dist[t] + 1)
+
+    def _lower(self, node: int, d: int) -> None:
+        """dist[node] ← min(dist[node], d), and up the in-links while within k hops."""
+        dist, parents, k = self._dist, self._parents, self.k
+        if d > k or d >= dist[node]:
+            return
+        dist[node] = d
+        stack = [node]
+        while stack:
+            n = stack.pop()
+            dn = dist[n] + 1
+            if dn > k:
+                continue
+            for p in parents[n] or ():
+                if dn < dist[p]:
+                    dist[p] = dn
+                    stack.append(p)
+
+    def is_relevant(self, url: str) -> bool:
+        node = self._ids.get(url)
+        return node is not None and bool(self._relevant[node])
+
+    def distance(self, url: str) -> int | None:
+        """Hops from ``url`` down to the nearest relevant page known, None if none within k."""
+        node = self._ids.get(url)
+        return None if node is None or self._dist[node] == _INF else self._dist[node]
+
+    def since(self, url: str) -> int:
+        """Hops since the last relevant page on the crawl path to ``url`` (k + 1: none within k)."""
+        node = self._ids.get(url)
+        return self.k + 1 if node is None else self._since[node]
+
+    def value(self, url: str) -> float:
+        """The label v of a link to ``url``: γ^h, or 0."""
+        d = self.distance(url)
+        return 0.0 if d is None else self.gamma ** d
+
+    def add_example(self, row: bytes, target: str) -> bool:
+        """Keep a link whose target was fetched as a training example (False if it was not)."""
+        node = self._ids.get(target)
+        if node is None:
+            return False
+        self._buffer.append((row, node))
+        return True
+
+    @property
+    def n_pages(self) -> int:
+        return len(self._relevant)
+
+    @property
+    def n_relevant(self) -> int:
+        return self._relevant.count(1)
+
+    @property
+    def n_examples(self) -> int:
+        return len(self._buffer)
+
+    # -- training -----------------------------------------------------------------------------------
+    @property
+    def retrain_due(self) -> bool:
+        return self._pending_pages >= self.retrain_every
+
+    @property
+    def fitted(self) -> bool:
+        return self.coef_ is not None
+
+    def labels(self) -> np.ndarray:
+        """v(l) of the links in the replay buffer, from the current graph."""
+        if not self._buffer:
+            return np.zeros(0)
+        targets = np.fromiter((t for _, t in self._buffer), dtype=np.int64, count=len(self._buffer))
+        d = np.frombuffer(bytes(self._dist), dtype=np.uint8)[targets].astype(np.float64)
+        return np.where(d <= self.k, self.gamma ** np.minimum(d, self.k), 0.0)
+
+    def retrain(self) -> bool:
+        """One online update over the replay buffer; True when the model is (now) fitted. Resets
+        the page count of :attr:`retrain_due` either way."""
+        self._pending_pages = 0
+        self.retrains_ += 1
+        v = self.labels()
+        pos, neg = v > 0.0, v < 1.0
+        if (self.classifier_ is None and
+                (int(pos.sum()) < self.min_positive or int(neg.sum()) < self.min_positive)):
+            return False
+        rows = [row for row, _ in self._buffer]
+        which = np.concatenate([np.flatnonzero(pos), np.flatnonzero(neg)])  # a row per class it has
+        y = np.concatenate([np.ones(int(pos.sum())), np.zeros(int(neg.sum()))])
+        w = np.concatenate([v[pos], 1.0 - v[neg]])
+        if self.classifier_ is None:
+            self.classifier_ = SGDClassifier(loss="log_loss", alpha=self.alpha, random_state=self.random_state)
+        for _ in range(self.epochs):
+            order = self._rng.permutation(len(y))
+            X = self.matrix([rows[i] for i in which[order].tolist()])
+            self.classifier_.partial_fit(X, y[order], classes=np.array([0.0, 1.0]), sample_weight=w[order])
+        self.coef_ = self.classifier_.coef_.ravel().astype(np.float64, copy=True)
+        self.intercept_ = float(self.classifier_.intercept_[0])
+        self._set_weights()
+        self.version_ += 1
+        return True
+
+    # -- prediction ---------------------------------------------------------------------------------
+    def predict_rows(self, rows: Sequence[bytes]) -> np.ndarray:
+        """Values in [0, 1] of encoded rows (0.0 for all while unfitted)."""
+        if self.coef_ is None:
+            return np.zeros(len(rows))
+        return expit(self.matrix(rows) @ self.coef_ + self.intercept_)
+
+    def predict_row(self, row: bytes) -> float:
+        """Value of one encoded row, without building a matrix."""
+        coef = self.coef_
+        if coef is None:
+            return 0.0
+        n = len(row) // 4 - _F
+        z = float(coef.take(np.frombuffer(row, dtype=np.uint32, count=n)).sum()) + self.intercept_
+        for weight, x in zip(self._dense_weights, unpack_from(_DENSE_FMT, row, 4 * n)):
+            z += weight * x
+        return 1.0 / (1.0 + math.exp(-z)) if z > -700.0 else 0.0
+
+    def predict_many(self, features: Sequence[LinkFeatures]) -> np.ndarray:
+        return self.predict_rows(self.encode(features))
+
+    def predict(self, features: LinkFeatures) -> float:
+        """Value of one link in [0, 1]."""
+        return self.predict_row(self.encode([features])[0])
+
+    def _set_weights(self) -> None:
+        """The dense columns' weights as Python floats (for :meth:`predict_row`)."""
+        self._dense_weights = None if self.coef_ is None else self.coef_[self.n_features:].tolist()
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        for derived in ("_hasher", "_dense_weights"):  # rebuilt on load
+            del state[derived]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._hasher = FeatureHasher(n_features=self.n_features, input_type="string", alternate_sign=False)
+        self._set_weights()
+

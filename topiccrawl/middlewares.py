@@ -1,0 +1,8 @@
+"""Deprecated alias of :mod:`topiccrawl.crawl.middlewares` (the path Scrapy settings named before 0.2; removed in 0.3)."""
+
+import warnings
+
+from topiccrawl.crawl.middlewares import FaultStatsMiddleware, PrivateAddressMiddleware, TrapGuardMiddleware, WebRoutingMiddleware  # noqa: F401
+
+warnings.warn("topiccrawl.middlewares is deprecated: use topiccrawl.crawl.middlewares (or the add-on, topiccrawl.crawl.addon)",
+              DeprecationWarning, stacklevel=2)

@@ -1,0 +1,248 @@
+"""Site finder crawl frontier: :class:`SiteFinderFrontier` runs many site verifiers in one crawl
+(the ``sitefinder`` strategy). Scrapy-free: the spider :mod:`topiccrawl.spiders.sitefinder` drives it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from topiccrawl.sitefinder.verifier import SiteVerifier, entry_url, site_of
+from topiccrawl.strategies.base import Link, StrategyOptions, option_field
+from topiccrawl.strategies.simple import _Base
+
+# ---------------------------------------------------------------------------------------------
+# The crawl frontier: many sites interleaved
+
+
+class SiteFinderFrontier(_Base):
+    """The ``sitefinder`` strategy: candidate sites verified side by side in one crawl.
+
+    * ``expect(url)`` announces a non-site request (a search query); it is served first, FIFO.
+    * ``add_site(url, query)`` registers the site of a search hit; returns its entry URL the
+      first time (the spider then requests it), None afterwards ("each site checked once").
+    * ``push`` files a link into its site's :class:`SiteVerifier`; links to unknown sites and to
+      decided sites are ignored. A pushed link that carries the ``seq`` of a handed-out link is
+      the redirect of that page: it is served next, bypassing the verifier.
+    * ``pop`` goes round robin over the sites in order of discovery, each site choosing its page
+      by H(A_k) (:meth:`SiteVerifier.next`); a site with a page in flight waits for its score.
+    * ``landed(url, final_url)`` maps the host a page redirected to onto its site;
+      ``report(url, F, rules)`` records the score and returns the site verdict once decided.
+    """
+
+    name = "sitefinder"
+
+    def __init__(self, *, page_threshold: float = 0.7, num_rel_pages: int = 3,
+                 num_exp_pages: int = 50, prior: float = 0.5, digits: bool = False,
+                 max_inflight: int = 1) -> None:
+        super().__init__()
+        self.params = dict(page_threshold=page_threshold, num_rel_pages=num_rel_pages,
+                           num_exp_pages=num_exp_pages, prior=prior, digits=digits,
+                           max_inflight=max_inflight)
+        self.sites: dict[str, SiteVerifier] = {}
+        self.aliases: dict[str, str] = {}
+        self.expected: set[str] = set()
+        self.control: deque[Link] = deque()
+        self.handed: dict[int, str] = {}  # seq -> URL of the links handed out, not yet reported
+        self._handed_seq: dict[str, int] = {}
+        self.ignored = 0
+        self._rr = 0
+        self.is_true_site: Callable[[str], bool] | None = None
+        self.count_true_sites: Callable[[], int] | None = None
+        self._true_total: int | None = None
+        self.search_counts: dict[str, int] = {}  # query -> search results
+
+    def set_truth(self, is_true_site: Callable[[str], bool], count_true_sites: Callable[[], int] | None = None) -> None:
+        """Ground truth for the statistics: is the site of this entry URL truly relevant, and
+        how many true sites the corpus has (for recall). Never used to choose pages."""
+        self.is_true_site, self.count_true_sites = is_true_site, count_true_sites
+
+    # -- sites ------------------------------------------------------------------------------------
+    def site(self, url: str) -> str | None:
+        host = site_of(url)
+        host = self.aliases.get(host, host)
+        return host if host in self.sites else None
+
+    def add_site(self, url: str, query: str = "") -> str | None:
+        host = site_of(url)
+        known = self.site(url)
+        if known is not None:
+            v = self.sites[known]
+            if query and query not in v.found_by:
+                v.found_by.append(query)
+            return None
+        if not host:
+            return None
+        v = self.sites[host] = SiteVerifier(host, **self.params)
+        v.entry = entry_url(url)
+        if query:
+            v.found_by.append(query)
+        return entry_url(url)
+
+    def expect(self, url: str) -> None:
+        self.expected.add(url)
+
+    def wants(self, url: str) -> bool:
+        site = self.site(url)
+        return site is not None and self.sites[site].wants(url)
+
+    def landed(self, url: str, final_url: str) -> str | None:
+        """The site of a page requested as ``url`` that arrived from ``final_url``."""
+        site = self.site(url)
+        final = site_of(final_url)
+        if site is not None and final and final not in self.sites:
+            self.aliases.setdefault(final, site)
+        return site
+
+    def report(self, url: str, score: float, rules: Iterable[str] = (), note: str = "",
+               links: Iterable[str] = ()) -> dict | None:
+        """Record F of the page requested as ``url`` and announce the same-site ``links`` the
+        spider queues next (:meth:`SiteVerifier.record`); the site's result if this decided it."""
+        site = self.site(url)
+        if site is None:
+            return None
+        self.handed.pop(self._handed_seq.pop(url, -1), None)
+        v = self.sites[site]
+        return self._result(v) if v.record(url, score, rules, note, links) else None
+
+    def _result(self, v: SiteVerifier) -> dict:
+        out = v.result()
+        if self.is_true_site is not None:
+            out["truly_relevant"] = bool(self.is_true_site(v.entry))
+        return out
+
+    def results(self) -> list[dict]:
+        return [self._result(v) for v in self.sites.values()]
+
+    # -- Frontier protocol ------------------------------------------------------------------------
+    def push(self, link: Link) -> None:
+        if link.seq in self.handed:  # a redirect of a page in flight: continue it at once
+            self.control.appendleft(link)
+            return
+        self._stamp(link)
+        if link.url in self.expected:
+            self.expected.discard(link.url)
+            self.control.append(link)
+            return
+        site = self.site(link.url)
+        if site is None or not self.sites[site].add(link.url, link):
+            self.ignored += 1
+
+    def pop(self) -> Link | None:
+        if self.control:
+            return self.control.popleft()
+        order = list(self.sites.values())
+        for i in range(len(order)):
+            v = order[(self._rr + i) % len(order)]
+            picked = v.next()
+            if picked is not None:
+                self._rr = (self._rr + i + 1) % len(order)
+                link = picked[1]
+                self.handed[link.seq] = link.url
+                self._handed_seq[link.url] = link.seq
+                return link
+        return None
+
+    def __len__(self) -> int:
+        return len(self.control) + sum(v.queued for v in self.sites.values())
+
+    def _links(self) -> list[Link]:
+        queued = [item for v in self.sites.values() if v.verdict is None
+                  for c in v.classes.values() for _, _, item in c.queue]
+        return [*self.control, *queued]
+
+    def state(self) -> dict:
+        return {**super().state(), "sites": {k: v.state() for k, v in self.sites.items()},
+                "aliases": self.aliases, "expected": sorted(self.expected),
+                "search_counts": self.search_counts}
+
+    def load_state(self, state: dict) -> None:
+        for host, vs in state.get("sites", {}).items():
+            self.sites[host] = SiteVerifier(host, **self.params)
+            self.sites[host].load_state(vs)
+        self.aliases.update(state.get("aliases", {}))
+        self.expected.update(state.get("expected", ()))
+        self.search_counts.update(state.get("search_counts", {}))
+        super().load_state(state)
+
+    # -- statistics -------------------------------------------------------------------------------
+    def summary(self) -> dict:
+        """Site statistics; precision, recall and per-query relevance need ground truth."""
+        rows = [v.result() for v in self.sites.values()]
+        return {**self.summarize(rows), "sites/ignored_links": self.ignored}
+
+    def summarize(self, rows: list[dict]) -> dict:
+        """The site statistics of ``rows``, one :meth:`SiteVerifier.result` per candidate site
+        (also the rows of every worker of a Redis crawl, :mod:`topiccrawl.redis.sitefinder`)."""
+        decided = [r for r in rows if r["verdict"] != "undecided"]
+        judged = [r for r in decided if r["verdict"] == "relevant"]
+        out = {
+            "sites/candidates": len(rows), "sites/checked": len(decided),
+            "sites/judged_relevant": len(judged),
+            "sites/pages_fetched": sum(r["pages_fetched"] for r in rows),
+            "sites/pages_per_site": round(sum(r["pages_fetched"] for r in decided) / len(decided), 3) if decided else 0.0,
+        }
+        if self.is_true_site is None:
+            return out
+        truth = {r["site"]: bool(self.is_true_site(r["entry"])) for r in rows}
+        hits = sum(truth[r["site"]] for r in judged)
+        out["sites/truly_relevant_candidates"] = sum(truth.values())
+        out["sites/precision"] = round(hits / len(judged), 4) if judged else None
+        if self.count_true_sites is not None:
+            if self._true_total is None:
+                self._true_total = self.count_true_sites()
+            out["sites/true_sites"] = self._true_total
+            out["sites/recall"] = round(hits / self._true_total, 4) if self._true_total else None
+        rates = {}
+        for r in rows:
+            for q in r["queries"]:
+                n, t = rates.get(q, (0, 0))
+                rates[q] = (n + 1, t + truth[r["site"]])
+        out["sites/query_relevance"] = {q: round(t / n, 4) for q, (n, t) in rates.items()}
+        return out
+
+    def count_search(self, query: str, n: int) -> None:
+        """``n`` results of ``query`` (one result page)."""
+        self.search_counts[query] = self.search_counts.get(query, 0) + n
+
+    def stats(self) -> dict:
+        return self.summary()
+
+    def write_report(self, out_dir: Path) -> Path:
+        """``sites.jsonl`` (one verdict per candidate site) and ``sites-summary.json``."""
+        out_dir = Path(out_dir)
+        with (out_dir / "sites.jsonl").open("w", encoding="utf-8") as fh:
+            for row in self.results():
+                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+        path = out_dir / "sites-summary.json"
+        summary = {**self.summary(), "params": self.params, "search_results": self.search_counts}
+        path.write_text(json.dumps(summary, ensure_ascii=False, indent=2), encoding="utf-8")
+        return path
+
+
+@dataclass(frozen=True)
+class SiteFinderOptions(StrategyOptions):
+    """Options of ``sitefinder`` (docs/sitefinder.md); each field is read from the setting of its name."""
+
+    sites_page_threshold: float = option_field(0.7, low=0.0, high=1.0)
+    sites_num_rel_pages: int = option_field(3, low=1)
+    sites_num_exp_pages: int = option_field(50, low=1)
+    sites_prior: float = option_field(0.5, low=0.0, high=1.0)
+    sites_abstract_digits: bool = False
+    sites_inflight: int = option_field(1, low=1)
+
+    def kwargs(self) -> dict:
+        """The :class:`SiteFinderFrontier` arguments."""
+        return {"page_threshold": self.sites_page_threshold, "num_rel_pages": self.sites_num_rel_pages,
+                "num_exp_pages": self.sites_num_exp_pages, "prior": self.sites_prior,
+                "digits": self.sites_abstract_digits, "max_inflight": self.sites_inflight}
+
+
+def make_sitefinder(options: SiteFinderOptions | Mapping | None = None, is_relevant: Callable[[str], bool] | None = None,
+                    cls: type[SiteFinderFrontier] | None = None) -> SiteFinderFrontier:
+    """Factory of ``sitefinder`` (:class:`SiteFinderOptions`, or a settings mapping);
+    ``cls``: a subclass to build instead (the Redis store's)."""
+    return (cls or SiteFinderFrontier)(**SiteFinderOptions.coerce(options).kwargs())

@@ -1,0 +1,239 @@
+"""Site finder verification: sites, AbstractURL and the minimum-cost verification of one site.
+
+After Li, Zhou, Guo, Lin (Tsinghua), "Website crawling for specific topics".
+
+* **AbstractURL** (:func:`abstract_url`) = [Path][File][names of the Query attributes]; the pages
+  of a site with one AbstractURL form an equivalence class A_k = E_k (expanded) ∪ Q_k (queued).
+* **Minimum-cost verification** (:class:`SiteVerifier`): expand one queued page of the class of
+  highest H(A_k) = mean F over E_k (a prior for classes with nothing expanded yet); a page is good
+  when F ≥ PageThreshold; the site is relevant once NumRelPages good pages are found, and judged
+  irrelevant after NumExpPages expansions or when no page is left.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+from w3lib.url import canonicalize_url
+
+# ---------------------------------------------------------------------------------------------
+# Sites and AbstractURL
+
+_DIGITS = re.compile(r"\d+")
+
+
+def site_of(url: str) -> str:
+    """The site of a URL: its host name, lower-case, without port or trailing dot ('' if none)."""
+    try:
+        return (urlsplit(url.strip()).hostname or "").rstrip(".")
+    except ValueError:
+        return ""
+
+
+def entry_url(url: str) -> str:
+    """The entry page of the site of ``url``: ``scheme://host[:port]/``."""
+    parts = urlsplit(url.strip())
+    port = f":{parts.port}" if parts.port and parts.port != {"http": 80, "https": 443}.get(parts.scheme) else ""
+    return f"{parts.scheme or 'http'}://{site_of(url)}{port}/"
+
+
+def abstract_url(url: str, digits: bool = False) -> str:
+    """AbstractURL(p) = [Path][File][names of the Query attributes] (Li et al.).
+
+    ``http://x.com/computers/result.asp?typeid=3`` -> ``/computers/result.asp?typeid``. Choices:
+    scheme, host, port, values and the fragment are dropped; an empty path is ``/``; the path is
+    percent-decoded (``/%E4%B8%AD`` = ``/中``), case kept; attribute names are decoded, de-duplicated
+    and sorted (``?b=1&a=&a=2`` -> ``?a&b``); attributes with an empty name are ignored. With
+    ``digits`` (an extension, off by default) every digit run of the path becomes ``*``, so
+    ``/12345.html`` and ``/678.html`` share the class ``/*.html``.
+    """
+    parts = urlsplit(url.strip())
+    path = unquote(parts.path) or "/"
+    if digits:
+        path = _DIGITS.sub("*", path)
+    names = sorted({name for name, _ in parse_qsl(parts.query, keep_blank_values=True) if name})
+    return path + ("?" + "&".join(names) if names else "")
+
+
+def _canonical(url: str) -> str:
+    return canonicalize_url(url, keep_fragments=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# Minimum-cost verification of one site
+
+
+@dataclass
+class _Class:
+    """An equivalence class A_k: the F of its expanded pages E_k and its queue Q_k."""
+
+    key: str
+    scores: list[float] = field(default_factory=list)
+    queue: deque = field(default_factory=deque)  # (order, url, item)
+
+
+class SiteVerifier:
+    """Minimum-cost verification of one site (Li et al.): a pure state machine.
+
+    ``add(url, item)`` files a page of the site into its class; ``next()`` picks the page to expand
+    (the oldest queued page of the class with the highest H(A_k), ties: the class whose oldest
+    queued page is oldest); ``record(url, F)`` reports its score and decides the verdict:
+
+    * ``relevant`` as soon as ``num_rel_pages`` expanded pages have F ≥ ``page_threshold``;
+    * ``irrelevant`` (reason ``budget``) after ``num_exp_pages`` expansions, or (reason
+      ``exhausted``) when nothing is queued or in flight.
+
+    H(A_k) = (1/|E_k|) Σ_{p ∈ E_k} F(p, R); a class with E_k empty has H = ``prior``. A failed
+    fetch (HTTP error, non-HTML) is an expansion with F = 0. At most ``max_inflight`` pages are
+    handed out before their scores come back (1 = the paper's strictly sequential algorithm).
+    """
+
+    def __init__(self, site: str, *, page_threshold: float = 0.7, num_rel_pages: int = 3,
+                 num_exp_pages: int = 50, prior: float = 0.5, digits: bool = False,
+                 max_inflight: int = 1) -> None:
+        self.site = site
+        self.entry = f"http://{site}/"  # the entry page (ground truth is read there)
+        self.page_threshold, self.num_rel_pages, self.num_exp_pages = page_threshold, num_rel_pages, num_exp_pages
+        self.prior, self.digits, self.max_inflight = prior, digits, max_inflight
+        self.classes: dict[str, _Class] = {}
+        self.seen: set[str] = set()
+        self.inflight: dict[str, str] = {}  # url -> class key
+        self.announced: set[str] = set()  # links of expanded pages not pushed yet
+        self.expansions: list[dict] = []  # {"url", "score", "rules", "class"} in expansion order
+        self.good: list[dict] = []
+        self.queued = 0
+        self.verdict: str | None = None
+        self.reason = ""
+        self.found_by: list[str] = []
+        self._order = itertools.count()
+
+    # -- queue ------------------------------------------------------------------------------------
+    def add(self, url: str, item=None) -> bool:
+        """File a page of this site into its class; False if decided or the page is known."""
+        key = _canonical(url)
+        if self.verdict is not None or key in self.seen:
+            return False
+        self.seen.add(key)
+        self.announced.discard(key)
+        cls = abstract_url(url, self.digits)
+        self.classes.setdefault(cls, _Class(cls)).queue.append((next(self._order), url, item))
+        self.queued += 1
+        return True
+
+    def wants(self, url: str) -> bool:
+        return self.verdict is None and _canonical(url) not in self.seen
+
+    def h(self, cls: _Class) -> float:
+        """H(A_k): mean F of the expanded pages of the class, or the prior if none."""
+        return sum(cls.scores) / len(cls.scores) if cls.scores else self.prior
+
+    def ready(self) -> bool:
+        return (self.verdict is None and len(self.inflight) < self.max_inflight
+                and len(self.expansions) + len(self.inflight) < self.num_exp_pages)
+
+    def next(self) -> tuple[str, object] | None:
+        """The next page to expand as (url, item), or None (decided, busy or nothing queued)."""
+        if not self.ready():
+            return None
+        best = max((c for c in self.classes.values() if c.queue),
+                   key=lambda c: (self.h(c), -c.queue[0][0]), default=None)
+        if best is None:
+            return None
+        _, url, item = best.queue.popleft()
+        self.queued -= 1
+        self.inflight[url] = best.key
+        return url, item
+
+    # -- results ----------------------------------------------------------------------------------
+    def record(self, url: str, score: float, rules: Iterable[str] = (), note: str = "",
+               links: Iterable[str] = ()) -> bool:
+        """Report F of an expanded page; True when this report decided the verdict.
+
+        ``links`` announces same-site links that will be ``add``-ed later (a crawler queues them
+        after the report): the site is not "exhausted" while announced links are on their way.
+        Reports for pages that were not handed out (a resumed crawl) are accepted too."""
+        cls = self.inflight.pop(url, None) or abstract_url(url, self.digits)
+        self.seen.add(_canonical(url))
+        self.announced.update(k for k in map(_canonical, links) if k not in self.seen)
+        row = {"url": url, "score": round(score, 6), "rules": list(rules), "class": cls}
+        if note:
+            row["note"] = note
+        self.expansions.append(row)
+        if self.verdict is not None:  # in flight when the site was decided: counted, not judged
+            return False
+        self.classes.setdefault(cls, _Class(cls)).scores.append(score)
+        if score >= self.page_threshold:
+            self.good.append(row)
+        if len(self.good) >= self.num_rel_pages:
+            return self._decide("relevant", f"{len(self.good)} pages with F >= {self.page_threshold}")
+        if len(self.expansions) >= self.num_exp_pages:
+            return self._decide("irrelevant", "budget")
+        if not self.inflight and not self.queued and not self.announced:
+            return self._decide("irrelevant", "exhausted")
+        return False
+
+    def _decide(self, verdict: str, reason: str) -> bool:
+        self.verdict, self.reason = verdict, reason
+        for cls in self.classes.values():
+            cls.queue.clear()
+        self.queued = 0
+        self.announced.clear()
+        return True
+
+    def result(self) -> dict:
+        """The site verdict: verdict, reason, good pages, pages fetched, evidence, queries."""
+        top = sorted(self.expansions, key=lambda r: -r["score"])[:3]
+        return {
+            "site": self.site, "entry": self.entry, "verdict": self.verdict or "undecided", "reason": self.reason,
+            "good_pages": len(self.good), "pages_fetched": len(self.expansions),
+            "classes": len(self.classes), "evidence": self.good or top,
+            "queries": list(self.found_by),
+        }
+
+    # -- persistence --------------------------------------------------------------------------
+    def state(self) -> dict:
+        """Everything but the queued pages (re-added by the frontier on load)."""
+        queued = {_canonical(u) for c in self.classes.values() for _, u, _ in c.queue}
+        return {"site": self.site, "entry": self.entry, "seen": sorted(self.seen - queued),
+                "scores": {k: c.scores for k, c in self.classes.items() if c.scores},
+                "expansions": self.expansions, "good": self.good, "verdict": self.verdict,
+                "reason": self.reason, "found_by": self.found_by}
+
+    def load_state(self, state: dict) -> None:
+        self.entry, self.seen = state["entry"], set(state["seen"])
+        for key, scores in state["scores"].items():
+            self.classes.setdefault(key, _Class(key)).scores = list(scores)
+        self.expansions, self.good = state["expansions"], state["good"]
+        self.verdict, self.reason, self.found_by = state["verdict"], state["reason"], state["found_by"]
+
+
+Fetch = Callable[[str], "tuple[str, float, list[str], list[str]] | None"]
+
+
+def verify_site(url: str, fetch: Fetch, **params) -> SiteVerifier:
+    """Run the verification of the site of ``url`` sequentially (benchmarks, tests).
+
+    ``fetch(url)`` returns (final URL, F, matched rules, outlinks) or None for a failed fetch;
+    outlinks of other sites are ignored. ``params`` go to :class:`SiteVerifier`."""
+    site = site_of(url)
+    v = SiteVerifier(site, **params)
+    v.entry = entry_url(url)
+    v.add(v.entry)
+    while (picked := v.next()) is not None:
+        page_url, _ = picked
+        got = fetch(page_url)
+        if got is None:
+            v.record(page_url, 0.0, note="failed")
+            continue
+        final, score, rules, links = got
+        hosts = {site, site_of(final)}
+        for link in links:
+            if site_of(link) in hosts:
+                v.add(link)
+        v.record(page_url, score, rules)
+    return v

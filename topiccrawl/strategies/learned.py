@@ -1,0 +1,359 @@
+"""``learned``: the frontier ordered by an online-learned link value (:mod:`topiccrawl.learning.linkvalue`).
+
+The priority of a queued link is the model's value of the link (the expected γ^h of the nearest
+relevant page h ≤ k hops below its target). Until the model is first fitted, the priority is the
+link's R(l) (``Link.score`` clipped to [0, 1], WL paper eq. 5), so an untrained model orders as
+``bestfirst`` does (ties by insertion order), apart from exploration. With probability
+``epsilon`` a decision takes a uniformly random queued link instead (seeded), so one region cannot
+starve the rest and the model sees links it would not pick.
+
+The crawler reports every fetched page with :meth:`LearnedFrontier.observe_page` — its P(relevant)
+and its out-links with their :class:`~topiccrawl.learning.linkvalue.LinkFeatures` — *before* the
+page's links are pushed: the features of a pushed link are looked up by URL. A link pushed without
+observed features (seeds) is encoded from its URL, depth and R(l) alone. The holder-page fields of
+the features (``holder_probability``, ``host_yield``, ``distance``, ``holder_value``) are filled in
+by ``observe_page``. Every ``retrain_every`` observed pages the model retrains.
+
+Re-prioritisation: the first fit re-scores every queued link once (R(l) and model values are not on
+one scale; the queue then holds about ``retrain_every`` pages' out-links). Each later retrain has
+bounded cost: when at most ``rescore_all`` links are queued, all are re-scored (one batch
+prediction and a heapify: cost linear in a bounded size); otherwise the ``rescore_top`` (M) links
+with the highest current priority (the next ones to be fetched: the decisions a new model changes
+first; M above ``retrain_every`` covers the pops until the next retrain) and a uniform random
+sample of ``rescore_sample`` (R) others (links scored by an older model are revisited over time).
+Cost O((M + R)·log n) per retrain, independent of the queue size; every link is scored by the model
+current at its push. Queue: a heap of ``(−priority, seq, uid, entry)`` with lazy invalidation (an
+entry's current ``uid``), plus a list of the live entries for O(1) uniform sampling.
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+from topiccrawl.learning.linkvalue import LinkFeatures, LinkValueModel, url_tokens
+from topiccrawl.strategies.base import FrontierBase, Link, StrategyOptions, option_field
+from topiccrawl.strategies.wanglandau import clip01
+
+
+class _Entry:
+    __slots__ = ("holder", "link", "pos", "priority", "row", "uid")
+
+    def __init__(self, link: Link, row: bytes, holder: str | None, priority: float) -> None:
+        self.link, self.row, self.holder, self.priority = link, row, holder, priority
+        self.uid = -1
+        self.pos = -1
+
+
+class LearnedFrontier(FrontierBase):
+    """Learned link values with ε-exploration and bounded re-scoring (module docstring).
+
+    ``model``: a :class:`LinkValueModel` (default: its defaults with ``random_state=seed``);
+    ``epsilon``: share of random decisions; ``rescore_all``: queue size up to which every link is
+    re-scored after a retrain, ``rescore_top`` (M), ``rescore_sample`` (R): those re-scored above
+    it; ``seed``: the exploration and sampling RNG; ``max_pending``: observed out-links (and
+    handed-out links) kept waiting for their push (or their page), oldest dropped first;
+    ``host_strength``: pseudo-count a of the host yield (good + a·g) / (seen + a), g the crawl's
+    smoothed yield.
+    """
+
+    name = "learned"
+
+    def __init__(self, model: LinkValueModel | None = None, *, epsilon: float = 0.05, rescore_all: int = 4096,
+                 rescore_top: int = 128, rescore_sample: int = 128, seed: int = 0, max_pending: int = 20_000,
+                 host_strength: float = 2.0) -> None:
+        self.model = model if model is not None else LinkValueModel(random_state=seed)
+        self.epsilon = epsilon
+        self.rescore_all = rescore_all
+        self.rescore_top = rescore_top
+        self.rescore_sample = rescore_sample
+        self.max_pending = max_pending
+        self.host_strength = host_strength
+        self._rng = random.Random(seed)
+        self._heap: list[tuple] = []
+        self._live: list[_Entry] = []
+        self._next_seq = 0
+        self._next_uid = 0
+        #: target URL -> (row, holder URL, value, model version) of an observed, not yet pushed link
+        self._incoming: OrderedDict[str, tuple] = OrderedDict()
+        #: URL -> (row, holder URL) of a handed-out link whose page is not observed yet
+        self._inflight: OrderedDict[str, tuple] = OrderedDict()
+        self._hosts: dict[str, list[int]] = {}  # domain -> [relevant pages, pages]
+        self._good = self._seen = 0
+        self._explored = self._rescored = self._retrains = 0
+        self._retrain_ms = 0.0
+
+    # -- queue ----------------------------------------------------------------------------------------
+    def _enqueue(self, entry: _Entry) -> None:
+        entry.uid = self._next_uid
+        self._next_uid += 1
+        heapq.heappush(self._heap, (-entry.priority, entry.link.seq, entry.uid, entry))
+
+    def _remove(self, entry: _Entry) -> None:
+        live = self._live
+        last = live.pop()
+        if last is not entry:
+            live[entry.pos] = last
+            last.pos = entry.pos
+        entry.uid = entry.pos = -1
+
+    def _compact(self) -> None:
+        if len(self._heap) > 2 * len(self._live) + 1024:
+            self._heap = [t for t in self._heap if t[2] == t[3].uid]
+            heapq.heapify(self._heap)
+
+    def _pop_best(self) -> _Entry:
+        heap = self._heap
+        while True:
+            t = heapq.heappop(heap)
+            if t[2] == t[3].uid:
+                return t[3]
+
+    def _fallback_features(self, link: Link) -> LinkFeatures:
+        """Features of a link pushed without observed ones (a seed): URL, depth and R(l) only."""
+        return LinkFeatures(url=url_tokens(link.url), depth=link.depth, score=clip01(link.score),
+                            distance=self.model.k + 1)
+
+    def _add(self, link: Link, row: bytes, holder: str | None, priority: float) -> None:
+        entry = _Entry(link, row, holder, priority)
+        entry.pos = len(self._live)
+        self._live.append(entry)
+        self._enqueue(entry)
+
+    # -- Frontier protocol ----------------------------------------------------------------------------
+    def push(self, link: Link) -> None:
+        if link.seq < 0:
+            link.seq = self._next_seq
+            self._next_seq += 1
+        model = self.model
+        incoming = self._incoming.pop(link.url, None)
+        if incoming is None:
+            row, holder, value = model.encode([self._fallback_features(link)])[0], None, None
+        else:
+            row, holder, value, version = incoming
+            if version != model.version_:
+                value = None
+        if model.fitted:
+            priority = value if value is not None else model.predict_row(row)
+        else:
+            priority = clip01(link.score)
+        self._add(link, row, holder, priority)
+
+    def pop(self) -> Link | None:
+        if not self._live:
+            return None
+        if self.epsilon and self._rng.random() < self.epsilon:
+            entry = self._live[self._rng.randrange(len(self._live))]
+            self._explored += 1
+        else:
+            entry = self._pop_best()
+        self._remove(entry)
+        self._compact()
+        self._remember(self._inflight, entry.link.url, (entry.row, entry.holder))
+        return entry.link
+
+    def __len__(self) -> int:
+        return len(self._live)
+
+    def _remember(self, table: OrderedDict, key: str, value: tuple) -> None:
+        table[key] = value
+        table.move_to_end(key)  # the newest
+        if len(table) > self.max_pending:
+            table.popitem(last=False)
+
+    # -- what the crawler reports -------------------------------------------------------------------------
+    def host_yield(self, domain: str) -> float:
+        """(good + a·g) / (seen + a) of a host, g = (Σ good + 1) / (Σ seen + 2)."""
+        good, seen = self._hosts.get(domain, (0, 0))
+        g = (self._good + 1.0) / (self._seen + 2.0)
+        return (good + self.host_strength * g) / (seen + self.host_strength)
+
+    def observe_page(self, url: str, domain: str, probability: float,
+                     out_links: Iterable[tuple[str, LinkFeatures]] = (), *, relevant: bool | None = None) -> None:
+        """A fetched page: its P(relevant) (``relevant`` overrides ``probability ≥ threshold``) and
+        its out-links as ``(url, LinkFeatures)`` (all of them, already queued or fetched ones
+        included: those are labelled examples or graph edges). Call it before pushing the page's
+        links. Labels the link the page was fetched by, fills the holder fields of the features,
+        encodes and scores the out-links for their push, and retrains every ``retrain_every`` pages.
+        A second call for the same URL only adds out-links."""
+        model = self.model
+        via = self._inflight.pop(url, None)
+        holder_value = 0.0
+        if model.page(url) is None:
+            model.add_page(url, probability, relevant=relevant, parent=via[1] if via else None)
+            good = model.is_relevant(url)
+            host = self._hosts.get(domain)
+            if host is None:
+                host = self._hosts[domain] = [0, 0]
+            host[0] += good
+            host[1] += 1
+            self._good += good
+            self._seen += 1
+            if via is not None:
+                model.add_example(via[0], url)
+            if model.retrain_due:  # before the out-links are scored: they get the new model's values
+                self.retrain()
+            if via is not None and model.fitted:
+                holder_value = model.predict_row(via[0])
+        targets, features = [], []
+        p = clip01(probability)
+        hy, since = self.host_yield(domain), model.since(url)
+        for target, f in out_links:
+            f.holder_probability, f.host_yield, f.distance, f.holder_value = p, hy, since, holder_value
+            targets.append(target)
+            features.append(f)
+        if features:
+            rows = model.encode(features)
+            values = model.predict_rows(rows).tolist() if model.fitted else [None] * len(rows)
+            version = model.version_
+            for target, row, value in zip(targets, rows, values, strict=True):
+                if model.page(target) is not None:  # fetched before: an example now, and an edge
+                    model.add_example(row, target)
+                    model.add_edge(url, target)
+                else:
+                    self._remember(self._incoming, target, (row, url, value, version))
+
+    def feedback(self, url: str, domain: str, relevance: float, beta: float | None = None) -> None:
+        """The HarvestPipeline's hook for each counted page: records a page :meth:`observe_page` did
+        not see (relevant when relevance ≥ β, or relevance ≥ the model's threshold without β)."""
+        if self.model.page(url) is None:
+            self.observe_page(url, domain, clip01(relevance),
+                              relevant=None if beta is None else relevance >= beta)
+
+    # -- learning -----------------------------------------------------------------------------------------
+    def retrain(self) -> bool:
+        """Retrain the model now and re-score queued links (module docstring); True if it fitted."""
+        t0 = time.perf_counter()
+        first = not self.model.fitted
+        fitted = self.model.retrain()
+        if fitted:
+            self._retrains += 1
+            self._rescore(everything=first)
+        self._retrain_ms = (time.perf_counter() - t0) * 1e3
+        return fitted
+
+    def _rescore(self, everything: bool = False) -> None:
+        live, m, r = self._live, self.rescore_top, self.rescore_sample
+        full = everything or len(live) <= max(self.rescore_all, m + r)
+        if full:
+            todo = list(live)
+            self._heap = []
+        else:
+            todo = [self._pop_best() for _ in range(m)]
+            chosen = {id(e) for e in todo}
+            rng, n = self._rng, len(live)
+            for _ in range(r):
+                e = live[rng.randrange(n)]
+                if id(e) not in chosen:
+                    chosen.add(id(e))
+                    todo.append(e)
+        if not todo:
+            return
+        values = self.model.predict_rows([e.row for e in todo]).tolist()
+        if not full:
+            for e, v in zip(todo, values):
+                e.priority = v
+                self._enqueue(e)
+            self._compact()
+        else:  # one heapify
+            uid = self._next_uid
+            for e, v in zip(todo, values):
+                e.priority, e.uid = v, uid
+                self._heap.append((-v, e.link.seq, uid, e))
+                uid += 1
+            self._next_uid = uid
+            heapq.heapify(self._heap)
+        self._rescored += len(todo)
+
+    def stats(self) -> dict:
+        m = self.model
+        return {
+            "learned/model_version": m.version_,
+            "learned/retrains": self._retrains,
+            "learned/retrain_ms": round(self._retrain_ms, 3),
+            "learned/labelled_links": m.n_examples,
+            "learned/pages": m.n_pages,
+            "learned/relevant_pages": m.n_relevant,
+            "learned/explored": self._explored,
+            "learned/rescored": self._rescored,
+        }
+
+    # -- JOBDIR -------------------------------------------------------------------------------------------
+    def state(self) -> dict:
+        """Queued links (in the live-list order) and everything else needed to continue identically:
+        their rows and priorities, the model, the RNG, the waiting tables and the host counts."""
+        return {
+            "links": [e.link for e in self._live],
+            "next_seq": self._next_seq,
+            "learned": {
+                "entries": [(e.row, e.holder, e.priority) for e in self._live],
+                "model": self.model,
+                "rng": self._rng.getstate(),
+                "incoming": list(self._incoming.items()),
+                "inflight": list(self._inflight.items()),
+                "hosts": {d: tuple(v) for d, v in self._hosts.items()},
+                "counts": (self._good, self._seen, self._explored, self._rescored, self._retrains, self._next_uid),
+            },
+        }
+
+    def load_state(self, state: dict) -> None:
+        self._heap, self._live = [], []
+        self._next_seq = state["next_seq"]
+        learned = state.get("learned")
+        if learned is None:  # written by another strategy: rows from the URLs, priorities as push
+            links = sorted(state["links"], key=lambda l: l.seq)
+            rows = self.model.encode([self._fallback_features(link) for link in links])
+            values = self.model.predict_rows(rows).tolist() if self.model.fitted else None
+            for i, (link, row) in enumerate(zip(links, rows)):
+                self._add(link, row, None, values[i] if values is not None else clip01(link.score))
+            return
+        self.model = learned["model"]
+        self._rng.setstate(learned["rng"])
+        self._incoming = OrderedDict(learned["incoming"])
+        self._inflight = OrderedDict(learned["inflight"])
+        self._hosts = {d: list(v) for d, v in learned["hosts"].items()}
+        (self._good, self._seen, self._explored, self._rescored, self._retrains,
+         self._next_uid) = learned["counts"]
+        for link, (row, holder, priority) in zip(state["links"], learned["entries"]):
+            entry = _Entry(link, row, holder, priority)
+            entry.pos = len(self._live)
+            entry.uid = self._next_uid
+            self._next_uid += 1
+            self._live.append(entry)
+            self._heap.append((-priority, link.seq, entry.uid, entry))
+        heapq.heapify(self._heap)
+
+
+@dataclass(frozen=True)
+class LearnedOptions(StrategyOptions):
+    """Options of ``learned``; each field is read from the setting of its name."""
+
+    learned_epsilon: float = option_field(0.05, low=0.0, high=1.0)
+    learned_retrain_every: int = option_field(100, low=1)
+    learned_hops: int = option_field(3, low=0, high=16)
+    learned_gamma: float = option_field(0.5, low=0.0, high=1.0)
+    learned_threshold: float = option_field(0.5, low=0.0, high=1.0)
+    learned_buffer: int = option_field(50_000, low=1)
+    learned_rescore_all: int = option_field(4096, low=0)
+    learned_rescore_top: int = option_field(128, low=0)
+    learned_rescore_sample: int = option_field(128, low=0)
+    learned_seed: int = 0
+
+    def kwargs(self) -> dict:
+        """The :class:`LearnedFrontier` arguments (its model included)."""
+        model = LinkValueModel(k=self.learned_hops, gamma=self.learned_gamma, threshold=self.learned_threshold,
+                               retrain_every=self.learned_retrain_every, buffer_size=self.learned_buffer,
+                               random_state=self.learned_seed)
+        return {"model": model, "epsilon": self.learned_epsilon, "rescore_all": self.learned_rescore_all,
+                "rescore_top": self.learned_rescore_top, "rescore_sample": self.learned_rescore_sample,
+                "seed": self.learned_seed}
+
+
+def make_learned(options: LearnedOptions | Mapping | None = None,
+                 is_relevant: Callable[[str], bool] | None = None) -> LearnedFrontier:
+    """Factory of ``learned`` (:class:`LearnedOptions`, or a settings mapping)."""
+    return LearnedFrontier(**LearnedOptions.coerce(options).kwargs())
