@@ -13,7 +13,9 @@ when it has not been fetched with ``scripts/fetch-libreoffice-help.sh``). ``--we
 
 Variants (``--variants``): ``bfs``, ``bestfirst``, ``wl`` (the focused spider's strategy ``wl``),
 ``learned`` (the topic's words), ``learned-examples`` (a temporary copy of the topic file without
-``[words]`` and ``beta`` -- same name, labels and seeds -- plus ``-a examples=truth:5``) and ``oracle``.
+``[words]`` and ``beta`` -- same name, labels and seeds -- plus ``-a examples=truth:5``; if the topic
+loader refuses a file with neither words nor examples, the copy lists that same pick as its
+``examples``, and results.md says so) and ``oracle``.
 Repetition r sets the variant's RNG seed setting to r (``TOPICCRAWL_WL_SEED``,
 ``TOPICCRAWL_LEARNED_SEED``; r = 0 is the default configuration); nothing else changes between
 repetitions (the ``truth:5`` pick has a fixed seed), so the variants without a seed setting repeat
@@ -141,6 +143,17 @@ def friedman(blocks: list[dict[str, float | None]], variants: list[str]) -> dict
         out["statistic"] = None if math.isnan(stat) else float(stat)
         out["p"] = None if math.isnan(p) else float(p)
     return out
+
+
+def plot_name(name: str) -> str:
+    """A topic name for a plot: matplotlib's bundled fonts have no CJK glyphs, so a Chinese name
+    becomes its ASCII alias (``typhoon``), or ``topic`` (as the crawl's own harvest.png does)."""
+    from topiccrawl.scoring.text import has_cjk
+    from topiccrawl.scoring.topic import ALIASES
+
+    if not has_cjk(name):
+        return name
+    return next((alias for alias, target in ALIASES.items() if target == name), "topic")
 
 
 def _toml_value(value) -> str:
@@ -372,7 +385,7 @@ def plot_recall(per: dict, topics: list[str], variants: list[str], path: Path, t
             n = min(len(r["curve"]) for r in runs)
             x = [p[0] for p in runs[0]["curve"][:n]]
             ax.plot(x, np.mean([[p[2] for p in r["curve"][:n]] for r in runs], axis=0), label=v, lw=1.2)
-        ax.set_title(t, fontsize=9)
+        ax.set_title(plot_name(t), fontsize=9)
         ax.set_xlabel("pages fetched", fontsize=8)
         ax.tick_params(labelsize=7)
         ax.grid(alpha=0.3)
@@ -399,20 +412,24 @@ def plot_ratio(per: dict, avg: dict, topics: list[str], variants: list[str], che
     shown = [v for v in variants if v != "oracle"]
     if not ratios or not shown:
         return
-    labels = topics + ["mean"]
+    labels = [plot_name(t) for t in topics] + ["mean"]
     x = np.arange(len(labels))
     width = 0.8 / len(shown)
     fig, axes = plt.subplots(len(ratios), 1, figsize=(max(6, 0.9 * len(labels) + 2), 2.8 * len(ratios)), dpi=110,
                              squeeze=False)
     for ax, c in zip(axes[:, 0], ratios):
+        top = 1.0
         for i, v in enumerate(shown):
             vals = [per[t][v].get(f"ratio@{c}") for t in topics] + [avg[v].get(f"ratio@{c}")]
-            ax.bar(x + (i - (len(shown) - 1) / 2) * width, [0 if y is None else y for y in vals], width, label=v)
+            vals = [0.0 if y is None else y for y in vals]
+            ax.bar(x + (i - (len(shown) - 1) / 2) * width, vals, width, label=v)
+            top = max(top, *vals)
         ax.axhline(1.0, color="k", lw=0.8)
+        ax.set_ylim(0, 1.25 * top)
         ax.set_xticks(x, labels, rotation=30, ha="right", fontsize=7)
         ax.set_ylabel(f"recall@{c} / oracle's", fontsize=8)
         ax.grid(axis="y", alpha=0.3)
-    axes[0, 0].legend(fontsize=7, ncol=len(shown))
+    axes[0, 0].legend(fontsize=7, ncol=len(shown), loc="upper left")
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     fig.savefig(path)

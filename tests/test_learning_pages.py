@@ -15,8 +15,11 @@ import numpy as np
 import pytest
 import tomllib
 from sklearn.base import clone
+from sklearn.calibration import CalibratedClassifierCV
 from sklearn.feature_extraction.text import HashingVectorizer, TfidfTransformer
+from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
+from sklearn.model_selection import StratifiedKFold
 
 from conftest import shared_data_dir
 from topiccrawl.learning.classifier import PageClassifier, hash_terms
@@ -50,7 +53,7 @@ def test_traditional_text_tokenises_like_its_simplified_form():
     # jieba straight on the Traditional text (the tokenizer before conversion): 颱|風, 離海邊 ...
     raw = [t for t in jieba.lcut(TRADITIONAL) if has_cjk(t) and t not in STOPWORDS]
     assert "台风" not in raw and "颱" in raw
-    assert _single_share(raw) > 0.2 and _single_share(terms) < 0.12  # measured 0.23 vs 0.08
+    assert _single_share(raw) > 0.18 and _single_share(terms) < 0.12  # measured 0.22 vs 0.08
 
 
 def test_to_simplified_keeps_simplified_and_latin_text():
@@ -126,14 +129,30 @@ def test_labelled_training_is_calibrated_on_held_out_pages(generated):
             keep = np.sort(np.r_[np.flatnonzero(y == 1), neg])
         train, test = _split(y[keep])
         clf = PageClassifier(min_calibration=30).fit(X[keep[train]], y[keep[train]])
-        assert clf.mode_ == "calibrated"
+        assert clf.mode_ == "calibrated" and clf.coef_.shape[0] == 3  # 3 calibrated fold models
         p, truth = clf.predict_proba(X[keep[test]])[:, 1], y[keep[test]]
-        print(negatives_per_positive, p.mean(), truth.mean(), roc_auc_score(truth, p), _reliability(p, truth))
+        # measured: mean 0.044 vs 0.042 (natural), 0.346 vs 0.336 (1/3); AUC >= 0.9998;
+        # true rate 0.00 below 0.2 and 0.975-1.0 from 0.5
         assert abs(p.mean() - truth.mean()) < 0.1
         assert abs(clf.expected_harvest(X[keep[test]]) - p.mean()) < 1e-12
         low, high = _reliability(p, truth)
         assert high > 0.8 and low < 0.05
         assert roc_auc_score(truth, p) > 0.98
+
+
+def test_calibrated_mode_is_calibrated_classifier_cv(generated):
+    docs, labels = generated
+    y = _labels(labels, DISASTER)
+    X = hash_terms(docs[::2])
+    clf = PageClassifier().fit(X, y[::2])
+    features = TfidfTransformer(sublinear_tf=True).fit_transform(X).tocsr()[:, clf.columns_]
+    reference = CalibratedClassifierCV(
+        LogisticRegression(C=1.0, max_iter=300, tol=1e-3), method="sigmoid",
+        cv=StratifiedKFold(3, shuffle=True, random_state=0)).fit(features, y[::2])
+    test = hash_terms(docs[1::2])
+    expected = reference.predict_proba(TfidfTransformer(sublinear_tf=True).fit(X).transform(test)
+                                       .tocsr()[:, clf.columns_])
+    assert np.allclose(clf.predict_proba(test), expected)
 
 
 def test_fast_path_pickle_and_estimator_conventions(generated):
@@ -172,11 +191,13 @@ def test_pu_learning_from_five_positives(generated):
         clf = PageClassifier().refit(X[positives], X[unlabeled])
         assert clf.mode_ == "pu" and 0 < clf.c_ <= 1
         p = clf.predict_proba(X[test])[:, 1]
-        print(seed, roc_auc_score(y[test], p), clf.expected_harvest(X[unlabeled]), y[unlabeled].mean(),
-              p.mean(), y[test].mean(), clf.prior_)
+        # measured over these 3 draws: AUC >= 0.9997; self-assessed rate 0.006-0.009 on the
+        # unlabeled pages (truth 0.018) and 0.011-0.015 on the test half (truth 0.024)
         assert roc_auc_score(y[test], p) > 0.97
         assert abs(clf.expected_harvest(X[unlabeled]) - y[unlabeled].mean()) < 0.05
         assert abs(p.mean() - y[test].mean()) < 0.05
+        e1 = PageClassifier(pu_prior="e1").refit(X[positives], X[unlabeled])
+        assert e1.c_ != clf.c_ and roc_auc_score(y[test], e1.predict_proba(X[test])[:, 1]) > 0.97
     # term lists give the same model as their hashed rows
     same = PageClassifier().refit([docs[i] for i in positives], [docs[i] for i in unlabeled])
     assert np.allclose(same.predict_proba(X[test]), clf.predict_proba(X[test]))
@@ -199,7 +220,6 @@ def test_topic_words_of_five_relevant_pages_match_the_topic(generated, tmp_path)
     assert weights == sorted(weights, reverse=True)
     shipped = set(load_topic("台风灾害").words)  # 台风 风暴潮 暴雨 气压 风力
     vocabulary = {t for w in load_words("zh-typhoon")[0] for t in tokenize(w)}
-    print(top, shipped & set(top))
     # 20 draws of 5 examples: 台风 first every time, 2-4 of the 5 shipped words in the top 30,
     # 83-100 % of the top 30 from the generator's typhoon vocabulary
     assert top[0] == "台风" and "风暴潮" in top and len(shipped & set(top)) >= 2
@@ -249,7 +269,8 @@ def test_wikispeedia_calibration_on_held_out_articles(wikispeedia):
         train, test = _split(y)
         clf = PageClassifier().fit(X[train], y[train])
         p = clf.predict_proba(X[test])[:, 1]
-        print(category, clf.mode_, p.mean(), y[test].mean(), roc_auc_score(y[test], p), _reliability(p, y[test]))
+        # measured: Biology mean 0.150 vs 0.152, AUC 0.995, bins 0.007 / 0.95; European
+        # geography 0.032 vs 0.030, AUC 0.963, bins 0.013 / 1.0
         assert clf.mode_ == "calibrated"
         assert abs(p.mean() - y[test].mean()) < 0.1
         low, high = _reliability(p, y[test])
@@ -268,7 +289,8 @@ def test_wikispeedia_pu_learning(wikispeedia):
             unlabeled = np.setdiff1d(train, positives)
             clf = PageClassifier().refit(X[positives], X[unlabeled])
             p = clf.predict_proba(X[test])[:, 1]
-            print(n_pos, seed, roc_auc_score(y[test], p), clf.expected_harvest(X[unlabeled]), y[unlabeled].mean())
+            # measured: AUC 0.95-0.96 with 5 positives, 0.97-0.99 with 20; self-assessed rate
+            # 0.04-0.06 (5) and 0.105-0.127 (20) where the truth is 0.144-0.150
             assert roc_auc_score(y[test], p) > 0.85
             if n_pos == 20:
                 assert abs(clf.expected_harvest(X[unlabeled]) - y[unlabeled].mean()) < 0.1

@@ -84,7 +84,6 @@ def test_seed_file_relative_to_topic_file(tmp_path):
 
 BROKEN = [
     ("beta = 0.5\n[words\n", "invalid TOML"),
-    ("beta = 0.5\n", "missing [words] table"),
     ("beta = 0.5\n[words]\n", "[words] must be a non-empty table"),
     ('beta = 0.5\n[words]\n"台风" = "high"\n', "[words] weight for '台风' must be a number"),
     ('beta = 0.5\n[words]\n"台风" = true\n', "[words] weight for '台风' must be a number"),

@@ -34,7 +34,7 @@ from topiccrawl.scoring.metrics import CrawlMetrics
 from topiccrawl.scoring.dmoz import TreeError
 from topiccrawl.scoring.relevance import RelevanceScorer
 from topiccrawl.learning.focus import PageFocus
-from topiccrawl.learning.linkvalue import LinkFeatures, url_tokens
+from topiccrawl.learning.linkvalue import LinkFeatures, quick_terms, url_tokens
 from topiccrawl.scoring.text import Extracted, extract, tokenize
 from topiccrawl.scoring.tdcs import scorer_from_state
 from topiccrawl.scoring.topic import load_topic
@@ -130,8 +130,7 @@ class TopicCrawl:
         self.focus: PageFocus | None = None
         if self.config.classifier == "on" or (self.config.classifier == "auto" and (
                 self.config.strategy == "learned" or self.topic.has_examples)):
-            self.focus = PageFocus(self.topic.beta, use_words=bool(self.topic.words),
-                                   refit_every=self.config.classifier_refit_every)
+            self.focus = self._make_focus()
         #: the frontier learns from pages (``observe_page``): the learned strategy
         self.learns = self.config.strategy == "learned"
         self._example_terms: list[list[str]] = []
@@ -269,8 +268,8 @@ class TopicCrawl:
         frontier = self.frontier
         if frontier is None:
             return
-        out = [(target, LinkFeatures(anchor=tokenize(a.text), url=url_tokens(target),
-                                     context=tokenize(a.context), score=best[target].score, depth=depth + 1))
+        out = [(target, LinkFeatures(anchor=quick_terms(a.text), url=url_tokens(target),
+                                     context=quick_terms(a.context), score=best[target].score, depth=depth + 1))
                for target, a in contexts.items()]
         frontier.observe_page(url, registered_domain(url), probability, out)
 
@@ -281,6 +280,11 @@ class TopicCrawl:
             return getattr(self.crawler.engine.scheduler, "frontier", None)
         except RuntimeError:
             return None
+
+    def _make_focus(self) -> PageFocus:
+        cfg = self.config
+        return PageFocus(self.topic.beta, use_words=bool(self.topic.words), refit_every=cfg.classifier_refit_every,
+                         strong_quantile=cfg.classifier_quantile)
 
     # -- topics from examples -------------------------------------------------------------------
     def example_urls(self, arg: str | None) -> list[str]:
@@ -294,8 +298,7 @@ class TopicCrawl:
 
     def add_example(self, terms: list[str], counter: bool = False) -> None:
         if self.focus is None:
-            self.focus = PageFocus(self.topic.beta, use_words=bool(self.topic.words),
-                                   refit_every=self.config.classifier_refit_every)
+            self.focus = self._make_focus()
         if counter:
             self.focus.add_counter_example(terms)
             self._counter_terms.append(terms)
@@ -393,6 +396,8 @@ class TopicCrawl:
             "pagerank": self.pagerank.state(),
             "metrics": self.metrics.state(),
             "harvest_rows": self.harvest_rows,
+            "focus": self.focus,  # the page classifier and its training pages (pickled with JOBDIR)
+            "topic_words": self.topic.words,
         }
 
     def load_state(self, state: dict) -> None:
@@ -402,6 +407,12 @@ class TopicCrawl:
         self.pagerank = PageRankCache.from_state(state["pagerank"], self.graph)
         self.metrics = CrawlMetrics.from_state(state["metrics"])
         self.harvest_rows = state["harvest_rows"]
+        self.focus = state.get("focus", self.focus)
+        if state.get("topic_words") and not self.topic.words:  # words derived from examples
+            from dataclasses import replace
+
+            self.topic = replace(self.topic, words=dict(state["topic_words"]))
+            self.scorer = scorer_from_state(state["scorer"], self.topic)
 
 
 class TopicComponent:

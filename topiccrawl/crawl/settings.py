@@ -56,6 +56,7 @@ class TopicCrawlConfig:
     idle_timeout: float = 60.0
     classifier: str = "auto"
     classifier_refit_every: int = 100
+    classifier_quantile: float = 0.25
 
     @property
     def offline(self) -> bool:
@@ -117,6 +118,8 @@ class TopicCrawlConfig:
                                   f"not {self.strategy!r}")
         if self.classifier not in ("auto", "on", "off"):
             raise ConfigError(f"TOPICCRAWL_CLASSIFIER={self.classifier!r}: expected auto, on or off")
+        if not 0.0 <= self.classifier_quantile < 1.0:
+            raise ConfigError("TOPICCRAWL_CLASSIFIER_QUANTILE must lie in [0, 1)")
         if self.classifier_refit_every < 1:
             raise ConfigError("TOPICCRAWL_CLASSIFIER_REFIT_EVERY must be >= 1")
         if self.trap_guard_depth < 1:

@@ -20,7 +20,6 @@ The self-assessed harvest rate of a crawl is then the mean probability over its 
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -33,39 +32,33 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedKFold
 from sklearn.utils import murmurhash3_32
 from sklearn.utils.validation import check_is_fitted
+from threadpoolctl import threadpool_limits
 
 from topiccrawl.scoring.text import tokenize
 
 #: term -> column, per ``n_features``: terms recur across pages, so a page is hashed with dict
-#: look-ups; cleared when it grows past ``_INDEX_MAX`` terms
+#: look-ups; cleared when it grows past ``_INDEX_MAX`` terms (about 30 MB)
 _INDEX: dict[int, dict[str, int]] = {}
-_INDEX_MAX = 1 << 21
+_INDEX_MAX = 1 << 18
 
 
 def _terms(doc) -> Sequence[str]:
     """A page as terms: a string is tokenised (:func:`tokenize`), anything else is taken as terms."""
-    return tokenize(doc) if isinstance(doc, str) else doc
+    return tokenize(doc) if isinstance(doc, str) else list(doc)
 
 
-def _counts(terms: Iterable[str], n_features: int) -> tuple[np.ndarray, np.ndarray]:
+def _counts(terms: Sequence[str], n_features: int) -> tuple[np.ndarray, np.ndarray]:
     """Sorted hashed columns of a page's terms and their counts (colliding terms add up)."""
     index = _INDEX.get(n_features)
     if index is None or len(index) > _INDEX_MAX:
         index = _INDEX[n_features] = {}
-    tf = Counter(terms)
-    cols = np.empty(len(tf), np.int64)
-    for i, term in enumerate(tf):
-        col = index.get(term)
-        if col is None:  # HashingVectorizer's column: |signed murmur3(utf-8)| mod n_features
-            col = index[term] = abs(murmurhash3_32(term, seed=0)) % n_features
-        cols[i] = col
-    counts = np.fromiter(tf.values(), np.float64, len(tf))
-    order = np.argsort(cols, kind="stable")
-    cols, counts = cols[order], counts[order]
-    if len(cols) > 1 and (cols[1:] == cols[:-1]).any():
-        cols, at = np.unique(cols, return_inverse=True)
-        counts = np.bincount(at, counts)
-    return cols, counts
+    cols = list(map(index.get, terms))
+    if None in cols:
+        for i, (term, col) in enumerate(zip(terms, cols)):
+            if col is None:  # HashingVectorizer's column: |signed murmur3(utf-8)| mod n_features
+                cols[i] = index[term] = abs(murmurhash3_32(term, seed=0)) % n_features
+    cols, counts = np.unique(np.array(cols, dtype=np.int64), return_counts=True)
+    return cols, counts.astype(np.float64)
 
 
 def hash_terms(docs: Iterable, n_features: int = 2**18) -> sp.csr_matrix:
@@ -152,9 +145,15 @@ class PageClassifier(ClassifierMixin, BaseEstimator):
         counts = self._hashed(X)
         if counts.shape[0] != len(y):
             raise ValueError(f"{counts.shape[0]} pages but {len(y)} labels")
+        # one BLAS thread: the solver's vector operations are small, and BLAS threads competing
+        # with the crawl (or other processes) for the cores slow a fit down many times over
+        with threadpool_limits(limits=1, user_api="blas"):
+            return self._fit(counts, y)
+
+    def _fit(self, counts: sp.csr_matrix, y: np.ndarray) -> PageClassifier:
         self.classes_ = np.array([0, 1])
         tfidf = TfidfTransformer(sublinear_tf=True).fit(counts)
-        self.columns_ = np.unique(counts.indices)  # fit on the columns in use: ~20x faster
+        self.columns_ = np.unique(counts.indices)  # the solver works on the columns in use only
         self.idf_ = tfidf.idf_[self.columns_]
         self.idf_unseen_ = float(np.log(counts.shape[0] + 1.0) + 1.0)  # smooth_idf with df = 0
         Xc = tfidf.transform(counts).tocsr()[:, self.columns_]
@@ -176,7 +175,7 @@ class PageClassifier(ClassifierMixin, BaseEstimator):
         if self.calibration == "sigmoid" or (
                 self.calibration == "auto" and smallest >= max(self.min_calibration, self.cv)):
             calibrated = CalibratedClassifierCV(
-                self._logistic(), method="sigmoid",
+                self._logistic(), method="sigmoid", ensemble=True,
                 cv=StratifiedKFold(min(self.cv, smallest), shuffle=True,
                                    random_state=self.random_state)).fit(Xc, y)
             self.mode_ = "calibrated"
@@ -269,7 +268,7 @@ class PageClassifier(ClassifierMixin, BaseEstimator):
         """P(relevant) of one page given as terms: the number :meth:`predict_proba` gives, without
         building a matrix (the per-page path of a crawl)."""
         check_is_fitted(self, "coef_")
-        cols, counts = _counts(terms, self.n_features)
+        cols, counts = _counts(terms if isinstance(terms, (list, tuple)) else list(terms), self.n_features)
         z = self.intercept_
         if len(cols):
             at, seen, idf = self._lookup(cols)

@@ -34,7 +34,7 @@ class PageFocus:
 
     def __init__(self, beta: float = 0.3, *, use_words: bool = True, refit_every: int = 100,
                  min_pages: int = 30, max_unlabeled: int = 3000, max_pseudo: int = 500,
-                 strong_quantile: float = 0.9, seed: int = 0, classifier: PageClassifier | None = None) -> None:
+                 strong_quantile: float = 0.25, seed: int = 0, classifier: PageClassifier | None = None) -> None:
         self.beta = beta
         self.use_words = use_words
         self.refit_every = refit_every

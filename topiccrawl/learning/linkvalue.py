@@ -99,6 +99,28 @@ def url_tokens(url: str, limit: int = 24) -> list[str]:
     return out
 
 
+#: Latin words and runs of CJK characters (CJK Unified Ideographs and Extension A)
+_QUICK_RE = re.compile(r"[a-z0-9]+|[\u3400-\u4dbf\u4e00-\u9fff]+")
+
+
+def quick_terms(text: str, limit: int = 64) -> list[str]:
+    """Cheap features of a short text (an anchor, the words around it): lower-cased Latin words and
+    overlapping character bigrams of Chinese runs (a single character stays itself). Bigrams are
+    the usual features of Chinese text classification and cost no segmentation (jieba takes ~40x
+    longer on an anchor)."""
+    out: list[str] = []
+    for run in _QUICK_RE.findall(text.lower()):
+        if run[0] <= "z":
+            out.append(run)
+        elif len(run) == 1:
+            out.append(run)
+        else:
+            out.extend(run[i:i + 2] for i in range(len(run) - 1))
+        if len(out) >= limit:
+            return out[:limit]
+    return out
+
+
 _EDGES = (0.02, 0.05, 0.1, 0.2, 0.4, 0.7)  # bins of a value in [0, 1]: finer near 0, where most are
 
 

@@ -17,8 +17,7 @@ from urllib.parse import urldefrag, urljoin, urlsplit
 import jieba
 from lxml import etree
 from lxml import html as lxml_html
-from w3lib.encoding import (html_body_declared_encoding, html_to_unicode, read_bom,
-                            resolve_encoding, to_unicode)
+from w3lib.encoding import html_body_declared_encoding, html_to_unicode, read_bom, resolve_encoding, to_unicode
 from w3lib.html import strip_html5_whitespace
 from w3lib.url import safe_url_string
 

@@ -144,8 +144,6 @@ def _parse(data: dict, path: Path) -> Topic:
         if not folder.is_dir():
             raise fail(f"examples_dir {data['examples_dir']!r} is not a folder ({folder})")
         examples_dir = str(folder)
-    if "words" not in data and not (examples or examples_dir):
-        raise fail("missing [words] table (topic word = weight), and no examples or examples_dir to learn them from")
     words = _parse_words(data["words"], fail) if "words" in data else {}
     language = data.get("language") or ("zh" if any(map(text.has_cjk, words)) else "en")
     if language not in _LANGUAGES:

@@ -84,6 +84,8 @@ class FocusedSpider(scrapy.Spider):
     def _example_requests(self) -> list[scrapy.Request]:
         tc = self.tc
         topic = tc.topic
+        if tc.focus is not None and tc.focus.n_examples:  # a JOBDIR resume restored them
+            return []
         if topic.examples_dir:
             for path in sorted(Path(topic.examples_dir).glob("*.htm*")):
                 ex = extract(path.read_bytes(), path.as_uri(), "text/html")

@@ -35,7 +35,10 @@ def check_crawl_inputs(settings, spargs: dict, spidercls=None) -> None:
         settings.setdict(getattr(spidercls, "custom_settings", None) or {}, priority="spider")
     cfg = TopicCrawlConfig.from_settings(settings, {k: spargs.get(k) for k in OVERRIDABLE})
     if cfg.scorer == "vsm" and not cfg.topic_tree:
-        load_topic(cfg.topic)
+        topic = load_topic(cfg.topic)
+        if not topic.words and not topic.has_examples and not spargs.get("examples"):
+            raise TopicError(f"{topic.path or topic.name}: no [words] table (topic word = weight) and no example "
+                             "pages to learn them from (examples = [...] or examples_dir in the file, or -a examples=URL,URL)")
     elif not (cfg.topic_tree and cfg.topic_node):
         raise TreeError(f"scorer {cfg.scorer!r} needs -a topic_tree=SPEC -a topic_node=NODE")
     check = getattr(spidercls, "check_arguments", None)

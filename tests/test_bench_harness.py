@@ -1,0 +1,175 @@
+"""The evaluation harness's pure helpers (bench/strategies.py, bench/learned_focus.py) on small inputs."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+
+import pytest
+
+from bench.learned_focus import (
+    VARIANTS,
+    averaged,
+    checkpoints_for,
+    friedman,
+    friedman_checkpoint,
+    mean_ranks,
+    plan,
+    summarise,
+    topic_without_words,
+    value_at,
+)
+from bench.strategies import crawl_command, ended, ended_cell, load_run, name_value
+from topiccrawl.scoring.topic import EXAMPLES_BETA, load_topic
+
+CURVE = [(1, 0.0, 0.0), (2, 0.5, 0.1), (3, 0.333, 0.1), (4, 0.5, 0.2)]
+
+
+def test_value_at_reads_the_checkpoint_row_and_carries_the_last_value_forward():
+    assert value_at(CURVE, 2, 2) == 0.1
+    assert value_at(CURVE, 4, 1) == 0.5
+    assert value_at(CURVE, 250, 2) == 0.2  # the crawl ended at 4 pages: its final recall
+    assert value_at(CURVE, 0, 2) is None
+    assert value_at([], 100, 1) is None
+
+
+def test_checkpoints_end_at_the_budget_and_friedman_uses_250_or_the_largest_below():
+    assert checkpoints_for(1000) == [100, 250, 500, 1000]
+    assert checkpoints_for(300) == [100, 250, 300]
+    assert checkpoints_for(100) == [100]
+    assert checkpoints_for(50) == [50]
+    assert friedman_checkpoint([100, 250, 500, 1000]) == 250
+    assert friedman_checkpoint([100, 200]) == 200
+    assert friedman_checkpoint([50]) == 50
+    assert friedman_checkpoint([300]) == 300
+
+
+def test_friedman_on_a_strict_order_matches_the_textbook_statistic():
+    # 4 blocks, 3 variants, a always best, c always worst: rank sums 4, 8, 12 and
+    # chi2 = 12 / (n k (k+1)) * sum(R^2) - 3 n (k+1) = 0.25 * 224 - 48 = 8, df 2: p = exp(-4)
+    blocks = [{"a": 0.9, "b": 0.5, "c": 0.1}, {"a": 0.8, "b": 0.7, "c": 0.2},
+              {"a": 0.6, "b": 0.4, "c": 0.3}, {"a": 0.95, "b": 0.9, "c": 0.0}]
+    out = friedman(blocks, ["a", "b", "c"])
+    assert out["blocks"] == 4
+    assert out["mean_rank"] == {"a": 1.0, "b": 2.0, "c": 3.0}
+    assert out["statistic"] == pytest.approx(8.0)
+    assert out["p"] == pytest.approx(math.exp(-4))
+
+
+def test_friedman_skips_incomplete_blocks_and_ties_share_ranks():
+    blocks = [{"a": 0.5, "b": 0.5, "c": 0.1}, {"a": 0.9, "b": 0.2, "c": 0.3}, {"a": 0.4, "b": None, "c": 0.3}]
+    assert mean_ranks(blocks[:2], ["a", "b", "c"]) == {"a": 1.25, "b": 2.25, "c": 2.5}
+    out = friedman(blocks, ["a", "b", "c"])
+    assert out["blocks"] == 2
+    assert out["statistic"] is not None and 0 < out["p"] < 1
+    two = friedman(blocks[:2], ["a", "b"])  # fewer than 3 variants: ranks only
+    assert two["statistic"] is None and two["mean_rank"] == {"a": 1.25, "b": 1.75}
+
+
+def test_ended_names_the_close_reason_or_a_dry_frontier():
+    dry = {"dp": 412, "finish_reason": "finished", "frontier_exhausted": True}
+    budget = {"dp": 1000, "finish_reason": "topiccrawl_max_pages", "frontier_exhausted": False}
+    assert ended(dry) == "frontier ran dry at 412"
+    assert ended(budget) == "topiccrawl_max_pages"
+    assert ended_cell([budget, dry, budget]) == "topiccrawl_max_pages ×2, frontier ran dry at 412"
+    assert ended_cell([]) == "–"
+
+
+def test_settings_and_arguments_pass_through_after_the_bench_defaults(tmp_path):
+    assert name_value("LOG_LEVEL=INFO") == "LOG_LEVEL=INFO"
+    assert name_value("examples=http://a.test/x?a=1") == "examples=http://a.test/x?a=1"
+    for bad in ("LOG_LEVEL", "=1"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            name_value(bad)
+    cmd = crawl_command("generated:zh-disaster", "http://127.0.0.1:1", "台风灾害", "learned", 100, tmp_path,
+                        settings=["LOG_LEVEL=INFO"], spider_args=["examples=truth:5"])
+    assert cmd[cmd.index("crawl") + 1] == "focused"
+    # Scrapy keeps the last of a repeated -s: the user's LOG_LEVEL wins over the bench's WARNING
+    levels = [cmd[i + 1] for i, x in enumerate(cmd) if x == "-s" and cmd[i + 1].startswith("LOG_LEVEL=")]
+    assert levels == ["LOG_LEVEL=WARNING", "LOG_LEVEL=INFO"]
+    assert cmd[-2:] == ["-a", "examples=truth:5"]
+
+
+def write_run(folder, rows, **stats):
+    folder.mkdir(parents=True)
+    base = {"topiccrawl/dp": len(rows), "topiccrawl/accuracy": rows[-1][2], "finish_reason": "topiccrawl_max_pages",
+            "topiccrawl/truth/total_relevant": 10, "elapsed_time_seconds": 2.0}
+    (folder / "stats.json").write_text(json.dumps({**base, **stats}), encoding="utf-8")
+    with (folder / "harvest.csv").open("w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["dp", "lp", "accuracy", "truth_relevant", "truth_harvest_rate", "target_recall", "url",
+                    "relevance", "expected_harvest"])
+        for dp, lp, acc, rel, expected in rows:
+            w.writerow([dp, lp, acc, rel, rel / dp, rel / 10, f"http://x.test/{dp}", 0.5, expected])
+
+
+def test_load_run_reads_stats_and_the_harvest_curve(tmp_path):
+    write_run(tmp_path / "r", [(1, 1, 1.0, 0, ""), (2, 1, 0.5, 1, 0.4), (3, 2, 0.667, 2, 0.5), (4, 2, 0.5, 2, 0.45)],
+              **{"topiccrawl/examples/fetched": 5, "topiccrawl/classifier/expected_harvest": 0.45})
+    run = load_run(tmp_path / "r", "learned")
+    assert run["dp"] == 4 and run["examples_fetched"] == 5 and run["expected_harvest"] == 0.45
+    assert run["pages_per_s"] == 2.0
+    assert run["curve"][2] == (3, pytest.approx(2 / 3), 0.2)
+    assert run["self_curve"][0] == (1, 1.0, None) and run["self_curve"][3] == (4, 0.5, 0.45)
+    assert ended(run) == "topiccrawl_max_pages"
+
+
+def test_summaries_give_ratios_to_the_oracle_and_self_assessment_errors(tmp_path):
+    # topic t: oracle finds 3 of 10 pages in 4 fetches, learned 1 then 2 (two reps); the oracle's
+    # frontier runs dry at 3 pages, so its values carry forward to checkpoint 4
+    write_run(tmp_path / "o", [(1, 1, 1.0, 1, ""), (2, 2, 1.0, 2, ""), (3, 3, 1.0, 3, "")],
+              **{"topiccrawl/frontier_exhausted": True, "finish_reason": "finished"})
+    write_run(tmp_path / "l0", [(1, 0, 0.0, 0, 0.1), (2, 1, 0.5, 1, 0.2), (3, 1, 0.333, 1, 0.3), (4, 2, 0.5, 1, 0.3)])
+    write_run(tmp_path / "l1", [(1, 0, 0.0, 0, 0.1), (2, 1, 0.5, 1, 0.2), (3, 2, 0.667, 1, 0.3), (4, 2, 0.5, 2, 0.6)])
+    results = []
+    for name, variant, rep in (("o", "oracle", 0), ("l0", "learned", 0), ("l1", "learned", 1)):
+        run = load_run(tmp_path / name, VARIANTS[variant].strategy)
+        results.append({**run, "topic": "t", "variant": variant, "rep": rep})
+    per = summarise(results, ["t"], ["learned", "oracle"], [2, 4])
+    learned, oracle = per["t"]["learned"], per["t"]["oracle"]
+    assert oracle["recall@4"] == [0.3] and oracle["harvest@4"] == [1.0]
+    assert learned["recall@4"] == [0.1, 0.2]
+    assert learned["true@last"] == [0.25, 0.5]
+    assert learned["acc_err"] == [pytest.approx(0.25), pytest.approx(0.0)]
+    assert learned["exp_err"] == [pytest.approx(0.05), pytest.approx(0.1)]
+    assert ended_cell(oracle["runs"]) == "frontier ran dry at 3"
+    # ratio@100/250 are only defined when those are checkpoints
+    assert "ratio@100" not in learned
+    per = summarise(results, ["t"], ["learned", "oracle"], [100, 250])
+    assert per["t"]["learned"]["ratio@100"] == pytest.approx(0.15 / 0.3)
+    avg = averaged(per, ["t"], ["learned", "oracle"], [100, 250])
+    assert avg["oracle"]["ratio@250"] == 1.0
+    assert avg["learned"]["recall@250"] == pytest.approx(0.15)
+    assert avg["learned"]["exp_err_max"] == pytest.approx(0.075)
+    assert avg["oracle"]["exp_err"] is None
+
+
+def test_plan_varies_only_the_seed_settings_and_strips_words_for_examples(tmp_path):
+    jobs = plan({"t": ("t.toml", "t-nowords.toml")}, ["bestfirst", "learned-examples", "wl"], 2,
+                ["TOPICCRAWL_CLASSIFIER=on"], ["seeds=truth:3"], tmp_path)
+    assert len(jobs) == 6 and [j.rep for j in jobs] == [0, 0, 0, 1, 1, 1]
+    by = {(j.variant, j.rep): j for j in jobs}
+    assert by["bestfirst", 0].settings == by["bestfirst", 1].settings == ("TOPICCRAWL_CLASSIFIER=on",)
+    assert by["wl", 1].settings == ("TOPICCRAWL_WL_SEED=1", "TOPICCRAWL_CLASSIFIER=on")
+    assert by["learned-examples", 1].settings[0] == "TOPICCRAWL_LEARNED_SEED=1"
+    assert by["learned-examples", 0].topic_arg == "t-nowords.toml" and by["bestfirst", 0].topic_arg == "t.toml"
+    assert by["learned-examples", 0].args == ("examples=truth:5", "seeds=truth:3")
+    assert by["wl", 1].out == tmp_path / "runs" / "t" / "wl-1"
+
+
+def test_topic_copy_without_words_keeps_name_labels_and_seeds(tmp_path):
+    original = tmp_path / "birds.toml"
+    original.write_text('name = "birds-en"\nlanguage = "en"\ndescription = "Birds \\"and\\" more"\nbeta = 0.3\n'
+                        'labels = ["subject.Science.Biology.Birds"]\n'
+                        'seeds = ["http://en.wikispeedia.test/wiki/Earth"]\n\n[words]\nbird = 1.0\n', encoding="utf-8")
+    topic = load_topic(str(original))
+    copy = tmp_path / "copy.toml"
+    copy.write_text(topic_without_words(topic, ["http://en.wikispeedia.test/wiki/Owl"]), encoding="utf-8")
+    again = load_topic(str(copy))
+    assert again.words == {} and again.beta == EXAMPLES_BETA
+    assert (again.name, again.language, again.description) == ("birds-en", "en", 'Birds "and" more')
+    assert again.labels == topic.labels and again.seeds == topic.seeds
+    assert again.examples == ("http://en.wikispeedia.test/wiki/Owl",)
+    assert "bird =" not in copy.read_text(encoding="utf-8")
