@@ -73,6 +73,8 @@ def test_rows_decode_to_the_hashed_matrix_and_predictions_agree():
     assert 5 < sum(labels) < 45
     assert not m.fitted and m.retrain() and m.fitted
     rows = m.encode(feats)
+    assert np.allclose(m.predict_rows(rows), [f.score for f in feats], atol=1e-6)  # not validated yet: R(l)
+    m.blend_ = 1.0  # the model alone
     batch = m.predict_rows(rows)
     assert ((batch >= 0) & (batch <= 1)).all()
     assert batch[np.array(labels)].min() > batch[~np.array(labels)].max()  # it learned the rule
@@ -197,9 +199,9 @@ def test_options_and_factory():
 # -- re-scoring ----------------------------------------------------------------------------------------
 
 
-def teach_zq(frontier, pages=40):
+def teach_zq(frontier, pages=40, start=0):
     """Pages whose "zq" links lead to relevant pages and whose other links do not."""
-    for i in range(pages):
+    for i in range(start, start + pages):
         holder = f"http://teach.test/h{i}"
         frontier.push(Link(holder, 1.0))
         assert frontier.pop().url == holder
@@ -219,7 +221,7 @@ def queue_order(frontier):
 def test_retrain_reorders_the_queued_links():
     f = LearnedFrontier(LinkValueModel(retrain_every=10**6), epsilon=0.0)
     teach_zq(f)
-    assert not f.model.fitted
+    assert f.retrain() and f.model.blend_ == 0.0  # fitted, but not yet validated: R(l) still rules
     holder = "http://q.test/h"
     f.push(Link(holder, 1.0))
     f.pop()
@@ -230,7 +232,14 @@ def test_retrain_reorders_the_queued_links():
         f.push(Link(u, s))
     before = queue_order(f)
     assert [u.split("/")[-1][0] for u in before] == ["n"] * 5 + ["z"] * 5  # R(l) order
-    assert f.retrain()
+    m = f.model  # fresh labelled links the model has not trained on: they validate it
+    for i in range(100, 140):
+        good, bad = f"http://fresh.test/g{i}", f"http://fresh.test/b{i}"
+        m.add_page(good, relevant=True)
+        m.add_page(bad, relevant=False)
+        m.add_example(m.encode([features(["zq", f"w{i}"], good, 0.1)])[0], good)
+        m.add_example(m.encode([features([f"w{i + 1}"], bad, 0.9)])[0], bad)
+    assert f.retrain() and m.blend_ >= 0.5, m.blend_auc_
     after = queue_order(f)
     assert [u.split("/")[-1][0] for u in after] == ["z"] * 5 + ["n"] * 5  # the model's order
     assert f.stats()["learned/rescored"] == 10

@@ -9,8 +9,8 @@
   plus the counter-examples (PU learning treats them as unlabeled: they lower P(s=1) without the
   selection assumptions labelled negatives would need).
 
-It refits when ``refit_every`` pages (or a quarter of the pages so far, whichever is more) have
-been fetched since the last fit, so a crawl of n pages refits O(log n + n / refit_every) times.
+It refits when ``refit_every`` pages (or half the pages so far, whichever is more) have been
+fetched since the last fit, so a crawl of n pages refits O(log n + n / refit_every) times.
 Before the first fit a page's probability is its R(P), marked as not calibrated.
 
 The self-assessed harvest rate (:attr:`expected_harvest`) is the mean P(relevant) of the fetched
@@ -33,7 +33,7 @@ class PageFocus:
     """P(relevant | page) for a crawl (module docstring). ``beta``: the topic's threshold on R(P)."""
 
     def __init__(self, beta: float = 0.3, *, use_words: bool = True, refit_every: int = 100,
-                 min_pages: int = 30, max_unlabeled: int = 3000, max_pseudo: int = 500,
+                 min_pages: int = 30, max_unlabeled: int = 2000, max_pseudo: int = 500,
                  strong_quantile: float = 0.25, seed: int = 0, classifier: PageClassifier | None = None) -> None:
         self.beta = beta
         self.use_words = use_words
@@ -89,7 +89,8 @@ class PageFocus:
             self.refit()
         if not self.fitted:
             return float(min(max(relevance, 0.0), 1.0))
-        p = self.classifier.proba_one(terms)
+        # one hashing per page: the reservoir's row when the page has one
+        p = float(self.classifier.predict_proba(row)[0, 1]) if row is not None else self.classifier.proba_one(terms)
         self._since += p
         return p
 
@@ -108,7 +109,7 @@ class PageFocus:
 
     def refit(self) -> bool:
         """Fit on the positives and the unlabeled pages now; False when there are too few of either."""
-        self._next_fit = self.pages + max(self.refit_every, self.pages // 4)
+        self._next_fit = self.pages + max(self.refit_every, self.pages // 2)
         positives = self._examples + self._pseudo_positives()
         unlabeled = self._rows + self._counter
         if len(positives) < 2 or len(unlabeled) < 2:

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import math
 import re
+import struct
 from bisect import bisect_right
 from collections import deque
 from collections.abc import Sequence
@@ -47,6 +48,7 @@ from scipy import sparse
 from scipy.special import expit
 from sklearn.feature_extraction import FeatureHasher
 from sklearn.linear_model import SGDClassifier
+from sklearn.utils import murmurhash3_32
 
 #: dense columns after the hashed ones, in this order
 NUMERIC = ("holder_probability", "host_yield", "holder_value", "score")
@@ -99,6 +101,14 @@ def url_tokens(url: str, limit: int = 24) -> list[str]:
     return out
 
 
+#: memoised token columns of a model, cleared past this many tokens
+_INDEX_MAX = 1 << 20
+
+
+def _pack_row(cols: list[int], *dense: float) -> bytes:
+    return struct.pack(f"<{len(cols)}I{_F}f", *cols, *dense)
+
+
 #: Latin words and runs of CJK characters (CJK Unified Ideographs and Extension A)
 _QUICK_RE = re.compile(r"[a-z0-9]+|[\u3400-\u4dbf\u4e00-\u9fff]+")
 
@@ -109,7 +119,7 @@ def quick_terms(text: str, limit: int = 64) -> list[str]:
     the usual features of Chinese text classification and cost no segmentation (jieba takes ~40x
     longer on an anchor)."""
     out: list[str] = []
-    for run in _QUICK_RE.findall(text.lower()):
+    for run in _QUICK_RE.findall(text[:400].lower()):
         if run[0] <= "z":
             out.append(run)
         elif len(run) == 1:
@@ -160,6 +170,7 @@ class LinkValueModel:
         self.version_ = 0
         self.retrains_ = 0
         self._hasher = FeatureHasher(n_features=n_features, input_type="string", alternate_sign=False)
+        self._index: dict[str, int] = {}
         self._dense_weights: list[float] | None = None
         self._rng = np.random.default_rng(random_state)
         # the crawl's pages: url -> id, and per id: relevant, distance to the nearest relevant page
@@ -171,6 +182,11 @@ class LinkValueModel:
         self._parents: list[list[int] | None] = []
         self._buffer: deque[tuple[bytes, int]] = deque(maxlen=buffer_size)
         self._pending_pages = 0  # pages since the last retrain
+        self._fresh = 0  # examples added since the last retrain: the model has not trained on them
+        #: weight w of the model in a link's value (1 − w)·R(l) + w·model, and the running AUC of
+        #: each candidate w on fresh links (progressive validation, see :meth:`retrain`)
+        self.blend_ = 0.0
+        self.blend_auc_: dict[float, float] = {}
 
     # -- features ---------------------------------------------------------------------------------
     def _tokens(self, f: LinkFeatures) -> list[str]:
@@ -188,16 +204,28 @@ class LinkValueModel:
         )
         return toks
 
+    def _column(self, token: str) -> int:
+        """The hashed column of a token, as scikit-learn's ``FeatureHasher`` (murmurhash3, seed 0,
+        ``alternate_sign=False``) computes it; memoised, since tokens recur on every page."""
+        index = self._index
+        col = index.get(token)
+        if col is None:
+            h = murmurhash3_32(token, seed=0)
+            col = (2147483647 - (self.n_features - 1)) % self.n_features if h == -2147483648 \
+                else abs(h) % self.n_features
+            if len(index) >= _INDEX_MAX:
+                index.clear()
+            index[token] = col
+        return col
+
     def encode(self, features: Sequence[LinkFeatures]) -> list[bytes]:
-        """Compact rows of links: hashed token indices (uint32; binary features: a repeated token,
-        or a collision within the row, counts once), then the dense columns (float32)."""
-        if not features:
-            return []
-        X = self._hasher.transform(self._tokens(f) for f in features)
-        idx, ptr = X.indices.astype(np.uint32, copy=False), X.indptr
-        nums = np.array([[f.holder_probability, f.host_yield, f.holder_value, f.score] for f in features],
-                        dtype=np.float32)
-        return [idx[ptr[i]:ptr[i + 1]].tobytes() + nums[i].tobytes() for i in range(len(features))]
+        """Compact rows of links: hashed token indices (uint32, sorted; binary features: a repeated
+        token, or a collision within the row, counts once), then the dense columns (float32)."""
+        column, rows = self._column, []
+        for f in features:
+            cols = sorted({column(t) for t in self._tokens(f)})
+            rows.append(_pack_row(cols, f.holder_probability, f.host_yield, f.holder_value, f.score))
+        return rows
 
     def matrix(self, rows: Sequence[bytes]) -> sparse.csr_matrix:
         """The CSR matrix (``n_features + len(NUMERIC)`` columns) of encoded rows."""
@@ -311,6 +339,7 @@ class LinkValueModel:
         if node is None:
             return False
         self._buffer.append((row, node))
+        self._fresh += 1
         return True
 
     @property
@@ -353,6 +382,7 @@ class LinkValueModel:
                 (int(pos.sum()) < self.min_positive or int(neg.sum()) < self.min_positive)):
             return False
         rows = [row for row, _ in self._buffer]
+        self._validate(rows, v)
         which = np.concatenate([np.flatnonzero(pos), np.flatnonzero(neg)])  # a row per class it has
         y = np.concatenate([np.ones(int(pos.sum())), np.zeros(int(neg.sum()))])
         w = np.concatenate([v[pos], 1.0 - v[neg]])
@@ -368,23 +398,60 @@ class LinkValueModel:
         self.version_ += 1
         return True
 
+    #: candidate weights of the model in the blend with R(l)
+    BLENDS = (0.0, 0.25, 0.5, 0.75, 1.0)
+
+    def _validate(self, rows: list[bytes], v: np.ndarray) -> None:
+        """Progressive validation: before the model trains on the links labelled since the last
+        retrain, score them with each blend (1 − w)·R(l) + w·model and keep a running ROC AUC per
+        w against "leads to a relevant page" (v > 0); :attr:`blend_` becomes the best w. The
+        model takes over from R(l) only as far as it ranks unseen links better than R(l) does."""
+        fresh, self._fresh = min(self._fresh, len(rows)), 0
+        if self.coef_ is None or fresh < 20:
+            return
+        y = v[-fresh:] > 0.0
+        if y.all() or not y.any():
+            return
+        from sklearn.metrics import roc_auc_score
+
+        X = self.matrix(rows[-fresh:])
+        model = expit(X @ self.coef_ + self.intercept_)
+        score = np.asarray(X[:, self.n_features + _F - 1].todense()).ravel()
+        for w in self.BLENDS:
+            auc = float(roc_auc_score(y, (1.0 - w) * score + w * model))
+            old = self.blend_auc_.get(w)
+            self.blend_auc_[w] = auc if old is None else 0.5 * old + 0.5 * auc
+        best = max(self.blend_auc_.values())
+        self.blend_ = min(w for w, auc in self.blend_auc_.items() if auc >= best - 1e-9)
+
     # -- prediction ---------------------------------------------------------------------------------
     def predict_rows(self, rows: Sequence[bytes]) -> np.ndarray:
-        """Values in [0, 1] of encoded rows (0.0 for all while unfitted)."""
+        """Values in [0, 1] of encoded rows: (1 − w)·R(l) + w·model, w = :attr:`blend_` (R(l) while
+        unfitted)."""
+        if not rows:
+            return np.zeros(0)
+        X = self.matrix(rows)
+        score = np.asarray(X[:, self.n_features + _F - 1].todense()).ravel()
         if self.coef_ is None:
-            return np.zeros(len(rows))
-        return expit(self.matrix(rows) @ self.coef_ + self.intercept_)
+            return score
+        w = self.blend_
+        return (1.0 - w) * score + w * expit(X @ self.coef_ + self.intercept_)
 
     def predict_row(self, row: bytes) -> float:
         """Value of one encoded row, without building a matrix."""
         coef = self.coef_
-        if coef is None:
-            return 0.0
         n = len(row) // 4 - _F
+        dense = unpack_from(_DENSE_FMT, row, 4 * n)
+        score = dense[_F - 1]
+        if coef is None:
+            return score
+        w = self.blend_
+        if w == 0.0:
+            return score
         z = float(coef.take(np.frombuffer(row, dtype=np.uint32, count=n)).sum()) + self.intercept_
-        for weight, x in zip(self._dense_weights, unpack_from(_DENSE_FMT, row, 4 * n)):
+        for weight, x in zip(self._dense_weights, dense):
             z += weight * x
-        return 1.0 / (1.0 + math.exp(-z)) if z > -700.0 else 0.0
+        return (1.0 - w) * score + w * (1.0 / (1.0 + math.exp(-z)) if z > -700.0 else 0.0)
 
     def predict_many(self, features: Sequence[LinkFeatures]) -> np.ndarray:
         return self.predict_rows(self.encode(features))
@@ -399,12 +466,13 @@ class LinkValueModel:
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
-        for derived in ("_hasher", "_dense_weights"):  # rebuilt on load
+        for derived in ("_hasher", "_dense_weights", "_index"):  # rebuilt on load
             del state[derived]
         return state
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         self._hasher = FeatureHasher(n_features=self.n_features, input_type="string", alternate_sign=False)
+        self._index = {}
         self._set_weights()
 
