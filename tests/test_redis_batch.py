@@ -15,9 +15,9 @@ from test_redis_wl import check_structures
 from topiccrawl.crawl.codec import RequestCodecError, decode, encode
 from topiccrawl.crawl.meta import META_KEY
 from topiccrawl.crawl.scheduler import TopicScheduler
-from topiccrawl.redis.scheduler import RedisScheduler
 from topiccrawl.redis import crawl_keys
 from topiccrawl.redis.frontier import RedisFrontier
+from topiccrawl.redis.scheduler import RedisScheduler
 from topiccrawl.redis.wanglandau import RedisWLFrontier
 from topiccrawl.spiders.focused import FocusedSpider
 from topiccrawl.strategies.simple import Link

@@ -2,7 +2,12 @@
 
 import warnings
 
-from topiccrawl.crawl.middlewares import FaultStatsMiddleware, PrivateAddressMiddleware, TrapGuardMiddleware, WebRoutingMiddleware  # noqa: F401
+from topiccrawl.crawl.middlewares import (  # noqa: F401
+              FaultStatsMiddleware,
+              PrivateAddressMiddleware,
+              TrapGuardMiddleware,
+              WebRoutingMiddleware,
+)
 
 warnings.warn("topiccrawl.middlewares is deprecated: use topiccrawl.crawl.middlewares (or the add-on, topiccrawl.crawl.addon)",
               DeprecationWarning, stacklevel=2)

@@ -37,7 +37,6 @@ from scrapy.utils.request import request_from_dict
 from topiccrawl.crawl.engine import raw_header, set_raw_header
 from topiccrawl.crawl.meta import LINK_KEYS, META_KEY, TRAP_META
 
-
 #: ``to_dict`` of a request with every default: keys with these values are not stored
 DEFAULTS = {k: v for k, v in Request("data:,").to_dict().items() if k != "url"}
 _ABSENT = object()

@@ -50,7 +50,7 @@ class RequestFingerprinter:
         url = request.url
         if (request.method == "GET" and not request.body and _CANONICAL.fullmatch(url) is not None
                 and not request.meta.get("verbatim_url")):
-            return hashlib.sha1(f'{_JSON_HEAD}{url}"}}'.encode()).digest()  # noqa: S324 (Scrapy's)
+            return hashlib.sha1(f'{_JSON_HEAD}{url}"}}'.encode()).digest()
         return scrapy_fingerprint(request)
 
 

@@ -31,10 +31,16 @@ from urllib.parse import urljoin, urlsplit
 from weakref import WeakKeyDictionary
 
 from scrapy import signals
-from scrapy.exceptions import (CannotResolveHostError, DownloadCancelledError,
-                               DownloadConnectionRefusedError, DownloadFailedError,
-                               DownloadTimeoutError, IgnoreRequest, NotConfigured,
-                               ResponseDataLossError)
+from scrapy.exceptions import (
+    CannotResolveHostError,
+    DownloadCancelledError,
+    DownloadConnectionRefusedError,
+    DownloadFailedError,
+    DownloadTimeoutError,
+    IgnoreRequest,
+    NotConfigured,
+    ResponseDataLossError,
+)
 from scrapy.http import HtmlResponse
 from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
 from scrapy.utils.defer import maybe_deferred_to_future
@@ -113,7 +119,7 @@ class PrivateAddressMiddleware(TopicComponent):
 
         try:
             answer = ipaddress.ip_address(await maybe_deferred_to_future(reactor.resolve(host)))
-        except Exception:  # noqa: BLE001 - the download reports the DNS failure itself
+        except Exception:
             return None
         why = refusal(answer)
         if why is not None and not self._allowed(host, answer):

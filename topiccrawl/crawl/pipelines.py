@@ -13,7 +13,6 @@ from __future__ import annotations
 from itemadapter import ItemAdapter
 from scrapy.exceptions import DropItem
 
-
 from topiccrawl.crawl.runtime import TopicComponent, registered_domain
 
 

@@ -14,29 +14,29 @@ page and its links; item pipelines then add importance (PageRank) and record the
 from __future__ import annotations
 
 import logging
-import re
 import random
+import re
 import weakref
+from dataclasses import dataclass
+from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
 from urllib.parse import urlsplit
-from dataclasses import dataclass
-from datetime import datetime, timezone
 
 import tldextract
 from scrapy import signals
 
-from topiccrawl.crawl.settings import TopicCrawlConfig
-from topiccrawl.scoring.groundtruth import GroundTruth
-from topiccrawl.scoring.importance import LinkGraph, PageRankCache
 from topiccrawl.crawl.items import PageItem
-from topiccrawl.scoring.metrics import CrawlMetrics
-from topiccrawl.scoring.dmoz import TreeError
-from topiccrawl.scoring.relevance import RelevanceScorer
+from topiccrawl.crawl.settings import TopicCrawlConfig
 from topiccrawl.learning.focus import PageFocus
 from topiccrawl.learning.linkvalue import LinkFeatures, quick_terms, url_tokens
-from topiccrawl.scoring.text import Extracted, extract, tokenize
+from topiccrawl.scoring.dmoz import TreeError
+from topiccrawl.scoring.groundtruth import GroundTruth
+from topiccrawl.scoring.importance import LinkGraph, PageRankCache
+from topiccrawl.scoring.metrics import CrawlMetrics
+from topiccrawl.scoring.relevance import RelevanceScorer
 from topiccrawl.scoring.tdcs import scorer_from_state
+from topiccrawl.scoring.text import Extracted, extract, tokenize
 from topiccrawl.scoring.topic import load_topic
 
 logger = logging.getLogger(__name__)

@@ -10,10 +10,15 @@ from dataclasses import MISSING, dataclass, field, fields
 from typing import get_type_hints
 
 from topiccrawl.crawl.addresses import parse_allow_hosts
-from topiccrawl.crawl.errors import ConfigError  # noqa: F401 (re-exported: the name users catch)
-from topiccrawl.strategies.base import STRATEGIES, FrontierBase, FrontierError, StrategyOptions, get_strategy, setting_name
-
-
+from topiccrawl.crawl.errors import ConfigError
+from topiccrawl.strategies.base import (
+    STRATEGIES,
+    FrontierBase,
+    FrontierError,
+    StrategyOptions,
+    get_strategy,
+    setting_name,
+)
 
 
 @dataclass

@@ -38,10 +38,10 @@ from scrapy import signals
 from scrapy.exceptions import CloseSpider
 from scrapy.utils.job import job_dir
 
-from topiccrawl.crawl.settings import ConfigError
-from topiccrawl.discovery.bandit import IterationRecord, UCB1Bandit
 from topiccrawl.crawl.runtime import TopicCrawl
 from topiccrawl.crawl.scheduler import TopicScheduler
+from topiccrawl.crawl.settings import ConfigError
+from topiccrawl.discovery.bandit import IterationRecord, UCB1Bandit
 from topiccrawl.redis.bandit import RedisBandit
 from topiccrawl.redis.connection import connect, crawl_keys, redact
 from topiccrawl.redis.dupefilter import RedisDupeFilter

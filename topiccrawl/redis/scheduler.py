@@ -38,18 +38,18 @@ from scrapy.exceptions import CloseSpider, DontCloseSpider
 from scrapy.utils.job import job_dir
 from twisted.internet import task
 
-from topiccrawl.crawl.settings import ConfigError
-from topiccrawl.strategies.simple import Link
-from topiccrawl.crawl.runtime import TopicCrawl
+from topiccrawl.crawl.codec import decode, encode
 from topiccrawl.crawl.engine import default_callback
 from topiccrawl.crawl.meta import META_KEY
+from topiccrawl.crawl.runtime import TopicCrawl
 from topiccrawl.crawl.scheduler import TopicScheduler, strategy_options
-from topiccrawl.crawl.codec import decode, encode
+from topiccrawl.crawl.settings import ConfigError
+from topiccrawl.redis.annealing import make_redis_frontier
 from topiccrawl.redis.connection import connect, crawl_keys, redact
 from topiccrawl.redis.dupefilter import RedisDupeFilter
 from topiccrawl.redis.frontier import RedisFrontier
-from topiccrawl.redis.annealing import make_redis_frontier
 from topiccrawl.redis.graph import SharedLinkGraph
+from topiccrawl.strategies.simple import Link
 
 logger = logging.getLogger(__name__)
 

@@ -25,6 +25,7 @@ import logging
 import os
 import socket
 import time
+
 from scrapy import signals
 from scrapy.exceptions import CloseSpider, DontCloseSpider
 from scrapy.utils.misc import build_from_crawler, load_object
@@ -32,12 +33,12 @@ from twisted.internet import task
 
 from topiccrawl.crawl.runtime import TopicCrawl
 from topiccrawl.crawl.scheduler import TopicScheduler
-from topiccrawl.sitefinder.frontier import SiteFinderFrontier, make_sitefinder
-from topiccrawl.sitefinder.rules import Query
-from topiccrawl.sitefinder.verifier import entry_url, site_of
 from topiccrawl.redis.connection import crawl_keys, redact
 from topiccrawl.redis.scheduler import RedisWorker
 from topiccrawl.redis.sites import RedisSiteTasks
+from topiccrawl.sitefinder.frontier import SiteFinderFrontier, make_sitefinder
+from topiccrawl.sitefinder.rules import Query
+from topiccrawl.sitefinder.verifier import entry_url, site_of
 
 logger = logging.getLogger(__name__)
 

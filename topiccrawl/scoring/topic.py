@@ -21,10 +21,11 @@ from __future__ import annotations
 import importlib.resources
 import math
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
+
+import tomllib
 
 from topiccrawl.scoring import text
 

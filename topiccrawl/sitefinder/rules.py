@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import importlib.resources
 import re
-import tomllib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import tomllib
 
 
 class SiteFinderError(ValueError):

@@ -31,12 +31,12 @@ from scrapy.exceptions import CloseSpider, DontCloseSpider
 from scrapy.http import TextResponse
 from scrapy.utils.defer import deferred_from_coro
 
-from topiccrawl.discovery.controller import DiscoveryController
+from topiccrawl.crawl.runtime import TopicCrawl
 from topiccrawl.discovery.bandit import REWARDS
+from topiccrawl.discovery.controller import DiscoveryController
 from topiccrawl.discovery.pages import OPERATORS, DiscoveredPage, DWDBRMError
 from topiccrawl.discovery.planner import PlannedRequest
 from topiccrawl.discovery.rankers import DEFAULT_RANKERS, CombinedFunctionRank
-from topiccrawl.crawl.runtime import TopicCrawl
 from topiccrawl.discovery.search import SearchBackendError, make_backend
 
 BACKGROUND_SAMPLE = 200

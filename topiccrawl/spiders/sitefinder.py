@@ -15,13 +15,13 @@ from dataclasses import asdict
 import scrapy
 from scrapy.http import TextResponse
 
-from topiccrawl.crawl.runtime import TopicCrawl
 from topiccrawl.crawl.meta import META_KEY
+from topiccrawl.crawl.runtime import TopicCrawl
 from topiccrawl.discovery.search import SearchBackendError, make_backend
+from topiccrawl.scoring.text import extract
 from topiccrawl.sitefinder.frontier import SiteFinderFrontier
 from topiccrawl.sitefinder.rules import Query, SiteFinderError, load_queries, load_rules
 from topiccrawl.sitefinder.verifier import site_of
-from topiccrawl.scoring.text import extract
 
 SF_KEY = "sitefinder"
 

@@ -44,7 +44,7 @@ def write_labels(corpus: str | Corpus, path: str) -> int:
     out: IO[str] = sys.stdout if path == "-" else open(path, "w", encoding="utf-8")
     try:
         count = 0
-        for count, url in enumerate(corpus.iter_urls(), 1):
+        for count, url in enumerate(corpus.iter_urls(), 1):  # noqa: B007 (returned after the loop)
             out.write(f"{url}\t{','.join(sorted(corpus.labels(url)))}\n")
         return count
     finally:
@@ -80,7 +80,7 @@ class WebLab:
             cmd += ["--reader", f"{kind}={target}"]
         return cmd
 
-    def start(self) -> "WebLab":
+    def start(self) -> WebLab:
         root = str(Path(__file__).resolve().parents[2])
         env = dict(os.environ, PYTHONUNBUFFERED="1",
                    PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
@@ -125,7 +125,7 @@ class WebLab:
             self._log.close()
             self._log = None
 
-    def __enter__(self) -> "WebLab":
+    def __enter__(self) -> WebLab:
         return self.start()
 
     def __exit__(self, *exc) -> None:

@@ -32,7 +32,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from email.utils import formatdate
-from functools import lru_cache
+from functools import cache
 from html import escape
 from importlib import resources
 from pathlib import Path
@@ -48,7 +48,7 @@ MIN_PAGES, MAX_PAGES = 1000, 50_000_000
 # word lists
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_words(name: str) -> tuple[tuple[str, ...], tuple[float, ...]]:
     """Words and weights of ``data/words/NAME.txt`` (package ``topiccrawl.data`` or the repo)."""
     try:
@@ -208,7 +208,7 @@ def _mix(*xs: int) -> int:
     return h ^ (h >> 31)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _expanded(pool: str) -> tuple[str, ...]:
     """512 words of a pool (or of one word list) drawn by weight: O(1) weighted picks by hash bits."""
     words, cum = _mixture(pool)
@@ -216,7 +216,7 @@ def _expanded(pool: str) -> tuple[str, ...]:
     return tuple(rng.choices(words, cum_weights=cum, k=512))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _mixture(pool: str) -> tuple[tuple[str, ...], list[float]]:
     words: list[str] = []
     weights: list[float] = []
@@ -232,7 +232,7 @@ def _mixture(pool: str) -> tuple[tuple[str, ...], list[float]]:
     return tuple(words), cum
 
 
-@lru_cache(maxsize=None)
+@cache
 def _clauses(pool: str) -> tuple[str, ...]:
     """1024 fixed clauses of a pool (3-9 words); page text is a weighted choice of clauses."""
     words, cum = _mixture(pool)
@@ -407,7 +407,7 @@ class GeneratedWeb(Corpus):
                 for t in c[3]:
                     chains.setdefault(t, []).append((h, c))
         for t, members in chains.items():
-            for i, (h, c) in enumerate(members):
+            for i, (_h, c) in enumerate(members):
                 nh, nc = members[(i + 1) % len(members)]
                 c[4][t] = (nh.idx, nc[0])
 

@@ -108,7 +108,7 @@ class SearchIndex:
             self._open_cached()
 
     @classmethod
-    def for_spec(cls, corpus: Corpus, spec: str, limit: int = DEFAULT_LIMIT) -> "SearchIndex":
+    def for_spec(cls, corpus: Corpus, spec: str, limit: int = DEFAULT_LIMIT) -> SearchIndex:
         return cls(corpus, cache_path(spec, limit), limit)
 
     @property
@@ -171,7 +171,7 @@ class SearchIndex:
             db = sqlite3.connect(self.path)
         self.db, self.state = db, "ready"
 
-    def build(self) -> "SearchIndex":
+    def build(self) -> SearchIndex:
         for _ in self.build_steps():
             pass
         return self

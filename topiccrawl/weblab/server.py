@@ -44,7 +44,7 @@ class _Request(http.Request):
 class _Factory(http.HTTPFactory):
     noisy = False
 
-    def __init__(self, lab: "LabServer"):
+    def __init__(self, lab: LabServer):
         super().__init__()
         self.lab = lab
 

@@ -1,8 +1,9 @@
 """``scrapy crawl`` with the project's user errors checked first.
 
 A broken topic file, a bad ``TOPICCRAWL_*`` value, a malformed corpus spec, a missing corpus
-directory or an unreachable Redis (``TOPICCRAWL_STORE=redis``) are user mistakes: they get one line on stderr and exit status 2, before any crawl
-starts, instead of a traceback from inside the engine.
+directory or an unreachable Redis (``TOPICCRAWL_STORE=redis``) are user mistakes: they get one
+line on stderr and exit status 2, before any crawl starts, instead of a traceback from inside the
+engine.
 """
 
 from __future__ import annotations
@@ -12,15 +13,15 @@ from pathlib import Path
 
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 
-from topiccrawl.crawl.settings import ConfigError, TopicCrawlConfig
-from topiccrawl.scoring.dmoz import TreeError
-from topiccrawl.discovery.pages import DWDBRMError
 from topiccrawl.crawl.runtime import OVERRIDABLE
+from topiccrawl.crawl.settings import ConfigError, TopicCrawlConfig
+from topiccrawl.discovery.pages import DWDBRMError
 from topiccrawl.discovery.search import SearchBackendError
-from topiccrawl.sitefinder.rules import SiteFinderError
-from topiccrawl.strategies.base import STRATEGIES, FrontierError
+from topiccrawl.scoring.dmoz import TreeError
 from topiccrawl.scoring.groundtruth import GroundTruthError
 from topiccrawl.scoring.topic import TopicError, load_topic
+from topiccrawl.sitefinder.rules import SiteFinderError
+from topiccrawl.strategies.base import STRATEGIES, FrontierError
 from topiccrawl.weblab.corpus import CorpusError, parse_spec
 
 USER_ERRORS = (ConfigError, TopicError, CorpusError, GroundTruthError, FrontierError, TreeError,

@@ -9,7 +9,6 @@ from lxml import etree
 from lxml import html as lxml_html
 from w3lib.url import canonicalize_url, safe_url_string
 
-
 #: (tag, attribute) pairs that are navigation links (not images, scripts or styles)
 LINK_ATTRS = {("a", "href"), ("area", "href"), ("frame", "src"), ("iframe", "src"),
               ("meta", "content")}

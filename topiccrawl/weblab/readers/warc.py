@@ -64,7 +64,7 @@ class WarcCorpus(Corpus):
             self._labels[url_key(url.strip())] = frozenset(
                 lab.strip() for lab in labels.split(",") if lab.strip())
 
-    @lru_cache(maxsize=1024)
+    @lru_cache(maxsize=1024)  # noqa: B019 (one reader per process, kept for its life)
     def _page(self, key: str) -> Page:
         with open(self.path, "rb") as fh:
             fh.seek(self._offsets[key])

@@ -111,7 +111,7 @@ class WebKBCorpus(Corpus):
     def has_host(self, host: str) -> bool:
         return host in self._hosts
 
-    @lru_cache(maxsize=4096)
+    @lru_cache(maxsize=4096)  # noqa: B019 (one reader per process, kept for its life)
     def _page(self, key: str) -> Page:
         status, headers, body = parse_stored(self._files[key].read_bytes())
         links = extract_links(body, key, _charset(headers["Content-Type"]) or "iso-8859-1") \
