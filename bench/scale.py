@@ -6,7 +6,7 @@ memory and Redis backends, and pages/s with 1-3 Redis workers on a 1,000,000-pag
     python -m bench.scale workers --budget 3000     # 1, 2, 3 workers + memory backend + plain Scrapy
 
 ``queue``: every (backend, strategy, N) runs in a fresh process (clean RSS) through the real
-scheduler: ``TopicScheduler.from_crawler`` on a ``get_crawler(FocusedSpider, project settings)``
+scheduler: the class in ``SCHEDULER`` (set by the add-on) on a ``get_crawler(FocusedSpider, project settings)``
 crawler with a real (not started) ExecutionEngine, ``TOPICCRAWL_WEB`` a 20,000-page generated
 corpus for ground truth and ``TOPICCRAWL_WEB_PROXY`` pointing nowhere, so no lab server starts;
 ``TOPICCRAWL_STORE=redis`` gives the RedisScheduler, on a fresh ``redis-server`` per measurement.
@@ -98,10 +98,10 @@ def make_scheduler(backend: str, strategy: str, redis_url: str | None):
 
     install_reactor("twisted.internet.asyncioreactor.AsyncioSelectorReactor")
     from scrapy.core.engine import ExecutionEngine
+    from scrapy.utils.misc import load_object
     from scrapy.utils.test import get_crawler
 
     import topiccrawl.settings as project
-    from topiccrawl.crawl.scheduler import TopicScheduler
     from topiccrawl.spiders.focused import FocusedSpider
 
     settings = {k: getattr(project, k) for k in dir(project) if k.isupper()}
@@ -114,7 +114,8 @@ def make_scheduler(backend: str, strategy: str, redis_url: str | None):
     crawler.spider = FocusedSpider.from_crawler(crawler)
     # a real engine, never started (what Crawler.crawl builds): the in-flight pruning reads it
     crawler.engine = ExecutionEngine(crawler, lambda _spider: crawler.stop_async())
-    scheduler = TopicScheduler.from_crawler(crawler)
+    # the class the add-on wrote into SCHEDULER (TopicScheduler, or RedisScheduler for the Redis store)
+    scheduler = load_object(crawler.settings["SCHEDULER"]).from_crawler(crawler)
     scheduler.open(crawler.spider)
     if backend == "redis":
         scheduler._renewal.stop()  # the lease-renewal loop needs the running reactor

@@ -115,6 +115,19 @@ class RedisWorker:
         return (f"crawl id {self.crawl_id!r} in Redis was started with strategy {started!r}, "
                 f"not {strategy!r} (set TOPICCRAWL_CRAWL_ID to start another crawl)")
 
+    def _held(self) -> tuple[dict, object]:
+        """This worker's leases (member -> what it leases) and what renews them (``renew(members)``)."""
+        raise NotImplementedError
+
+    def _renew(self) -> None:
+        """Renew this worker's leases (the renewal loop); a lease another worker reclaimed is lost."""
+        held, owner = self._held()
+        if held:
+            kept = owner.renew(held)
+            if kept < len(held):
+                self.stats.inc_value("topiccrawl/redis/leases_lost", len(held) - kept)
+        self._global_stats()
+
     def _start_renewal(self) -> None:
         self._renewal = task.LoopingCall(self._renew)
         self._renewal.start(max(self.tc.config.lease_seconds / 3, 0.1), now=False)
@@ -315,12 +328,8 @@ class RedisScheduler(RedisWorker, TopicScheduler):
             if self.frontier.finish(member, outcome) == -2:
                 self.stats.inc_value("topiccrawl/redis/duplicate_fetch")
 
-    def _renew(self) -> None:
-        if self.leases:
-            kept = self.frontier.renew(self.leases)
-            if kept < len(self.leases):
-                self.stats.inc_value("topiccrawl/redis/leases_lost", len(self.leases) - kept)
-        self._global_stats()
+    def _held(self) -> tuple[dict, object]:
+        return self.leases, self.frontier
 
     def _reclaimed(self, n: int) -> None:
         if n:

@@ -278,12 +278,8 @@ class RedisSiteScheduler(RedisWorker, TopicScheduler):
         logger.info("site %s: another worker stored its verdict first (this worker's lease had expired)", site)
         return None
 
-    def _renew(self) -> None:
-        if self.held:
-            kept = self.tasks.renew(self.held)
-            if kept < len(self.held):
-                self.stats.inc_value("topiccrawl/redis/leases_lost", len(self.held) - kept)
-        self._global_stats()
+    def _held(self) -> tuple[dict, object]:
+        return self.held, self.tasks
 
     def _global_stats(self) -> None:
         for key, value in self.tasks.counters().items():

@@ -273,6 +273,7 @@ class LearnedFrontier(FrontierBase):
         m = self.model
         return {
             "learned/model_version": m.version_,
+            "learned/blend": m.blend_,  # the model's weight w against R(l), validated on unseen links
             "learned/retrains": self._retrains,
             "learned/retrain_ms": round(self._retrain_ms, 3),
             "learned/labelled_links": m.n_examples,
