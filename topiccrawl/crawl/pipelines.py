@@ -33,7 +33,7 @@ class HarvestPipeline(TopicComponent):
         if row is None:
             raise DropItem("page budget spent (TOPICCRAWL_MAX_PAGES)")
         # strategies that learn from harvest (fcsa-host's host memory) get each counted page
-        frontier = getattr(self.crawler.engine.scheduler, "frontier", None)  # None: a foreign SCHEDULER
+        frontier = self.tc.frontier  # None: a foreign SCHEDULER
         if frontier is not None:
             frontier.feedback(adapter["url"], registered_domain(adapter["url"]), adapter["relevance"], self.tc.topic.beta)
         stats = self.crawler.stats

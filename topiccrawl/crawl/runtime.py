@@ -17,7 +17,7 @@ import logging
 import random
 import re
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
@@ -36,7 +36,7 @@ from topiccrawl.scoring.importance import LinkGraph, PageRankCache
 from topiccrawl.scoring.metrics import CrawlMetrics
 from topiccrawl.scoring.relevance import RelevanceScorer
 from topiccrawl.scoring.tdcs import scorer_from_state
-from topiccrawl.scoring.text import Extracted, extract, tokenize
+from topiccrawl.scoring.text import Extracted, add_words, document_terms, extract
 from topiccrawl.scoring.topic import load_topic
 
 logger = logging.getLogger(__name__)
@@ -231,7 +231,7 @@ class TopicCrawl:
     def page_terms(response) -> tuple[Extracted, list[str]]:
         """A downloaded page extracted, and the terms of its title, meta data and text."""
         ex = extract(response.body, response.url, response.headers.get("Content-Type", b"").decode("latin-1"))
-        return ex, tokenize(" ".join((ex.title, ex.description, " ".join(ex.keywords), ex.text)))
+        return ex, document_terms(ex)
 
     def process_page(self, response, depth: int, parent: str | None, anchor: str) -> tuple[PageItem, list[ScoredLink]]:
         """Score a downloaded page (R(P), eq. 4) and its outlinks (R(l), eq. 5)."""
@@ -239,14 +239,14 @@ class TopicCrawl:
         relevance = self.scorer.page_relevance(terms)
         probability = self.focus.observe(terms, relevance) if self.focus is not None else None
         best: dict[str, ScoredLink] = {}
-        contexts: dict[str, object] = {}
+        anchors: dict[str, object] = {}  # the anchor that gave each link its best score
         for a in ex.anchors:
             score = self.scorer.link_relevance(self.scorer.anchor_relevance(f"{a.text} {a.context}"), relevance)
             if a.url not in best or score > best[a.url].score:
                 best[a.url] = ScoredLink(a.url, score, a.text.strip()[:200])
-                contexts[a.url] = a
+                anchors[a.url] = a
         if self.learns:
-            self._observe(response.url, relevance if probability is None else probability, best, contexts, depth)
+            self._observe(response.url, relevance if probability is None else probability, best, anchors, depth)
         self.graph.add_page(response.url, best.keys())
         self.pagerank.maybe_refresh()
         potential = self.pagerank.potential(response.url, self.config.potential_pagerank)
@@ -262,7 +262,7 @@ class TopicCrawl:
             item.probability = round(probability, 6)
         return item, self._unseen(links)
 
-    def _observe(self, url: str, probability: float, best: dict, contexts: dict, depth: int) -> None:
+    def _observe(self, url: str, probability: float, best: dict, anchors: dict, depth: int) -> None:
         """Hand a fetched page and its out-links (with their features) to a learning frontier,
         before the links are queued."""
         frontier = self.frontier
@@ -270,7 +270,7 @@ class TopicCrawl:
             return
         out = [(target, LinkFeatures(anchor=quick_terms(a.text), url=url_tokens(target),
                                      context=quick_terms(a.context), score=best[target].score, depth=depth + 1))
-               for target, a in contexts.items()]
+               for target, a in anchors.items()]
         frontier.observe_page(url, registered_domain(url), probability, out)
 
     @property
@@ -313,14 +313,14 @@ class TopicCrawl:
 
         words = topic_words(self._example_terms, self._counter_terms, k=k) if self._example_terms else []
         if words and not self.topic.words:
-            from dataclasses import replace
-
-            from topiccrawl.scoring import text as _text
-
-            self.topic = replace(self.topic, words=dict(words))
-            _text.add_words([w for w, _ in words])
+            self._use_words(dict(words))
             self.scorer = RelevanceScorer(self.topic, anchor_weight=self.config.anchor_weight)
         return words
+
+    def _use_words(self, words: dict[str, float]) -> None:
+        """Give a topic without words of its own the words derived from its examples."""
+        self.topic = replace(self.topic, words=words)
+        add_words(list(words))
 
     def _unseen(self, links: list[ScoredLink]) -> list[ScoredLink]:
         """Drop links this process has already handed to Scrapy. The scheduler's duplicate filter
@@ -409,9 +409,7 @@ class TopicCrawl:
         self.harvest_rows = state["harvest_rows"]
         self.focus = state.get("focus", self.focus)
         if state.get("topic_words") and not self.topic.words:  # words derived from examples
-            from dataclasses import replace
-
-            self.topic = replace(self.topic, words=dict(state["topic_words"]))
+            self._use_words(dict(state["topic_words"]))
             self.scorer = scorer_from_state(state["scorer"], self.topic)
 
 

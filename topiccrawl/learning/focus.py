@@ -100,9 +100,9 @@ class PageFocus:
             return []
         r = np.asarray(self._relevance)
         strong = max(self.beta, float(np.quantile(r, self.strong_quantile)))
-        idx = np.flatnonzero(r >= strong)
         if strong <= 0.0:
             return []
+        idx = np.flatnonzero(r >= strong)
         if len(idx) > self.max_pseudo:
             idx = np.argsort(-r)[: self.max_pseudo]
         return [self._rows[i] for i in idx]
@@ -111,14 +111,15 @@ class PageFocus:
         """Fit on the positives and the unlabeled pages now; False when there are too few of either."""
         self._next_fit = self.pages + max(self.refit_every, self.pages // 2)
         positives = self._examples + self._pseudo_positives()
-        unlabeled = self._rows + self._counter
-        if len(positives) < 2 or len(unlabeled) < 2:
+        if len(positives) < 2 or len(self._rows) + len(self._counter) < 2:
             return False
+        fetched = sp.vstack(self._rows, format="csr") if self._rows else None  # stacked once: fit and re-score
+        unlabeled = [m for m in (fetched, *self._counter) if m is not None]
         self.classifier.refit(sp.vstack(positives, format="csr"), sp.vstack(unlabeled, format="csr"))
         self.fitted = True
         self.refits += 1
         self.positives_used = len(positives)
-        self._base_mean = self.classifier.expected_harvest(sp.vstack(self._rows, format="csr")) if self._rows else 0.0
+        self._base_mean = self.classifier.expected_harvest(fetched) if fetched is not None else 0.0
         self._base_pages = self.pages
         self._since = 0.0
         return True

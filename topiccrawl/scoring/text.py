@@ -206,6 +206,11 @@ def _text(el) -> str:
     return _SPACE.sub(" ", " ".join(el.itertext())).strip()
 
 
+def document_terms(ex: Extracted) -> list[str]:
+    """The terms a page is scored and classified by: its title, meta description and keywords, text."""
+    return tokenize(" ".join((ex.title, ex.description, " ".join(ex.keywords), ex.text)))
+
+
 def extract(body: bytes, url: str, content_type: str | None = None,
             context_words: int = 10) -> Extracted:
     """Title, main text, meta keywords/description, language and anchors of an HTML page.

@@ -11,7 +11,7 @@ from twisted.internet.defer import Deferred
 
 from topiccrawl.crawl.meta import META_KEY
 from topiccrawl.crawl.runtime import TopicCrawl
-from topiccrawl.scoring.text import extract, tokenize
+from topiccrawl.scoring.text import document_terms, extract
 
 
 class FocusedSpider(scrapy.Spider):
@@ -89,7 +89,7 @@ class FocusedSpider(scrapy.Spider):
         if topic.examples_dir:
             for path in sorted(Path(topic.examples_dir).glob("*.htm*")):
                 ex = extract(path.read_bytes(), path.as_uri(), "text/html")
-                tc.add_example(tokenize(" ".join((ex.title, ex.description, " ".join(ex.keywords), ex.text))))
+                tc.add_example(document_terms(ex))
                 self.crawler.stats.inc_value("topiccrawl/examples/read")
         urls = [(u, False) for u in tc.example_urls(self.examples_arg)]
         urls += [(u, True) for u in topic.counter_examples]
