@@ -27,19 +27,12 @@ from topiccrawl.crawl.codec import RequestPacker
 from topiccrawl.crawl.engine import live_requests
 from topiccrawl.crawl.meta import META_KEY
 from topiccrawl.crawl.runtime import TopicCrawl, registered_domain
-from topiccrawl.strategies.simple import Frontier, Link, make_frontier
+from topiccrawl.crawl.settings import build_frontier
+from topiccrawl.strategies.base import Frontier, Link
 
 logger = logging.getLogger(__name__)
 
 STATE_FILE = "topiccrawl.state"
-
-def strategy_options(crawler, tc: TopicCrawl) -> dict:
-    """The options a strategy factory reads: every ``TOPICCRAWL_*`` setting, lower-cased without
-    the prefix, with the crawl's parsed configuration (spider arguments applied) on top."""
-    options = {k[len("TOPICCRAWL_"):].lower(): v for k, v in crawler.settings.items() if k.startswith("TOPICCRAWL_")}
-    options.update(vars(tc.config))
-    return options
-
 
 class TopicScheduler(BaseScheduler):
     """The memory scheduler; the Redis schedulers (``topiccrawl.redis``) subclass it with their own
@@ -52,7 +45,7 @@ class TopicScheduler(BaseScheduler):
         self.stats = stats
         self.tc = TopicCrawl.for_crawler(crawler)
         if frontier is None:
-            frontier = make_frontier(self.tc.config.strategy, self.tc.is_truly_relevant, strategy_options(crawler, self.tc))
+            frontier = build_frontier(crawler.settings, self.tc.config.strategy, self.tc.is_truly_relevant)
         self.frontier: Frontier = frontier
         self.spider = None
         self.packer = RequestPacker()

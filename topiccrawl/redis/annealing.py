@@ -170,11 +170,11 @@ class RedisFCSAHostFrontier(RedisSAFrontier):
         return {**super().stats(), "sa/hosts_with_feedback": self.r.hlen(self.sa_keys["quality"])}
 
 
-def make_redis_frontier(client, keys: dict[str, str], strategy: str, options: dict, is_relevant=None,
+def make_redis_frontier(client, keys: dict[str, str], strategy: str, options, is_relevant=None,
                         **lease) -> RedisFrontier:
-    """The shared frontier of ``strategy`` (``options``: the crawl's ``TOPICCRAWL_*`` settings,
-    lower-cased without the prefix); ``lease``: lease_seconds, budget, worker. Bad options raise
-    the memory factories' one-line errors (FrontierError / ConfigError)."""
+    """The shared frontier of ``strategy`` (``options``: its options object, from
+    ``crawl.settings.strategy_options``, or a settings mapping); ``lease``: lease_seconds, budget,
+    worker. Bad options raise the memory factories' one-line errors (FrontierError / ConfigError)."""
     kinds = {"wl": RedisWLFrontier, "sa": RedisSAFrontier, "fcsa-host": RedisFCSAHostFrontier}
     if strategy in kinds:
         return kinds[strategy].from_options(client, keys, options, **lease)

@@ -42,8 +42,8 @@ from topiccrawl.crawl.codec import decode, encode
 from topiccrawl.crawl.engine import default_callback
 from topiccrawl.crawl.meta import META_KEY
 from topiccrawl.crawl.runtime import TopicCrawl
-from topiccrawl.crawl.scheduler import TopicScheduler, strategy_options
-from topiccrawl.crawl.settings import ConfigError
+from topiccrawl.crawl.scheduler import TopicScheduler
+from topiccrawl.crawl.settings import ConfigError, strategy_options
 from topiccrawl.redis.annealing import make_redis_frontier
 from topiccrawl.redis.connection import connect, crawl_keys, redact
 from topiccrawl.redis.dupefilter import RedisDupeFilter
@@ -163,7 +163,7 @@ class RedisScheduler(RedisWorker, TopicScheduler):
         self.refused: str | None = None
         lease = {"lease_seconds": cfg.lease_seconds, "budget": cfg.max_pages, "worker": self.worker}
         try:
-            frontier = make_redis_frontier(client, self.keys, cfg.strategy, strategy_options(crawler, tc),
+            frontier = make_redis_frontier(client, self.keys, cfg.strategy, strategy_options(crawler.settings, cfg.strategy),
                                            tc.is_truly_relevant, **lease)
         except ConfigError as exc:  # e.g. a WL option the Redis store lacks: refused in open()
             self.refused = str(exc)

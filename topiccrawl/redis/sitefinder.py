@@ -33,6 +33,7 @@ from twisted.internet import task
 
 from topiccrawl.crawl.runtime import TopicCrawl
 from topiccrawl.crawl.scheduler import TopicScheduler
+from topiccrawl.crawl.settings import strategy_options
 from topiccrawl.redis.connection import crawl_keys, redact
 from topiccrawl.redis.scheduler import RedisWorker
 from topiccrawl.redis.sites import RedisSiteTasks
@@ -116,9 +117,7 @@ class RedisSiteScheduler(RedisWorker, TopicScheduler):
         tc = TopicCrawl.for_crawler(crawler)
         cfg = tc.config
         dupefilter = build_from_crawler(load_object(crawler.settings["DUPEFILTER_CLASS"]), crawler)
-        options = {k[len("TOPICCRAWL_"):].lower(): v for k, v in crawler.settings.items()
-                   if k.startswith("TOPICCRAWL_")}
-        frontier = make_sitefinder(options, cls=SharedSiteFinderFrontier)
+        frontier = make_sitefinder(strategy_options(crawler.settings, "sitefinder"), cls=SharedSiteFinderFrontier)
         super().__init__(crawler, dupefilter, jobdir, stats, frontier=frontier)
         frontier.shared = self
         self.r = client
