@@ -85,7 +85,8 @@ def _check_shared_crawl(workers, client, single):
     state = _redis_state(client)
     assert state["waiting"] == 0 and state["leased"] == 0
     assert set(sites) == set(state["results"]) == state["candidates"], "a candidate site has no verdict"
-    # a site is verified from its entry page (scheme://host/), not from the search hit
+    # a candidate is named by its root (scheme://host/); its verification starts from its search hits
+    # (noted in Redis before the offer), then that root and its sitemap
     assert all(e == f"http://{s}/" for s, e in state["entries"].items()), state["entries"]
     # the same candidate sites and verdicts as one process; the walk inside a site may differ by a
     # few pages (a page's links reach the frontier while the next page is being chosen, in one

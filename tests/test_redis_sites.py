@@ -94,3 +94,19 @@ def test_an_alias_host_counts_for_its_site(redis_server):
     assert set(a.candidates()) == {"x.cn", "y.cn"} and a.found_by("y.cn") == ["q3", "q2"]
     assert a.status()["leased"] == 1 and a.counters()["aliases_merged"] == 1
     assert json.loads(first)["site"] == "x.cn"
+
+
+def test_a_sites_search_hits_are_kept_in_order_for_the_worker_that_claims_it(redis_server):
+    from topiccrawl.redis.sites import MAX_HITS
+
+    a, b = _tasks(redis_server, "a"), _tasks(redis_server, "b")
+    a.add_hit("hits.example.cn", "http://hits.example.cn/a.html")
+    assert a.offer_site("hits.example.cn", "http://hits.example.cn/", "q1")
+    b.add_hit("hits.example.cn", "http://hits.example.cn/b.html")  # another worker's search, same site
+    member, _ = b.claim()
+    assert json.loads(member)["site"] == "hits.example.cn"
+    assert b.hits("hits.example.cn") == ["http://hits.example.cn/a.html", "http://hits.example.cn/b.html"]
+    for i in range(MAX_HITS + 5):
+        a.add_hit("hits.example.cn", f"http://hits.example.cn/{i}.html")
+    assert len(b.hits("hits.example.cn")) == MAX_HITS  # the first ones are kept
+    assert b.hits("other.example.cn") == []

@@ -234,14 +234,15 @@ def link(url):
 
 
 def test_frontier_interleaves_sites_and_ignores_others():
-    f = make_frontier("sitefinder", options={"sites_num_rel_pages": "1", "sites_page_threshold": "0.5"})
+    f = make_frontier("sitefinder", options={"sites_num_rel_pages": "1", "sites_page_threshold": "0.5",
+                                             "sites_sitemap": "false"})
     assert isinstance(f, SiteFinderFrontier)
     f.expect("http://search.test/search?q=x")
     f.push(link("http://search.test/search?q=x"))
     assert f.pop().url == "http://search.test/search?q=x"  # search requests first
-    assert f.add_site("http://a.test/p/1.html", "q1") == "http://a.test/"
-    assert f.add_site("http://a.test/p/2.html", "q2") is None  # each site checked once
-    assert f.add_site("http://b.test/x", "q1") == "http://b.test/"
+    assert f.add_site("http://a.test/", "q1") == ["http://a.test/"]
+    assert f.add_site("http://a.test", "q2") == []  # each site checked once
+    assert f.add_site("http://b.test/", "q1") == ["http://b.test/"]
     for url in ("http://a.test/", "http://b.test/", "http://c.test/"):
         f.push(link(url))
     assert len(f) == 2 and f.ignored == 1

@@ -9,7 +9,8 @@ for the tasks it holds; what differs from one process:
   nothing to hand out — so a worker holds about as many sites as it has free download slots;
 * a claimed search page is fetched and parsed here; its task ends when its callback has run (the
   sites and the next page it found are in Redis by then);
-* a claimed site is verified here from its entry page; the verdict goes to Redis once
+* a claimed site is verified here from its entry pages (the search hits noted in Redis before the
+  site was offered, its root, ``/sitemap.xml``); the verdict goes to Redis once
   (``HSETNX``) and the spider yields the item only if this worker wrote it;
 * leases are renewed every ``TOPICCRAWL_LEASE_SECONDS / 3``; a dead worker's tasks go back to the
   list when their leases expire and are done again from the start (a site restarts its walk);
@@ -54,12 +55,14 @@ class SharedSiteFinderFrontier(SiteFinderFrontier):
 
     shared: RedisSiteScheduler
 
-    def add_site(self, url: str, query: str = "") -> str | None:
+    def add_site(self, url: str, query: str = "", hits: list[str] | None = None) -> list[str]:
         host = site_of(url)
-        if host:  # verified from its entry page, as in one process
+        if host:  # verified from its entry pages, as in one process
+            alias = self.aliases.get(host)
+            self.shared.tasks.add_hit(alias or host, url)  # before the offer: the claimer reads it
             self.shared.tasks.offer_site(host, entry_url(url), query)
             self.shared.forget_pending()
-        return None  # the spider requests nothing: the worker that claims the site does
+        return []  # the spider requests nothing: the worker that claims the site does
 
     def landed(self, url: str, final_url: str) -> str | None:
         site = super().landed(url, final_url)
@@ -68,16 +71,19 @@ class SharedSiteFinderFrontier(SiteFinderFrontier):
             self.shared.tasks.add_alias(final, site)  # other workers file this host under the site too
         return site
 
-    def take_site(self, entry: str, queries: list[str]) -> str | None:
-        """Register a claimed site locally; its entry URL (None if this worker has it already)."""
-        first = None
-        for q in queries or [""]:
-            got = SiteFinderFrontier.add_site(self, entry, q)
-            first = first or got
-        return first
+    def take_site(self, entry: str, queries: list[str], hits: list[str] | None = None) -> list[str]:
+        """Register a claimed site locally; its entry pages ([] if this worker has it already)."""
+        if self.site(entry) is not None:
+            return []
+        site = site_of(entry)
+        hits = [h for h in hits or () if site_of(h) == site]
+        pages = SiteFinderFrontier.add_site(self, entry, queries[0] if queries else "", hits=hits)
+        for q in queries[1:]:
+            SiteFinderFrontier.add_site(self, entry, q)
+        return pages
 
-    def report(self, url: str, score: float, rules=(), note: str = "", links=()) -> dict | None:
-        result = super().report(url, score, rules, note, links)
+    def report(self, url: str, score: float, rules=(), note: str = "", links=(), final=None) -> dict | None:
+        result = super().report(url, score, rules, note, links, final)
         return None if result is None else self.shared.site_done(result)
 
     def count_search(self, query: str, n: int) -> None:
@@ -94,9 +100,7 @@ class SharedSiteFinderFrontier(SiteFinderFrontier):
                                         "reason": "", "good_pages": 0, "pages_fetched": 0, "classes": 0,
                                         "evidence": [], "queries": []}
             row["queries"] = c["found_by"]
-            if self.is_true_site is not None:
-                row["truly_relevant"] = bool(self.is_true_site(row["entry"]))
-            rows.append(row)
+            rows.append(self.judge(row))
         return rows
 
     def results(self) -> list[dict]:
@@ -252,10 +256,11 @@ class RedisSiteScheduler(RedisWorker, TopicScheduler):
             self.stats.inc_value("topiccrawl/sites/aliases_merged")
             return
         self.site_task[site] = member
-        entry = self.frontier.take_site(entry, self.tasks.found_by(site))
-        if entry is None:
+        pages = self.frontier.take_site(entry, self.tasks.found_by(site), self.tasks.hits(site))
+        if not pages:
             return
-        super().enqueue_request(spider._page_request(entry, 0))
+        for url in pages:
+            super().enqueue_request(spider._page_request(url, 0))
         self.stats.inc_value("topiccrawl/sites/sites_claimed")
 
     def search_done(self, member: str) -> None:

@@ -11,6 +11,8 @@ to Redis. Keys under ``topiccrawl:<crawl_id>:`` (docs/deploy.md, "Redis settings
 ``sites:entries``   HASH site → entry URL; ``sites:found_by`` HASH site → its queries, one per line
 ``sites:aliases``   HASH host → site, for a host a site's pages redirected to (``x.com`` → ``www.x.com``
                     is the site ``x.com``): such a host is not a candidate of its own
+``sites:hits:<site>`` LIST of the search hits that named the site (its first entry pages, at most
+                    :data:`MAX_HITS`), written before the site is offered
 ``sites:results``   HASH site → verdict (JSON, ``SiteVerifier.result``), written once (``HSETNX``)
 ``sites:counts``    HASH query → search results; ``sites:stats`` HASH of counters
 
@@ -32,6 +34,10 @@ KEYS = ("sites:tasks", "sites:seen", "sites:leases", "sites:owner", "sites:entri
         "sites:aliases", "sites:results", "sites:counts", "sites:stats", "sites:seq")
 
 
+#: search hits kept per site (the entry pages its verification starts from)
+MAX_HITS = 20
+
+
 def site_keys(prefix: str) -> dict[str, str]:
     """``{"sites:tasks": "<prefix>sites:tasks", ...}`` for ``prefix`` = ``topiccrawl:<crawl_id>:``."""
     return {name: prefix + name for name in KEYS}
@@ -42,6 +48,7 @@ class RedisSiteTasks:
 
     def __init__(self, client, prefix: str, *, worker: str, lease_seconds: float) -> None:
         self.r, self.k, self.worker, self.lease_seconds = client, site_keys(prefix), worker, lease_seconds
+        self.prefix = prefix
         self.leases = Leases(client, self.k["sites:leases"], self.k["sites:owner"])
         self._keys = [self.k[name] for name in KEYS]
         self._claim = self._script("sites_claim.lua")
@@ -67,6 +74,17 @@ class RedisSiteTasks:
         time) and note that ``query`` found it (every time). A host known as an alias of a site
         counts for that site."""
         return bool(self._offer_site(keys=self._keys, args=[site, entry, query.replace("\n", " ")]))
+
+    def add_hit(self, site: str, url: str) -> None:
+        """Note a search hit of ``site`` (call before :meth:`offer_site`, so that the worker that
+        claims the site finds it); the first :data:`MAX_HITS` are kept."""
+        key = f"{self.prefix}sites:hits:{site}"
+        with self.r.pipeline(transaction=True) as pipe:
+            pipe.rpush(key, url).ltrim(key, 0, MAX_HITS - 1).execute()
+
+    def hits(self, site: str) -> list[str]:
+        """The search hits of ``site`` in the order they were found (repeats possible)."""
+        return list(self.r.lrange(f"{self.prefix}sites:hits:{site}", 0, -1))
 
     # -- leasing --------------------------------------------------------------------------------------
     def claim(self) -> tuple[str | None, int]:

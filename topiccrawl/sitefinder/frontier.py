@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from topiccrawl.sitefinder.verifier import SiteVerifier, entry_url, site_of
+from topiccrawl.sitefinder.verifier import SiteVerifier, canonical_url, entry_pages, entry_url, site_of
 from topiccrawl.strategies.base import Link, StrategyOptions, option_field
 from topiccrawl.strategies.simple import _Base
 
@@ -22,29 +22,36 @@ class SiteFinderFrontier(_Base):
     """The ``sitefinder`` strategy: candidate sites verified side by side in one crawl.
 
     * ``expect(url)`` announces a non-site request (a search query); it is served first, FIFO.
-    * ``add_site(url, query)`` registers the site of a search hit; returns its entry URL the
-      first time (the spider then requests it), None afterwards ("each site checked once").
+    * ``add_site(url, query)`` registers the site of a search hit and returns the URLs the spider
+      requests: the first time the site's entry pages (the hit, the root, ``/sitemap.xml``:
+      :func:`~topiccrawl.sitefinder.verifier.entry_pages`), later a new hit of an undecided site
+      (a site is checked once, however many queries found it).
     * ``push`` files a link into its site's :class:`SiteVerifier`; links to unknown sites and to
       decided sites are ignored. A pushed link that carries the ``seq`` of a handed-out link is
       the redirect of that page: it is served next, bypassing the verifier.
     * ``pop`` goes round robin over the sites in order of discovery, each site choosing its page
       by H(A_k) (:meth:`SiteVerifier.next`); a site with a page in flight waits for its score.
     * ``landed(url, final_url)`` maps the host a page redirected to onto its site;
-      ``report(url, F, rules)`` records the score and returns the site verdict once decided.
+      ``report(url, F, rules, final=URL)`` records the score of the page that landed on ``URL``
+      and returns the site verdict once decided.
+    * Ground truth (statistics only, :meth:`set_truth`): a site is truly relevant when at least
+      ``truth_pages`` of its pages carry the rules' label (:class:`~topiccrawl.sitefinder.truth.SiteTruth`).
     """
 
     name = "sitefinder"
 
     def __init__(self, *, page_threshold: float = 0.7, num_rel_pages: int = 3,
                  num_exp_pages: int = 50, prior: float = 0.5, digits: bool = False,
-                 max_inflight: int = 1) -> None:
+                 max_inflight: int = 1, truth_pages: int = 3, sitemap: bool = True) -> None:
         super().__init__()
         self.params = dict(page_threshold=page_threshold, num_rel_pages=num_rel_pages,
                            num_exp_pages=num_exp_pages, prior=prior, digits=digits,
                            max_inflight=max_inflight)
+        self.truth_pages, self.sitemap = truth_pages, sitemap
         self.sites: dict[str, SiteVerifier] = {}
         self.aliases: dict[str, str] = {}
         self.expected: set[str] = set()
+        self.searches: set[str] = set()  # every search URL announced: a retry comes back with the same URL
         self.control: deque[Link] = deque()
         self.handed: dict[int, str] = {}  # seq -> URL of the links handed out, not yet reported
         self._handed_seq: dict[str, int] = {}
@@ -52,13 +59,16 @@ class SiteFinderFrontier(_Base):
         self._rr = 0
         self.is_true_site: Callable[[str], bool] | None = None
         self.count_true_sites: Callable[[], int] | None = None
+        self.is_true_page: Callable[[str], bool] | None = None
         self._true_total: int | None = None
         self.search_counts: dict[str, int] = {}  # query -> search results
 
-    def set_truth(self, is_true_site: Callable[[str], bool], count_true_sites: Callable[[], int] | None = None) -> None:
-        """Ground truth for the statistics: is the site of this entry URL truly relevant, and
-        how many true sites the corpus has (for recall). Never used to choose pages."""
-        self.is_true_site, self.count_true_sites = is_true_site, count_true_sites
+    def set_truth(self, is_true_site: Callable[[str], bool], count_true_sites: Callable[[], int] | None = None,
+                  is_true_page: Callable[[str], bool] | None = None) -> None:
+        """Ground truth for the statistics: is the site of this entry URL truly relevant, how
+        many true sites the corpus has (for recall), does a page carry the label (page-level
+        figures). Never used to choose pages."""
+        self.is_true_site, self.count_true_sites, self.is_true_page = is_true_site, count_true_sites, is_true_page
 
     # -- sites ------------------------------------------------------------------------------------
     def site(self, url: str) -> str | None:
@@ -66,24 +76,39 @@ class SiteFinderFrontier(_Base):
         host = self.aliases.get(host, host)
         return host if host in self.sites else None
 
-    def add_site(self, url: str, query: str = "") -> str | None:
+    def add_site(self, url: str, query: str = "", hits: list[str] | None = None) -> list[str]:
+        """Register the site of ``url`` (a search hit, or a URL the user named) found by ``query``;
+        the URLs to request: the site's entry pages the first time (``hits``: more hits known for
+        it, before ``url``), ``[url]`` for a new hit of a site still undecided, else ``[]``."""
         host = site_of(url)
         known = self.site(url)
         if known is not None:
             v = self.sites[known]
             if query and query not in v.found_by:
                 v.found_by.append(query)
-            return None
+            return [url] if self._new_hit(v, url) else []
         if not host:
-            return None
+            return []
         v = self.sites[host] = SiteVerifier(host, **self.params)
         v.entry = entry_url(url)
         if query:
             v.found_by.append(query)
-        return entry_url(url)
+        for hit in [*(hits or ()), url]:
+            if site_of(hit) == host:
+                self._new_hit(v, hit)
+        return entry_pages(v.entry, v.hits, self.sitemap)
+
+    def _new_hit(self, v: SiteVerifier, url: str) -> bool:
+        """A hit of a known site not requested yet (the site undecided): an entry page too."""
+        key = canonical_url(url)
+        if not v.wants(url) or key == canonical_url(v.entry) or any(canonical_url(h) == key for h in v.hits):
+            return False
+        v.hits.append(url)
+        return True
 
     def expect(self, url: str) -> None:
         self.expected.add(url)
+        self.searches.add(url)
 
     def wants(self, url: str) -> bool:
         site = self.site(url)
@@ -98,21 +123,30 @@ class SiteFinderFrontier(_Base):
         return site
 
     def report(self, url: str, score: float, rules: Iterable[str] = (), note: str = "",
-               links: Iterable[str] = ()) -> dict | None:
-        """Record F of the page requested as ``url`` and announce the same-site ``links`` the
-        spider queues next (:meth:`SiteVerifier.record`); the site's result if this decided it."""
+               links: Iterable[str] = (), final: str | None = None) -> dict | None:
+        """Record F of the page requested as ``url`` that landed on ``final`` (after redirects)
+        and announce the same-site ``links`` the spider queues next (:meth:`SiteVerifier.record`);
+        the site's result if this decided it."""
         site = self.site(url)
         if site is None:
             return None
         self.handed.pop(self._handed_seq.pop(url, -1), None)
         v = self.sites[site]
-        return self._result(v) if v.record(url, score, rules, note, links) else None
+        links = [u for u in links if self.site(u) == site]  # only this site's links can arrive here
+        return self._result(v) if v.record(url, score, rules, note, links, final) else None
 
     def _result(self, v: SiteVerifier) -> dict:
-        out = v.result()
+        return self.judge(v.result())
+
+    def judge(self, row: dict) -> dict:
+        """``row`` (a :meth:`SiteVerifier.result`) with ground truth added when known:
+        ``truly_relevant`` (the k-pages rule) and ``labelled`` on each evidence page."""
         if self.is_true_site is not None:
-            out["truly_relevant"] = bool(self.is_true_site(v.entry))
-        return out
+            row["truly_relevant"] = bool(self.is_true_site(row["entry"]))
+        if self.is_true_page is not None:
+            for page in row.get("evidence", ()):
+                page["labelled"] = bool(self.is_true_page(page["url"]))
+        return row
 
     def results(self) -> list[dict]:
         return [self._result(v) for v in self.sites.values()]
@@ -123,7 +157,7 @@ class SiteFinderFrontier(_Base):
             self.control.appendleft(link)
             return
         self._stamp(link)
-        if link.url in self.expected:
+        if link.url in self.expected or link.url in self.searches:  # a search page (or its retry)
             self.expected.discard(link.url)
             self.control.append(link)
             return
@@ -156,7 +190,7 @@ class SiteFinderFrontier(_Base):
 
     def state(self) -> dict:
         return {**super().state(), "sites": {k: v.state() for k, v in self.sites.items()},
-                "aliases": self.aliases, "expected": sorted(self.expected),
+                "aliases": self.aliases, "expected": sorted(self.expected), "searches": sorted(self.searches),
                 "search_counts": self.search_counts}
 
     def load_state(self, state: dict) -> None:
@@ -165,13 +199,14 @@ class SiteFinderFrontier(_Base):
             self.sites[host].load_state(vs)
         self.aliases.update(state.get("aliases", {}))
         self.expected.update(state.get("expected", ()))
+        self.searches.update(state.get("searches", ()))
         self.search_counts.update(state.get("search_counts", {}))
         super().load_state(state)
 
     # -- statistics -------------------------------------------------------------------------------
     def summary(self) -> dict:
         """Site statistics; precision, recall and per-query relevance need ground truth."""
-        rows = [v.result() for v in self.sites.values()]
+        rows = [self.judge(v.result()) for v in self.sites.values()]
         return {**self.summarize(rows), "sites/ignored_links": self.ignored}
 
     def summarize(self, rows: list[dict]) -> dict:
@@ -185,12 +220,21 @@ class SiteFinderFrontier(_Base):
             "sites/pages_fetched": sum(r["pages_fetched"] for r in rows),
             "sites/pages_per_site": round(sum(r["pages_fetched"] for r in decided) / len(decided), 3) if decided else 0.0,
         }
+        good = [e for r in rows for e in r.get("evidence", ()) if e["score"] >= self.params["page_threshold"]]
+        out["sites/good_pages"] = len(good)
+        if self.is_true_page is not None:  # page level, next to the site level
+            labelled = sum(bool(self.is_true_page(e["url"])) for e in good)
+            out["sites/good_pages_labelled"] = labelled
+            out["sites/page_precision"] = round(labelled / len(good), 4) if good else None
         if self.is_true_site is None:
             return out
         truth = {r["site"]: bool(self.is_true_site(r["entry"])) for r in rows}
         hits = sum(truth[r["site"]] for r in judged)
-        out["sites/truly_relevant_candidates"] = sum(truth.values())
+        true_candidates = sum(truth.values())
+        out["sites/truth_pages"] = self.truth_pages
+        out["sites/truly_relevant_candidates"] = true_candidates
         out["sites/precision"] = round(hits / len(judged), 4) if judged else None
+        out["sites/recall_candidates"] = round(hits / true_candidates, 4) if true_candidates else None
         if self.count_true_sites is not None:
             if self._true_total is None:
                 self._true_total = self.count_true_sites()
@@ -233,12 +277,17 @@ class SiteFinderOptions(StrategyOptions):
     sites_prior: float = option_field(0.5, low=0.0, high=1.0)
     sites_abstract_digits: bool = False
     sites_inflight: int = option_field(1, low=1)
+    #: ground truth (statistics only): a site is truly relevant when >= this many of its pages carry the label
+    sites_truth_pages: int = option_field(3, low=1)
+    #: try ``/sitemap.xml`` as an entry page of every site
+    sites_sitemap: bool = True
 
     def kwargs(self) -> dict:
         """The :class:`SiteFinderFrontier` arguments."""
         return {"page_threshold": self.sites_page_threshold, "num_rel_pages": self.sites_num_rel_pages,
                 "num_exp_pages": self.sites_num_exp_pages, "prior": self.sites_prior,
-                "digits": self.sites_abstract_digits, "max_inflight": self.sites_inflight}
+                "digits": self.sites_abstract_digits, "max_inflight": self.sites_inflight,
+                "truth_pages": self.sites_truth_pages, "sitemap": self.sites_sitemap}
 
 
 def make_sitefinder(options: SiteFinderOptions | Mapping | None = None, is_relevant: Callable[[str], bool] | None = None,

@@ -8,6 +8,10 @@ After Li, Zhou, Guo, Lin (Tsinghua), "Website crawling for specific topics".
   highest H(A_k) = mean F over E_k (a prior for classes with nothing expanded yet); a page is good
   when F ≥ PageThreshold; the site is relevant once NumRelPages good pages are found, and judged
   irrelevant after NumExpPages expansions or when no page is left.
+* **Entry pages** (:func:`entry_pages`): verification starts from the search hits that named the
+  site, then its root and ``/sitemap.xml`` (:func:`sitemap_links`), all within NumExpPages.
+* **Pages are identified by the URL the response landed on** (after redirects, canonicalised with
+  ``w3lib.url.canonicalize_url``): a page reached under several URLs counts once per site.
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ import re
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from urllib.parse import parse_qsl, unquote, urlsplit
+from html import unescape
+from urllib.parse import parse_qsl, unquote, urljoin, urlsplit
 
 from w3lib.url import canonicalize_url
 
@@ -25,6 +30,12 @@ from w3lib.url import canonicalize_url
 # Sites and AbstractURL
 
 _DIGITS = re.compile(r"\d+")
+_SITEMAP = re.compile(rb"<(?:[\w-]+:)?(?:urlset|sitemapindex)\b", re.I)
+_LOC = re.compile(rb"<(?:[\w-]+:)?loc>\s*([^<]+?)\s*</(?:[\w-]+:)?loc>", re.I)
+#: the path of a site's sitemap tried as an entry page (the sitemaps.org default location)
+SITEMAP_PATH = "sitemap.xml"
+#: at most this many URLs of one sitemap are queued
+SITEMAP_LIMIT = 1000
 
 
 def site_of(url: str) -> str:
@@ -60,8 +71,43 @@ def abstract_url(url: str, digits: bool = False) -> str:
     return path + ("?" + "&".join(names) if names else "")
 
 
-def _canonical(url: str) -> str:
+def canonical_url(url: str) -> str:
+    """The identity of a page: ``w3lib.url.canonicalize_url`` without the fragment."""
     return canonicalize_url(url, keep_fragments=False)
+
+
+_canonical = canonical_url
+
+
+def entry_pages(root: str, hits: Iterable[str] = (), sitemap: bool = True) -> list[str]:
+    """The pages a site's verification starts from, in this order: the search ``hits`` that named
+    the site (those on the root's host, in the order found), the ``root`` page (what it links to
+    follows from there), then ``/sitemap.xml``. Each page once (canonical URL)."""
+    site = site_of(root)
+    urls = [h for h in hits if site_of(h) == site] + [root]
+    if sitemap:
+        urls.append(urljoin(root, "/" + SITEMAP_PATH))
+    seen: set[str] = set()
+    out = []
+    for url in urls:
+        key = canonical_url(url)
+        if key not in seen:
+            seen.add(key)
+            out.append(url)
+    return out
+
+
+def sitemap_links(body: bytes, base: str) -> list[str] | None:
+    """The ``<loc>`` URLs of a sitemaps.org sitemap or sitemap index (absolute, in file order, at
+    most :data:`SITEMAP_LIMIT`); None when ``body`` is not a sitemap."""
+    if not _SITEMAP.search(body[:4096]):
+        return None
+    out = []
+    for m in _LOC.finditer(body):
+        out.append(urljoin(base, unescape(m.group(1).decode("utf-8", "replace")).strip()))
+        if len(out) >= SITEMAP_LIMIT:
+            break
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -91,6 +137,8 @@ class SiteVerifier:
     H(A_k) = (1/|E_k|) Σ_{p ∈ E_k} F(p, R); a class with E_k empty has H = ``prior``. A failed
     fetch (HTTP error, non-HTML) is an expansion with F = 0. At most ``max_inflight`` pages are
     handed out before their scores come back (1 = the paper's strictly sequential algorithm).
+    A page is the URL its response landed on (``record(..., final=URL)``, canonicalised): a fetch
+    that lands on a page expanded before costs a fetch but is not scored again (note ``duplicate``).
     """
 
     def __init__(self, site: str, *, page_threshold: float = 0.7, num_rel_pages: int = 3,
@@ -104,6 +152,8 @@ class SiteVerifier:
         self.seen: set[str] = set()
         self.inflight: dict[str, str] = {}  # url -> class key
         self.announced: set[str] = set()  # links of expanded pages not pushed yet
+        self.landed: set[str] = set()  # canonical URLs the expanded pages landed on
+        self.hits: list[str] = []  # search hits that named the site (entry pages)
         self.expansions: list[dict] = []  # {"url", "score", "rules", "class"} in expansion order
         self.good: list[dict] = []
         self.queued = 0
@@ -151,26 +201,41 @@ class SiteVerifier:
 
     # -- results ----------------------------------------------------------------------------------
     def record(self, url: str, score: float, rules: Iterable[str] = (), note: str = "",
-               links: Iterable[str] = ()) -> bool:
+               links: Iterable[str] = (), final: str | None = None) -> bool:
         """Report F of an expanded page; True when this report decided the verdict.
 
+        ``url`` is the page handed out, ``final`` the URL its response landed on after redirects
+        (default ``url``): the page is recorded under ``final``, and a page that landed where an
+        earlier one did is a ``duplicate`` (a fetch, not a second page: neither scored nor good).
         ``links`` announces same-site links that will be ``add``-ed later (a crawler queues them
         after the report): the site is not "exhausted" while announced links are on their way.
         Reports for pages that were not handed out (a resumed crawl) are accepted too."""
         cls = self.inflight.pop(url, None) or abstract_url(url, self.digits)
-        self.seen.add(_canonical(url))
+        landed = final or url
+        key = _canonical(landed)
+        self.seen.update((_canonical(url), key))
+        self.announced.discard(key)
         self.announced.update(k for k in map(_canonical, links) if k not in self.seen)
-        row = {"url": url, "score": round(score, 6), "rules": list(rules), "class": cls}
-        if note:
-            row["note"] = note
+        duplicate = key in self.landed
+        self.landed.add(key)
+        row = {"url": landed, "score": round(score, 6), "rules": list(rules), "class": cls}
+        if key != _canonical(url):
+            row["requested"] = url
+        if note or duplicate:
+            row["note"] = "; ".join(filter(None, [note, "duplicate" if duplicate else ""]))
         self.expansions.append(row)
         if self.verdict is not None:  # in flight when the site was decided: counted, not judged
             return False
+        if duplicate:  # the same page again under another URL: a fetch, not a second page
+            return self._check_end()
         self.classes.setdefault(cls, _Class(cls)).scores.append(score)
         if score >= self.page_threshold:
             self.good.append(row)
         if len(self.good) >= self.num_rel_pages:
             return self._decide("relevant", f"{len(self.good)} pages with F >= {self.page_threshold}")
+        return self._check_end()
+
+    def _check_end(self) -> bool:
         if len(self.expansions) >= self.num_exp_pages:
             return self._decide("irrelevant", "budget")
         if not self.inflight and not self.queued and not self.announced:
@@ -200,12 +265,14 @@ class SiteVerifier:
         """Everything but the queued pages (re-added by the frontier on load)."""
         queued = {_canonical(u) for c in self.classes.values() for _, u, _ in c.queue}
         return {"site": self.site, "entry": self.entry, "seen": sorted(self.seen - queued),
+                "landed": sorted(self.landed), "hits": self.hits,
                 "scores": {k: c.scores for k, c in self.classes.items() if c.scores},
                 "expansions": self.expansions, "good": self.good, "verdict": self.verdict,
                 "reason": self.reason, "found_by": self.found_by}
 
     def load_state(self, state: dict) -> None:
         self.entry, self.seen = state["entry"], set(state["seen"])
+        self.landed, self.hits = set(state.get("landed", ())), list(state.get("hits", ()))
         for key, scores in state["scores"].items():
             self.classes.setdefault(key, _Class(key)).scores = list(scores)
         self.expansions, self.good = state["expansions"], state["good"]
@@ -215,15 +282,20 @@ class SiteVerifier:
 Fetch = Callable[[str], "tuple[str, float, list[str], list[str]] | None"]
 
 
-def verify_site(url: str, fetch: Fetch, **params) -> SiteVerifier:
-    """Run the verification of the site of ``url`` sequentially (benchmarks, tests).
+def verify_site(url: str, fetch: Fetch, hits: Iterable[str] = (), sitemap: bool = False,
+                **params) -> SiteVerifier:
+    """Run the verification of the site of ``url`` sequentially (benchmarks, tests), from its
+    :func:`entry_pages`: the ``hits``, the root and, with ``sitemap``, ``/sitemap.xml``.
 
-    ``fetch(url)`` returns (final URL, F, matched rules, outlinks) or None for a failed fetch;
-    outlinks of other sites are ignored. ``params`` go to :class:`SiteVerifier`."""
+    ``fetch(url)`` returns (final URL after redirects, F, matched rules, outlinks) or None for a
+    failed fetch; outlinks of other sites are ignored (a sitemap is fetched like a page: F = 0,
+    its ``<loc>`` URLs as outlinks). ``params`` go to :class:`SiteVerifier`."""
     site = site_of(url)
     v = SiteVerifier(site, **params)
     v.entry = entry_url(url)
-    v.add(v.entry)
+    v.hits = [h for h in hits if site_of(h) == site]
+    for page in entry_pages(v.entry, v.hits, sitemap):
+        v.add(page)
     while (picked := v.next()) is not None:
         page_url, _ = picked
         got = fetch(page_url)
@@ -235,5 +307,5 @@ def verify_site(url: str, fetch: Fetch, **params) -> SiteVerifier:
         for link in links:
             if site_of(link) in hosts:
                 v.add(link)
-        v.record(page_url, score, rules)
+        v.record(page_url, score, rules, final=final)
     return v

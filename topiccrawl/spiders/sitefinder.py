@@ -1,15 +1,17 @@
 """The site finder: ``scrapy crawl sitefinder -a rules=bookstore-zh [-a queries=FILE] [-a backend=local]``.
 
 Meta-search, then minimum-cost verification of every candidate site (Li, Zhou, Guo, Lin;
-:mod:`topiccrawl.sitefinder.core`, docs/sitefinder.md). ``start()`` sends every query to every backend
+:mod:`topiccrawl.sitefinder`, docs/sitefinder.md). ``start()`` sends every query to every backend
 (through Scrapy, so the offline web lab's proxy applies); each search hit's host becomes a
-candidate site, verified once from its entry page. The ``sitefinder`` frontier interleaves the
-sites; this spider scores each page F(P, R), passes its same-site links and reports F. One item
-per checked site: site, verdict, good_pages, pages_fetched, evidence, queries (JSON lines feed).
+candidate site, verified once from its entry pages: the hits that named it, its root and
+``/sitemap.xml``. The ``sitefinder`` frontier interleaves the sites; this spider scores each page
+F(P, R), passes its same-site links and reports F under the URL the response landed on. One
+item per checked site: site, verdict, good_pages, pages_fetched, evidence, queries (JSON lines).
 """
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import asdict
 
 import scrapy
@@ -21,7 +23,8 @@ from topiccrawl.discovery.search import SearchBackendError, make_backend
 from topiccrawl.scoring.text import extract
 from topiccrawl.sitefinder.frontier import SiteFinderFrontier
 from topiccrawl.sitefinder.rules import Query, SiteFinderError, load_queries, load_rules
-from topiccrawl.sitefinder.verifier import site_of
+from topiccrawl.sitefinder.truth import SiteTruth
+from topiccrawl.sitefinder.verifier import SITEMAP_PATH, sitemap_links
 
 SF_KEY = "sitefinder"
 
@@ -30,10 +33,11 @@ class SiteFinderSpider(scrapy.Spider):
     """Spider arguments: ``rules`` (a shipped rule set name or a .toml path; default
     bookstore-zh), ``queries`` (a .toml or text file; default: the rules file's queries),
     ``backend`` (comma-separated: local, searxng), ``search_url`` (base URL of the backend,
-    required for searxng), ``search_pages`` (result pages per query), ``sites`` (extra candidate
-    URLs, comma-separated, verified without a search). Verification settings:
-    ``TOPICCRAWL_SITES_PAGE_THRESHOLD``, ``_NUM_REL_PAGES``, ``_NUM_EXP_PAGES``, ``_PRIOR``,
-    ``_ABSTRACT_DIGITS``, ``_INFLIGHT``.
+    required for searxng; ``backend_url`` is a deprecated alias), ``search_pages`` (result pages
+    per query), ``sites`` (extra candidate URLs, comma-separated, verified from that URL as from a
+    search hit). Verification settings: ``TOPICCRAWL_SITES_PAGE_THRESHOLD``, ``_NUM_REL_PAGES``,
+    ``_NUM_EXP_PAGES``, ``_PRIOR``, ``_ABSTRACT_DIGITS``, ``_INFLIGHT``, ``_SITEMAP``; ground
+    truth of the statistics: ``_TRUTH_PAGES``.
     """
 
     name = "sitefinder"
@@ -47,16 +51,25 @@ class SiteFinderSpider(scrapy.Spider):
 
     def __init__(self, *args, rules: str = "bookstore-zh", queries: str | None = None,
                  backend: str = "local", search_url: str | None = None,
-                 search_pages: str | None = None, sites: str = "", **kwargs):
+                 search_pages: str | None = None, sites: str = "", backend_url: str | None = None, **kwargs):
         super().__init__(*args, **kwargs)
+        if backend_url is not None:
+            warnings.warn("spider argument backend_url is deprecated: use search_url", DeprecationWarning, stacklevel=2)
+            self.logger.warning("spider argument backend_url is deprecated: use -a search_url=URL")
         (self.rules, self.queries, self.pages, self.backends,
-         self.extra_sites) = self.check_arguments(rules, queries, backend, search_url, search_pages, sites)
+         self.extra_sites) = self.check_arguments(rules, queries, backend, search_url, search_pages, sites,
+                                                  backend_url=backend_url)
 
     @staticmethod
     def check_arguments(rules: str = "bookstore-zh", queries: str | None = None, backend: str = "local",
                         search_url: str | None = None, search_pages: str | None = None,
-                        sites: str = "", **_ignored) -> tuple:
-        """Parse the spider arguments; raise SiteFinderError or SearchBackendError (one line)."""
+                        sites: str = "", backend_url: str | None = None, **_ignored) -> tuple:
+        """Parse the spider arguments; raise SiteFinderError or SearchBackendError (one line).
+        ``backend_url``: the deprecated name of ``search_url``."""
+        if backend_url is not None and search_url is not None and backend_url != search_url:
+            raise SiteFinderError("give the search backend's URL once: -a search_url=URL "
+                                  "(backend_url is its deprecated alias)")
+        search_url = search_url if search_url is not None else backend_url
         ruleset = load_rules(rules)
         if queries:
             query_list, pages = load_queries(queries)
@@ -97,24 +110,30 @@ class SiteFinderSpider(scrapy.Spider):
                               "SCHEDULER=topiccrawl.crawl.scheduler.TopicScheduler")
             return
         self._set_truth(frontier)
-        for url in self.extra_sites:
-            entry = frontier.add_site(url, "sites argument")
-            if entry:
+        for url in self.extra_sites:  # verified from that URL, as from a search hit
+            for entry in frontier.add_site(url, "sites argument"):
                 yield self._page_request(entry, 0)
         for backend in self.backends:
             for query in self.queries:
                 yield self._search_request(backend, query, 1)
 
     def _set_truth(self, frontier: SiteFinderFrontier) -> None:
+        """The k-pages rule (:class:`SiteTruth`) over the corpus or the labels file, built on first use."""
         gt, label = self.tc.ground_truth, self.rules.label
         if gt is None or not label:
             return
         corpus = self.tc.corpus
+        # the pages that carry labels: the corpus's, or those of TOPICCRAWL_GROUND_TRUTH's file
+        urls = corpus.iter_urls if corpus is not None else gt._urls
+        built: list[SiteTruth] = []
 
-        def count() -> int:
-            return len({site_of(u) for u in corpus.iter_urls() if label in corpus.labels(u)})
+        def truth() -> SiteTruth:
+            if not built:
+                built.append(SiteTruth.from_pages(urls(), gt.labels, label, frontier.truth_pages, gt.identity))
+            return built[0]
 
-        frontier.set_truth(lambda url: label in gt.labels(url), count if corpus is not None else None)
+        frontier.set_truth(lambda url: truth().is_true(url), lambda: len(truth()),
+                           lambda url: label in gt.labels(url))
 
     def _search_request(self, backend, query, pageno: int) -> scrapy.Request:
         url = backend.search_url(query.text, pageno)
@@ -138,8 +157,7 @@ class SiteFinderSpider(scrapy.Spider):
         stats.inc_value("topiccrawl/sites/search_results", len(results))
         self.frontier.count_search(query, len(results))
         for hit in results:
-            entry = self.frontier.add_site(hit.url, query)
-            if entry:
+            for entry in self.frontier.add_site(hit.url, query):
                 yield self._page_request(entry, 0)
         if results and info["pageno"] < self.pages:
             yield self._search_request(backend, Query(**info["query"]), info["pageno"] + 1)
@@ -159,25 +177,41 @@ class SiteFinderSpider(scrapy.Spider):
     def parse_page(self, response):
         requested = response.meta.get("redirect_urls", [response.url])[0]
         frontier = self.frontier
-        if frontier.landed(requested, response.url) is None:
+        site = frontier.landed(requested, response.url)
+        if site is None:
             return
-        if not isinstance(response, TextResponse):
-            verdict = frontier.report(requested, 0.0, note="non-html")
+
+        def same_site(url: str) -> bool:  # links to other sites are ignored (and never announced)
+            return frontier.site(url) == site and frontier.wants(url)
+
+        ctype = response.headers.get("Content-Type", b"").decode("latin-1")
+        locs = sitemap_links(response.body, response.url) if self._maybe_sitemap(response, ctype) else None
+        if locs is not None:  # a sitemap: its URLs are the site's pages (F = 0 for the file itself)
+            links = {u: "" for u in locs if same_site(u)}
+            score, matched, note = 0.0, [], "sitemap"
+        elif not isinstance(response, TextResponse) or ("xml" in ctype.lower() and "html" not in ctype.lower()):
+            verdict = frontier.report(requested, 0.0, note="non-html", final=response.url)
             if verdict:
                 yield self._item(verdict)
             return
-        ex = extract(response.body, response.url, response.headers.get("Content-Type", b"").decode("latin-1"))
-        score, matched = self.rules.score(f"{ex.title}\n{ex.text}")
-        links = {a.url: a.text for a in ex.anchors if frontier.wants(a.url)}
+        else:
+            ex = extract(response.body, response.url, ctype)
+            score, matched = self.rules.score(f"{ex.title}\n{ex.text}")
+            links, note = {a.url: a.text for a in ex.anchors if same_site(a.url)}, ""
         # Scrapy may queue the requests of a callback after it has run: the links are announced with
         # the report so that the site does not look exhausted meanwhile
-        verdict = frontier.report(requested, score, matched, links=links)
+        verdict = frontier.report(requested, score, matched, note=note, links=links, final=response.url)
         if verdict:
             yield self._item(verdict)
             return
         depth = int((response.meta.get(META_KEY) or {}).get("depth", 0))
         for url, anchor in links.items():
             yield self._page_request(url, depth + 1, response.url, anchor.strip()[:200])
+
+    @staticmethod
+    def _maybe_sitemap(response, ctype: str) -> bool:
+        ctype = ctype.lower()
+        return ("xml" in ctype and "html" not in ctype) or response.url.rstrip("/").endswith("/" + SITEMAP_PATH)
 
     def page_failed(self, failure):
         request = failure.request
