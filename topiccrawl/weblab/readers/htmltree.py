@@ -9,7 +9,8 @@ then ``zh-CN/text/shared/...``), the site root is the highest directory they rea
 they are, so a crawler following real links finds real pages.
 
 * ``opaque=1`` serves each page at ``/p/<16 hex>.html`` (a hash of its path under DIR) so that
-  the URL cannot leak a label; the served bodies get every navigation link rewritten to absolute
+  the URL cannot leak a label (:meth:`HtmlTreeCorpus.url_of` and ``scrapy serveweb SPEC --url-of
+  PATH`` name a page's URL by its path); the served bodies get every navigation link rewritten to absolute
   opaque URLs (links to missing same-site files become ``/x/<hash>``, still 404) and ``<base>``
   removed.
 * Labels: an optional ``DIR/labels.tsv`` (``relative/path<TAB>label,label``), and with
@@ -145,6 +146,25 @@ class HtmlTreeCorpus(Corpus):
     def _mirror_rel(self, link: str) -> str | None:
         path = unquote(urlsplit(link).path).lstrip("/")
         return self._mirror.get(path) or self._mirror.get(posixpath.join(path, "index.html"))
+
+    def url_of(self, path: str) -> str:
+        """The served URL of the file at ``path``: relative to DIR (``scalc/main0106.html``), an
+        absolute path under DIR, or the page's mirrored URL path (``/zh-CN/text/scalc/...``).
+        Raises :class:`CorpusError` (one line) when no page of the tree is there."""
+        raw = path.strip()
+        rel = None
+        if raw and Path(raw).is_absolute():
+            try:
+                rel = Path(raw).resolve().relative_to(self.root.resolve()).as_posix()
+            except ValueError:
+                rel = None
+        if rel not in self.files:
+            rel = raw.removeprefix("./")
+        if rel not in self.files:
+            rel = self._mirror_rel(f"http://{self.host}/{quote(raw.lstrip('/'))}")
+        if rel is None or rel not in self.files:
+            raise CorpusError(f"htmltree: no page at {path!r} under {self.root} (give a path relative to it)")
+        return self.files[rel].url
 
     # -- Corpus interface ----------------------------------------------------------------------
     def has_host(self, host: str) -> bool:
