@@ -7,10 +7,13 @@
 ``--queries ""`` uses the rules file's own ``[queries]`` (e.g. ``--rules phoneshop-zh``).
 Per seed (one repetition each): the lab's search engine (:mod:`topiccrawl.weblab.search`, cached
 under $TOPICCRAWL_CACHE) answers every query; search hits are merged into candidate sites; each
-site is verified by :func:`topiccrawl.sitefinder.core.verify_site` with pages read straight from the
-corpus (redirects followed, robots.txt not consulted), scored once and cached, so parameter
-sweeps cost no extra page generation. Ground truth: a site is truly relevant if its entry page
-carries the rules file's ``label``; recall counts hosts with any page carrying it.
+site is verified by :func:`topiccrawl.sitefinder.verifier.verify_site` as the spider does it: from
+its entry pages (its search hits, the root, ``/sitemap.xml``), each page identified by the URL it
+landed on, with pages read straight from the corpus (redirects followed, robots.txt not
+consulted), scored once and cached, so parameter sweeps cost no extra page generation. Ground
+truth (:class:`topiccrawl.sitefinder.truth.SiteTruth`): a site is truly relevant when at least
+``--truth-pages`` (default 3) of its pages carry the rules file's ``label``; recall is over every
+such site of the corpus. The navigation-portal rows verify the listed sites from their roots.
 
 Tables (markdown on stdout and in ``--out``): precision and relevant sites vs PageThreshold;
 pages per site vs NumRelPages and vs NumExpPages; AbstractURL variant and prior; the query set
@@ -32,7 +35,8 @@ from urllib.parse import urljoin
 
 from topiccrawl.scoring.text import extract
 from topiccrawl.sitefinder.rules import load_queries, load_rules
-from topiccrawl.sitefinder.verifier import site_of, verify_site
+from topiccrawl.sitefinder.truth import SiteTruth
+from topiccrawl.sitefinder.verifier import site_of, sitemap_links, verify_site
 from topiccrawl.weblab.corpus import open_corpus
 from topiccrawl.weblab.generated import PORTAL_URL
 from topiccrawl.weblab.search import SearchIndex
@@ -45,21 +49,30 @@ DEFAULTS = {"page_threshold": 0.7, "num_rel_pages": 3, "num_exp_pages": 50, "pri
 class Lab:
     """One corpus: search, cached page scores, ground truth."""
 
-    def __init__(self, spec: str, rules) -> None:
+    def __init__(self, spec: str, rules, truth_pages: int = 3) -> None:
         self.corpus = open_corpus(spec)
         self.rules = rules
         self.index = SearchIndex.for_spec(self.corpus, spec).build()
         self.pages: dict[str, tuple | None] = {}
         self.label = rules.label
-        self.true_sites = {site_of(u) for u in self.corpus.iter_urls() if self.label in self.corpus.labels(u)}
+        self.truth = SiteTruth.from_pages(self.corpus.iter_urls(), self.corpus.labels, self.label, truth_pages,
+                                          self.corpus.canonical)
+        self.true_sites = self.truth.true_sites()
+        self.hits: dict[str, list[str]] = {}  # site -> search hits that named it (entry pages)
 
     def search(self, query: str, pages: int) -> list[str]:
+        """The http(s) hit URLs of ``query`` (result pages 1..``pages``), also noted per site in
+        :attr:`hits` (other schemes, e.g. WebKB's ftp: pages, are not sites a crawler verifies)."""
         urls = []
         for pageno in range(1, pages + 1):
             hits = self.index.search(query, pageno)["results"]
-            urls += [h["url"] for h in hits]
+            urls += [h["url"] for h in hits if h["url"].startswith(("http://", "https://"))]
             if not hits:
                 break
+        for url in urls:
+            found = self.hits.setdefault(site_of(url), [])
+            if url not in found:
+                found.append(url)
         return urls
 
     def fetch(self, url: str):
@@ -78,13 +91,17 @@ class Lab:
                 continue
             if page.status != 200:
                 return None
-            ex = extract(page.body, url, page.headers.get("Content-Type", ""))
+            ctype = page.headers.get("Content-Type", "")
+            locs = sitemap_links(page.body, url) if "xml" in ctype.lower() else None
+            if locs is not None:
+                return url, 0.0, [], locs
+            ex = extract(page.body, url, ctype)
             score, matched = self.rules.score(f"{ex.title}\n{ex.text}")
             return url, score, matched, [a.url for a in ex.anchors]
         return None
 
     def is_true(self, site: str) -> bool:
-        return self.label in self.corpus.labels(f"http://{site}/")
+        return self.truth.is_true(site)
 
     def portal_sites(self) -> set[str]:
         """Hosts listed by the navigation portal (its home and directory pages)."""
@@ -100,9 +117,12 @@ class Lab:
         return listed
 
 
-def evaluate(lab: Lab, sites, **params) -> dict:
+def evaluate(lab: Lab, sites, hits: bool = True, **params) -> dict:
+    """Verify ``sites`` as the spider does (from their search hits, root and sitemap; ``hits=False``:
+    from the root and sitemap only, e.g. sites listed by a portal)."""
     p = {**DEFAULTS, **params}
-    runs = [verify_site(f"http://{s}/", lab.fetch, **p) for s in sorted(sites)]
+    runs = [verify_site(f"http://{s}/", lab.fetch, hits=lab.hits.get(s, []) if hits else (), sitemap=True, **p)
+            for s in sorted(sites)]
     judged = [v for v in runs if v.verdict == "relevant"]
     hits = sum(lab.is_true(v.site) for v in judged)
     pages = [len(v.expansions) for v in runs]
@@ -161,8 +181,8 @@ METRICS = [("candidates", "candidate sites"), ("judged", "judged relevant"), ("t
            ("pages_relevant", "pages/relevant site"), ("pages_irrelevant", "pages/irrelevant site")]
 
 
-def run_seed(spec: str, rules, queries, pages: int) -> dict[str, list[dict]]:
-    lab = Lab(spec, rules)
+def run_seed(spec: str, rules, queries, pages: int, truth_pages: int = 3) -> dict[str, list[dict]]:
+    lab = Lab(spec, rules, truth_pages)
     found: dict[str, list[str]] = {}
     query_rows = []
     for q in queries:
@@ -200,14 +220,15 @@ def run_seed(spec: str, rules, queries, pages: int) -> dict[str, list[dict]]:
     portal = lab.portal_sites()
     listed_true = {s for s in portal if lab.is_true(s)}
     ours = {s for s in cands
-            if verify_site(f"http://{s}/", lab.fetch, **DEFAULTS).verdict == "relevant" and lab.is_true(s)}
+            if verify_site(f"http://{s}/", lab.fetch, hits=lab.hits.get(s, []), sitemap=True, **DEFAULTS).verdict
+            == "relevant" and lab.is_true(s)}
     nan = float("nan")
     out["portal"] = [
         {"value": "portal listing, picked by ground truth", "candidates": len(portal), "judged": len(listed_true),
          "true_found": len(listed_true), "precision": 1.0 if listed_true else nan,
          "recall": len(listed_true) / len(lab.true_sites), "pages_per_site": nan, "pages_relevant": nan,
          "pages_irrelevant": nan},
-        {"value": "portal listing + verification", **evaluate(lab, portal)},
+        {"value": "portal listing + verification", **evaluate(lab, portal, hits=False)},
         {"value": "meta-search + verification", **evaluate(lab, cands)},
         {"value": "portal's true sites also found by meta-search + verification", "candidates": len(listed_true),
          "judged": len(ours & listed_true), "true_found": len(ours & listed_true), "precision": nan,
@@ -281,6 +302,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rules", default="bookstore-zh")
     ap.add_argument("--queries", default=str(REPO / "data" / "rules" / "bookstore-queries-zh.toml"))
     ap.add_argument("--pages", type=int, default=0, help="search result pages per query (default: the file's)")
+    ap.add_argument("--truth-pages", type=int, default=3,
+                    help="k: a site is truly relevant when >= k of its pages carry the label (default 3)")
     ap.add_argument("--out", help="also write the markdown here")
     ap.add_argument("--json", help="write the per-seed rows here (JSON)")
     ap.add_argument("--plots", help="directory for the PNG figures")
@@ -297,12 +320,13 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
     sep = "&" if "?" in args.web else "?"
-    runs = [run_seed(f"{args.web}{sep}seed={s}", rules, queries, pages) for s in seeds]
+    runs = [run_seed(f"{args.web}{sep}seed={s}", rules, queries, pages, args.truth_pages) for s in seeds]
     merged = {k: mean_rows([r[k] for r in runs]) for k in runs[0]}
     val = [("value", "")]
     parts = [
         f"Synthetic: generated web `{args.web}`, seeds {args.seeds} ({len(seeds)} repetition(s), means), rules "
-        f"`{rules.name}` (label `{rules.label}`), {len(queries)} queries x {pages} result pages; defaults "
+        f"`{rules.name}` (label `{rules.label}`, a site truly relevant with >= {args.truth_pages} labelled pages), "
+        f"{len(queries)} queries x {pages} result pages; defaults "
         f"PageThreshold 0.7, NumRelPages 3, NumExpPages 50, prior 0.5, paper AbstractURL. "
         f"Run time {time.monotonic() - started:.0f} s.\n",
         table("Corpus", merged["corpus"], [("value", "spec (first seed)"), ("hosts", "hosts"),

@@ -1,22 +1,30 @@
-"""The site finder's page score and site verification on WebKB (real 1996-97 pages, real labels).
+"""The site finder on WebKB (real 1996-97 university pages, real labels), for any rules file.
 
-    python -m bench.sitefinder_webkb --data-dir DIR --rules course-en \
-        [--out results.md] [--json results.json]
+    python -m bench.sitefinder_webkb --data-dir DIR --rules course-en,faculty-en,student-en,project-en \
+        [--truth-pages 3] [--out results.md] [--json results.json]
 
-WebKB has no search engine of its own and one host per university, so the task is defined as:
+Each rules file brings its own ``label`` (e.g. ``class:faculty``) and its own ``[queries]``
+(``--queries FILE`` replaces them); nothing here is specific to a page class. Per rule set:
 
-1. **Pages** (the main measure): every page served with status 200 is a candidate; it is judged a
-   course page when F(P, R) >= PageThreshold (the paper's page score, ``course-en`` rules) and
-   checked against WebKB's ``class:course`` label: precision, recall and F1 per PageThreshold.
-2. **Hosts** ("site = host"): a host is *truly relevant* when it has at least ``--min-course``
-   pages labelled ``class:course`` (default 3 = NumRelPages). Candidates are (a) the hosts of the
-   hits of the lab's local search (:mod:`topiccrawl.weblab.search`, SQLite FTS5 over the corpus) for
-   course queries, and (b) every host. Each candidate is verified by minimum-cost verification
-   (defaults PageThreshold 0.7, NumRelPages 3, NumExpPages 50) from ``http://host/`` as the spider
-   does (``root``), and, as a variant, from the root plus the search hits / all pages of the host
-   listed in the corpus (``root+hits``): many WebKB hosts have no root page in the set. Reported:
-   host precision and recall, pages per site, and the *evidence precision* (share of the good
-   pages found during verification that carry ``class:course``).
+1. **Pages** (the page score alone): every page served with status 200 is judged relevant when
+   F(P, R) >= PageThreshold and checked against the rules file's label: precision, recall, F1.
+2. **Hosts** ("site = host"): a host is *truly relevant* when at least ``--truth-pages`` of its
+   pages carry the label (:class:`topiccrawl.sitefinder.truth.SiteTruth`, the spider's rule).
+   Candidates are the hosts of the hits of the lab's local search
+   (:mod:`topiccrawl.weblab.search`, SQLite FTS5 over the corpus) for the rules file's queries.
+   Each candidate is verified by minimum-cost verification with the spider's defaults
+   (PageThreshold 0.7, NumRelPages 3, NumExpPages 50) as the spider does it: from its entry pages
+   (its search hits, the root, ``/sitemap.xml``), each page identified by the URL it landed on
+   after redirects (counted once per site). Rows: that (``entry pages``), the old start from the
+   root only (``root only``), the same without the NumExpPages limit (what following links from
+   the entry pages can reach at all in the corpus), and the **all-pages upper bound**: every page
+   of the host scored, the host judged relevant when at least NumRelPages distinct pages reach
+   PageThreshold (what the page score could do at any cost; pages/site = the host's pages), on
+   the candidates and on all hosts.
+
+Reported per row: host precision, recall among the searched candidates (truly relevant judged /
+truly relevant candidates), recall over all truly relevant hosts of the corpus, pages fetched per
+site, and at page level the share of the verifier's good pages that carry the label.
 """
 
 from __future__ import annotations
@@ -27,44 +35,20 @@ import os
 import statistics
 import sys
 import time
-from collections import Counter
+from collections import defaultdict
 from pathlib import Path
 
 from bench.sitefinder import DEFAULTS, Lab, table
-from topiccrawl.sitefinder.rules import load_rules
-from topiccrawl.sitefinder.verifier import SiteVerifier, entry_url, site_of
+from topiccrawl.sitefinder.rules import load_queries, load_rules
+from topiccrawl.sitefinder.verifier import canonical_url, site_of, verify_site
 
-REPO = Path(__file__).resolve().parent.parent
-
-LABEL = "class:course"
-QUERIES = ["course syllabus", "homework assignments", "lecture notes", "midterm final exam",
-           "office hours instructor", "course cs"]
 THRESHOLDS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
-
-
-def verify(lab: Lab, site: str, starts: list[str], **params) -> SiteVerifier:
-    """Minimum-cost verification of ``site`` from its root page and ``starts`` (same loop as
-    :func:`topiccrawl.sitefinder.core.verify_site`, which starts from the root only)."""
-    v = SiteVerifier(site, **{**DEFAULTS, **params})
-    v.entry = entry_url(f"http://{site}/")
-    for url in [v.entry, *starts]:
-        v.add(url)
-    while (picked := v.next()) is not None:
-        url, _ = picked
-        got = lab.fetch(url)
-        if got is None:
-            v.record(url, 0.0, note="failed")
-            continue
-        final, score, rules, links = got
-        for link in links:
-            if site_of(link) in (site, site_of(final)):
-                v.add(link)
-        v.record(url, score, rules)
-    return v
+NAN = float("nan")
 
 
 def page_rows(lab: Lab) -> tuple[list[dict], dict]:
-    """Precision/recall of F >= t against class:course over every status-200 page."""
+    """Precision/recall of F >= t against the label over every status-200 page."""
+    label = lab.label
     scored = []
     for url in lab.corpus.iter_urls():
         page = lab.corpus.get(url)
@@ -72,38 +56,170 @@ def page_rows(lab: Lab) -> tuple[list[dict], dict]:
             continue
         got = lab.fetch(url)
         if got is not None:
-            scored.append((got[1], LABEL in lab.corpus.labels(url), got[2]))
+            scored.append((got[1], label in lab.corpus.labels(url), got[2]))
     positives = sum(t for _, t, _ in scored)
     rows = []
     for t in THRESHOLDS:
         pred = [truth for f, truth, _ in scored if f >= t]
         tp = sum(pred)
-        p = tp / len(pred) if pred else float("nan")
-        r = tp / positives
+        p = tp / len(pred) if pred else NAN
+        r = tp / positives if positives else NAN
         rows.append({"value": t, "predicted": len(pred), "tp": tp, "precision": p, "recall": r,
                      "f1": 2 * p * r / (p + r) if pred and p + r else 0.0})
     rule_rows = {}
     for name in (r.name for r in lab.rules.rules):
         fired = [truth for _, truth, m in scored if name in m]
         rule_rows[name] = (len(fired), sum(fired))
-    info = {"pages": len(scored), "course_pages": positives, "rules": rule_rows}
+    info = {"pages": len(scored), "labelled_pages": positives, "rules": rule_rows}
     return rows, info
 
 
-def host_eval(lab: Lab, course: Counter, min_course: int, cands: dict[str, list[str]], **params) -> dict:
-    truth = {h for h, n in course.items() if n >= min_course}
-    runs = [verify(lab, h, starts, **params) for h, starts in sorted(cands.items())]
-    judged = [v for v in runs if v.verdict == "relevant"]
-    hits = sum(v.site in truth for v in judged)
-    good = [g for v in runs for g in v.good]
-    good_true = sum(LABEL in lab.corpus.labels(g["url"]) for g in good)
-    nan = float("nan")
-    return {"candidates": len(runs), "true_cands": sum(h in truth for h in cands), "judged": len(judged),
-            "true_found": hits, "precision": hits / len(judged) if judged else nan,
-            "recall": hits / len(truth) if truth else nan,
-            "pages_per_site": statistics.fmean(len(v.expansions) for v in runs) if runs else nan,
-            "exhausted": sum(v.reason == "exhausted" for v in runs),
-            "good_pages": len(good), "evidence_precision": good_true / len(good) if good else nan}
+def host_pages(lab: Lab) -> dict[str, list[str]]:
+    """Every http page URL of the corpus by host."""
+    by_host: dict[str, list[str]] = defaultdict(list)
+    for u in lab.corpus.iter_urls():
+        if u.startswith("http"):
+            by_host[site_of(u)].append(u)
+    return by_host
+
+
+def _row(lab: Lab, truth_cands: set[str], judged: list[str], pages: list[int], *, candidates: int,
+         exhausted: int = 0, good: list[str] = (), duplicates: int = 0) -> dict:
+    hits = sum(lab.is_true(s) for s in judged)
+    found_true = sum(lab.is_true(s) for s in judged if s in truth_cands)
+    good_true = sum(lab.label in lab.corpus.labels(u) for u in good)
+    return {"candidates": candidates, "true_cands": len(truth_cands), "judged": len(judged), "true_found": hits,
+            "precision": hits / len(judged) if judged else NAN,
+            "recall_cands": found_true / len(truth_cands) if truth_cands else NAN,
+            "recall_all": hits / len(lab.true_sites) if lab.true_sites else NAN,
+            "pages_per_site": statistics.fmean(pages) if pages else NAN,
+            "exhausted": exhausted, "duplicates": duplicates, "good_pages": len(good),
+            "evidence_precision": good_true / len(good) if good else NAN}
+
+
+def verified(lab: Lab, cands: dict[str, list[str]], **params) -> dict:
+    """Verify every candidate as the spider does: from ``cands[host]`` (its search hits; [] = the
+    root only), the root and, with hits, the sitemap."""
+    p = {**DEFAULTS, **params}
+    runs = [verify_site(f"http://{h}/", lab.fetch, hits=hits, sitemap=bool(hits), **p)
+            for h, hits in sorted(cands.items())]
+    truth_cands = {h for h in cands if lab.is_true(h)}
+    judged = [v.site for v in runs if v.verdict == "relevant"]
+    return _row(lab, truth_cands, judged, [len(v.expansions) for v in runs], candidates=len(runs),
+                exhausted=sum(v.reason == "exhausted" for v in runs),
+                good=[g["url"] for v in runs for g in v.good],
+                duplicates=sum("duplicate" in r.get("note", "") for v in runs for r in v.expansions))
+
+
+def upper_bound(lab: Lab, hosts: list[str], by_host: dict[str, list[str]], threshold: float) -> dict:
+    """Every page of each host scored: relevant when >= NumRelPages distinct landed pages reach the threshold."""
+    need = DEFAULTS["num_rel_pages"]
+    judged, pages, good = [], [], []
+    for h in hosts:
+        seen: dict[str, str] = {}
+        for u in by_host.get(h, []):
+            got = lab.fetch(u)
+            if got is not None and got[1] >= threshold:
+                seen.setdefault(canonical_url(got[0]), got[0])
+        pages.append(len(by_host.get(h, [])))
+        if len(seen) >= need:
+            judged.append(h)
+            good += list(seen.values())
+    truth_cands = {h for h in hosts if lab.is_true(h)}
+    return _row(lab, truth_cands, judged, pages, candidates=len(hosts), good=good)
+
+
+HOST_COLS = [("value", "candidates, start pages, PageThreshold"), ("candidates", "candidate hosts"),
+             ("true_cands", "truly relevant candidates"), ("judged", "judged relevant"),
+             ("true_found", "truly relevant judged"), ("precision", "precision"),
+             ("recall_cands", "recall among candidates"), ("recall_all", "recall over all true hosts"),
+             ("pages_per_site", "pages/site"), ("exhausted", "exhausted"), ("duplicates", "duplicate fetches"),
+             ("good_pages", "good pages"), ("evidence_precision", "good pages labelled")]
+
+
+def run_rules(web: str, name: str, truth_pages: int, queries_file: str | None, search_pages: int) -> dict:
+    started = time.monotonic()
+    rules = load_rules(name)
+    if not rules.label:
+        raise SystemExit(f"{rules.path}: no 'label': nothing to score against")
+    queries, qpages = load_queries(queries_file) if queries_file else (rules.queries, 0)
+    if not queries:
+        raise SystemExit(f"{rules.path}: no [queries] in the rules file: pass --queries FILE")
+    pages = search_pages or qpages or rules.search_pages or 1
+    lab = Lab(web, rules, truth_pages)
+    rows, info = page_rows(lab)
+    query_rows = []
+    for q in queries:
+        urls = lab.search(q.text, pages)
+        query_rows.append({"value": q.text, "results": len(urls),
+                           "labelled_hits": sum(lab.label in lab.corpus.labels(u) for u in urls),
+                           "hosts": len({site_of(u) for u in urls}),
+                           "true_hosts": len({site_of(u) for u in urls if lab.is_true(site_of(u))})})
+    cands = {h: hits for h, hits in lab.hits.items() if h}
+    by_host = host_pages(lab)
+    host_rows = []
+    for t in (0.7, 0.5):
+        host_rows.append({"value": f"search candidates, entry pages (hits, root, sitemap), {t}",
+                          **verified(lab, cands, page_threshold=t)})
+        host_rows.append({"value": f"search candidates, root only (before), {t}",
+                          **verified(lab, {h: [] for h in cands}, page_threshold=t)})
+        host_rows.append({"value": f"search candidates, entry pages, no NumExpPages limit (link-reachability bound), {t}",
+                          **verified(lab, cands, page_threshold=t, num_exp_pages=10**6)})
+        host_rows.append({"value": f"search candidates, all pages scored (upper bound), {t}",
+                          **upper_bound(lab, sorted(cands), by_host, t)})
+        host_rows.append({"value": f"all hosts, all pages scored (upper bound), {t}",
+                          **upper_bound(lab, sorted(by_host), by_host, t)})
+    return {"rules": rules.name, "label": rules.label, "queries": len(queries), "search_pages": pages,
+            "truth_pages": truth_pages, "hosts": len(by_host), "true_hosts": len(lab.true_sites),
+            "info": info, "page_rows": rows, "query_rows": query_rows, "host_rows": host_rows,
+            "seconds": time.monotonic() - started}
+
+
+def report(res: dict) -> str:
+    label, k = res["label"], res["truth_pages"]
+    info = res["info"]
+    base = info["labelled_pages"] / info["pages"] if info["pages"] else NAN
+    return "\n".join([
+        f"## `{res['rules']}` (label `{label}`)\n",
+        f"Real data: {info['pages']} status-200 pages scored, {info['labelled_pages']} labelled `{label}` (base rate "
+        f"{base:.3f}); {res['hosts']} http hosts, {res['true_hosts']} truly relevant (>= {k} pages labelled `{label}`); "
+        f"{res['queries']} queries of the rules file x {res['search_pages']} result pages. Run time {res['seconds']:.0f} s.\n",
+        table(f"Pages: F >= PageThreshold vs {label}", res["page_rows"],
+              [("value", "PageThreshold"), ("predicted", "pages predicted"), ("tp", f"of them {label}"),
+               ("precision", "precision"), ("recall", "recall"), ("f1", "F1")]),
+        table("Rules: pages where each rule fires",
+              [{"value": r, "fired": n, "labelled": c, "share": c / n if n else NAN} for r, (n, c) in info["rules"].items()],
+              [("value", "rule"), ("fired", "pages"), ("labelled", f"of them {label}"), ("share", "share labelled")]),
+        table("Local search queries (the rules file's)", res["query_rows"],
+              [("value", "query"), ("results", "results"), ("labelled_hits", f"hits labelled {label}"),
+               ("hosts", "hosts"), ("true_hosts", "truly relevant hosts")]),
+        table(f"Hosts (truly relevant = >= {k} pages labelled {label}; NumRelPages 3, NumExpPages 50)",
+              res["host_rows"], HOST_COLS),
+    ])
+
+
+def summary(results: list[dict]) -> str:
+    rows = []
+    for res in results:
+        spider = res["host_rows"][0]
+        reach = res["host_rows"][2]
+        bound = res["host_rows"][3]
+        rows.append({"value": f"`{res['rules']}`", "label": f"`{res['label']}`", "true_hosts": res["true_hosts"],
+                     "candidates": spider["candidates"], "true_cands": spider["true_cands"],
+                     "judged": spider["judged"], "precision": spider["precision"],
+                     "recall_cands": spider["recall_cands"], "recall_all": spider["recall_all"],
+                     "pages_per_site": spider["pages_per_site"], "r_recall": reach["recall_cands"],
+                     "b_precision": bound["precision"],
+                     "b_recall": bound["recall_cands"], "b_pages": bound["pages_per_site"],
+                     "evidence": spider["evidence_precision"]})
+    return table("Summary: search candidates verified from their entry pages (PageThreshold 0.7)", rows, [
+        ("value", "rules"), ("label", "label"), ("true_hosts", "truly relevant hosts"),
+        ("candidates", "candidate hosts"), ("true_cands", "truly relevant candidates"), ("judged", "judged relevant"),
+        ("precision", "precision"), ("recall_cands", "recall among candidates"),
+        ("recall_all", "recall over all true hosts"), ("pages_per_site", "pages/site"),
+        ("evidence", "good pages labelled"), ("r_recall", "no budget: recall among candidates"),
+        ("b_precision", "upper bound: precision"),
+        ("b_recall", "upper bound: recall among candidates"), ("b_pages", "upper bound: pages/site")])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -111,9 +227,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--web", help="corpus spec (default: webkb:DATA_DIR/webkb)")
     ap.add_argument("--data-dir", default=os.environ.get("TOPICCRAWL_DATA_DIR"),
                     help="folder of the third-party corpora (default: $TOPICCRAWL_DATA_DIR)")
-    ap.add_argument("--rules", default="course-en")
-    ap.add_argument("--search-pages", type=int, default=3, help="result pages per query (10 hits each)")
-    ap.add_argument("--min-course", type=int, default=3, help="class:course pages that make a host truly relevant")
+    ap.add_argument("--rules", default="course-en", help="rule sets, comma-separated (names or .toml paths)")
+    ap.add_argument("--queries", help="a queries file used instead of each rules file's [queries]")
+    ap.add_argument("--search-pages", type=int, default=0,
+                    help="result pages per query, 10 hits each (default: the rules file's `pages`, else 1)")
+    ap.add_argument("--truth-pages", type=int, default=3,
+                    help="k: a host is truly relevant when >= k of its pages carry the label (default 3)")
     ap.add_argument("--out")
     ap.add_argument("--json")
     args = ap.parse_args(argv)
@@ -121,62 +240,16 @@ def main(argv: list[str] | None = None) -> int:
         if not args.data_dir:
             ap.error("give --web, or --data-dir or TOPICCRAWL_DATA_DIR (the folder holding webkb/)")
         args.web = f"webkb:{Path(args.data_dir) / 'webkb'}"
-    started = time.monotonic()
-    rules = load_rules(args.rules)
-    lab = Lab(args.web, rules)
-    course = Counter(site_of(u) for u in lab.corpus.iter_urls() if LABEL in lab.corpus.labels(u))
-    rows, info = page_rows(lab)
-
-    hits: dict[str, list[str]] = {}
-    query_rows = []
-    for q in QUERIES:
-        urls = lab.search(q, args.search_pages)
-        for u in urls:
-            hits.setdefault(site_of(u), []).append(u)
-        course_hits = sum(LABEL in lab.corpus.labels(u) for u in urls)
-        query_rows.append({"value": q, "results": len(urls), "course_hits": course_hits,
-                           "hosts": len({site_of(u) for u in urls})})
-    by_host: dict[str, list[str]] = {}
-    for u in lab.corpus.iter_urls():
-        if u.startswith("http"):
-            by_host.setdefault(site_of(u), []).append(u)
-    host_rows = []
-    for name, cands in (("search hits' hosts", {h: sorted(set(us)) for h, us in hits.items()}),
-                        ("all hosts", by_host)):
-        for mode in ("root", "root+hits" if name.startswith("search") else "root+all pages"):
-            starts = cands if mode != "root" else {h: [] for h in cands}
-            for t in (0.5, 0.7):
-                host_rows.append({"value": f"{name}, {mode}, PageThreshold {t}",
-                                  **host_eval(lab, course, args.min_course, starts, page_threshold=t)})
-    truth = sum(n >= args.min_course for n in course.values())
-    parts = [
-        f"Real data: `{args.web}` ({info['pages']} status-200 pages scored, {info['course_pages']} labelled "
-        f"`{LABEL}`, base rate {info['course_pages'] / info['pages']:.3f}; {len(by_host)} http hosts, "
-        f"{truth} with >= {args.min_course} course pages), rules `{rules.name}`. Run time "
-        f"{time.monotonic() - started:.0f} s.\n",
-        table("Pages: F >= PageThreshold vs class:course", rows,
-              [("value", "PageThreshold"), ("predicted", "pages predicted"), ("tp", "of them course"),
-               ("precision", "precision"), ("recall", "recall"), ("f1", "F1")]),
-        table("Rules: pages where each rule fires", [{"value": k, "fired": n, "course": c,
-                                                       "share": c / n if n else float("nan")}
-                                                      for k, (n, c) in info["rules"].items()],
-              [("value", "rule"), ("fired", "pages"), ("course", "of them course"), ("share", "share course")]),
-        table("Local search queries", query_rows, [("value", "query"), ("results", "results"),
-                                                   ("course_hits", "hits labelled course"), ("hosts", "hosts")]),
-        table(f"Hosts (truly relevant = >= {args.min_course} course pages; NumRelPages 3, NumExpPages 50)", host_rows,
-              [("value", "candidates, start pages, threshold"), ("candidates", "candidate hosts"),
-               ("true_cands", "truly relevant candidates"), ("judged", "judged relevant"),
-               ("true_found", "truly relevant judged"), ("precision", "precision"), ("recall", "recall"),
-               ("pages_per_site", "pages/site"), ("exhausted", "exhausted"), ("good_pages", "good pages"),
-               ("evidence_precision", "good pages labelled course")]),
-    ]
-    text = "\n".join(parts)
+    if args.truth_pages < 1:
+        ap.error("--truth-pages must be >= 1")
+    names = [n.strip() for n in args.rules.split(",") if n.strip()]
+    results = [run_rules(args.web, n, args.truth_pages, args.queries, args.search_pages) for n in names]
+    text = "\n".join([summary(results), *map(report, results)])
     print(text)
     if args.out:
         Path(args.out).write_text(text, encoding="utf-8")
     if args.json:
-        Path(args.json).write_text(json.dumps({"pages": rows, "info": info, "queries": query_rows, "hosts": host_rows},
-                                              indent=1, default=str), encoding="utf-8")
+        Path(args.json).write_text(json.dumps(results, indent=1, default=str), encoding="utf-8")
     return 0
 
 
