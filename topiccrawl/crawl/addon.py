@@ -9,14 +9,23 @@ no ``from_crawler`` returns another one.
 
 Everything is set with the ``addon`` priority, so a value in a project's settings.py, a spider's
 ``custom_settings`` or ``-s`` wins (``-s SCHEDULER=…`` gets exactly that scheduler). With
-``TOPICCRAWL_ENABLED = False`` the add-on installs nothing: a plain Scrapy crawl.
+``TOPICCRAWL_ENABLED = False`` the add-on installs nothing: a plain Scrapy crawl. In every case
+it keeps the process off the network for the public suffix list (Scrapy's cookie middleware uses
+tldextract's bundled snapshot) and masks the secrets of URLs in Scrapy's log lines that print
+settings or feed URIs.
 """
 
 from __future__ import annotations
 
+import os
+
 from scrapy.utils.misc import load_object
 
+from topiccrawl.crawl.errors import mask_secrets_in_logs
 from topiccrawl.crawl.settings import DEFAULTS
+
+#: tldextract's list of public-suffix-list URLs (newline-separated); empty: never download
+PSL_URLS_ENV = "TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS"
 
 #: (store, spider queue) -> scheduler class
 SCHEDULERS = {
@@ -32,6 +41,7 @@ DOWNLOADER_MIDDLEWARES = {
     "topiccrawl.crawl.middlewares.WebRoutingMiddleware": 740,
     "topiccrawl.crawl.middlewares.PrivateAddressMiddleware": 745,
     "topiccrawl.crawl.middlewares.FaultStatsMiddleware": 950,
+    "topiccrawl.crawl.middlewares.RetryRedirectFilterMiddleware": 960,
 }
 SPIDER_MIDDLEWARES = {"topiccrawl.crawl.middlewares.TrapGuardMiddleware": 800}
 ITEM_PIPELINES = {
@@ -57,6 +67,11 @@ class TopicCrawlAddon:
         return cls(crawler)
 
     def update_settings(self, settings) -> None:
+        # tldextract (Scrapy's cookie middleware builds one when it is first imported, after the
+        # add-ons) reads this variable for where to download the public suffix list from: empty =
+        # nowhere, use the snapshot it ships. Set by the user, it is left alone.
+        os.environ.setdefault(PSL_URLS_ENV, "")
+        mask_secrets_in_logs()  # e.g. "Error storing … feed in: ftp://user:***@host/…"
         for name, value in DEFAULTS.items():
             settings.set(name, value, priority="default")
         if not settings.getbool("TOPICCRAWL_ENABLED", True):

@@ -14,6 +14,8 @@
 * :class:`FaultStatsMiddleware` counts every fault a download meets in
   ``topiccrawl/faults/<kind>`` and repairs what can be repaired (a wrong charset header); it never
   swallows a retry: Scrapy's RetryMiddleware and RedirectMiddleware still see everything.
+* :class:`RetryRedirectFilterMiddleware` gives the redirect target of a retried request back to
+  the duplicate filter, so each URL is fetched and counted at most once whatever the retries.
 * :class:`TrapGuardMiddleware` (spider middleware) drops links that continue a chain of more than
   ``TOPICCRAWL_TRAP_GUARD_DEPTH`` consecutive links inside one URL shape (``trap_dropped``).
 
@@ -125,6 +127,44 @@ class PrivateAddressMiddleware(TopicComponent):
         if why is not None and not self._allowed(host, answer):
             self._refuse(request, f"{host} resolves to {answer}: {why}")
         return None
+
+
+#: meta keys: the spider itself marked the request ``dont_filter`` (not RetryMiddleware); the number
+#: of redirect hops of the request when it was last scheduled
+OWN_DONT_FILTER = "topiccrawl_dont_filter"
+REDIRECT_HOPS = "topiccrawl_redirect_hops"
+
+
+class RetryRedirectFilterMiddleware(TopicComponent):
+    """Each URL is fetched and counted at most once, whatever the retries.
+
+    RetryMiddleware marks a retried request ``dont_filter=True`` and RedirectMiddleware copies the
+    flag to the redirect target, so the target of a retried request skipped the duplicate filter:
+    a page already crawled through another link was fetched and counted again. On
+    ``request_scheduled`` (sent before the scheduler's duplicate filter, memory or Redis) a *new*
+    redirect target whose flag came from a retry gets ``dont_filter=False`` back and is counted in
+    ``topiccrawl/redirect_refiltered``. A retry of a redirect target (same number of hops) keeps
+    its flag, and so do the targets of requests the spider itself marked ``dont_filter`` (seeds,
+    search calls): Scrapy's behaviour there. No download method: the middleware only listens.
+    """
+
+    def __init__(self, crawler) -> None:
+        super().__init__(crawler)
+        crawler.signals.connect(self._scheduled, signal=signals.request_scheduled)
+
+    def _scheduled(self, request, spider) -> None:
+        meta = request.meta
+        redirects = meta.get("redirect_urls")
+        if not redirects:
+            if request.dont_filter and "retry_times" not in meta:
+                meta[OWN_DONT_FILTER] = True
+            return
+        if len(redirects) == meta.get(REDIRECT_HOPS, 0):  # a retry of a redirect target
+            return
+        meta[REDIRECT_HOPS] = len(redirects)
+        if request.dont_filter and not meta.get(OWN_DONT_FILTER):
+            request.dont_filter = False
+            self.crawler.stats.inc_value("topiccrawl/redirect_refiltered")
 
 
 class FaultStatsMiddleware(TopicComponent):

@@ -14,8 +14,10 @@ page and its links; item pipelines then add importance (PageRank) and record the
 from __future__ import annotations
 
 import logging
+import os
 import random
 import re
+import tempfile
 import weakref
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
@@ -26,6 +28,7 @@ from urllib.parse import urlsplit
 import tldextract
 from scrapy import signals
 
+from topiccrawl.crawl.errors import ConfigError
 from topiccrawl.crawl.items import PageItem
 from topiccrawl.crawl.settings import TopicCrawlConfig
 from topiccrawl.learning.focus import PageFocus
@@ -68,6 +71,54 @@ def _domain_of_host(host: str) -> str:
     # no public suffix (``.test`` hosts of the offline web, IP addresses): keep the last two labels
     host = ".".join(x for x in (ext.subdomain, ext.domain) if x)
     return host if ext.domain.replace(".", "").isdigit() else ".".join(host.split(".")[-2:])
+
+
+#: the environment variable Scrapyd sets to the id of the job it runs
+SCRAPYD_JOB_ENV = "SCRAPY_JOB"
+
+
+def output_template(settings) -> str:
+    """``TOPICCRAWL_OUTPUT_DIR``; under Scrapyd (``$SCRAPY_JOB`` set) and left at its default, one
+    folder per job, ``<default>/%(job)s``, so that two jobs of one spider keep their own outputs."""
+    template = str(settings.get("TOPICCRAWL_OUTPUT_DIR") or TopicCrawlConfig.output_dir)
+    priority = settings.getpriority("TOPICCRAWL_OUTPUT_DIR") if hasattr(settings, "getpriority") else None
+    if os.environ.get(SCRAPYD_JOB_ENV) and not priority:  # unset, or the add-on's default
+        template = os.path.join(template, "%(job)s")
+    return template
+
+
+def output_path(template: str, spider: str, started: datetime) -> Path:
+    """``template`` with ``%(name)s`` (the spider), ``%(time)s`` (the start, UTC) and ``%(job)s``
+    (Scrapyd's job id; the start time outside Scrapyd) filled in, made absolute. A one-line
+    :class:`ConfigError` for another placeholder."""
+    time = started.strftime("%Y%m%dT%H%M%S")
+    try:
+        path = template % {"name": spider, "time": time, "job": os.environ.get(SCRAPYD_JOB_ENV) or time}
+    except (KeyError, ValueError, TypeError) as exc:
+        raise ConfigError(f"TOPICCRAWL_OUTPUT_DIR={template!r}: bad placeholder ({exc}); "
+                          "expected %(name)s, %(time)s or %(job)s") from None
+    return Path(path).expanduser().absolute()
+
+
+def check_output_dir(path: Path, what: str = "output directory") -> None:
+    """Raise a one-line :class:`ConfigError` unless a file can be written in folder ``path``;
+    folders created for the check are removed again (the crawl creates them when it writes)."""
+    created: list[Path] = []
+    try:
+        missing = [p for p in (path, *path.parents) if not p.exists()]
+        for folder in reversed(missing):
+            folder.mkdir()
+            created.append(folder)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as exc:
+        raise ConfigError(f"{what} {path} is not writable: {exc.strerror or exc}") from None
+    finally:
+        for folder in reversed(created):
+            try:
+                folder.rmdir()
+            except OSError:
+                pass
 
 
 #: spider arguments that override the TOPICCRAWL_* setting of the same name
@@ -141,6 +192,8 @@ class TopicCrawl:
         #: the Redis scheduler when TOPICCRAWL_STORE=redis: global DP budget and counters
         #: (set once through :meth:`use_shared_store`)
         self.shared = None
+        self._output_dir: Path | None = None
+        logger.info("output directory: %s", self.output_dir)
         self._start_web()
         self._load_ground_truth()
 
@@ -189,9 +242,11 @@ class TopicCrawl:
 
     @property
     def output_dir(self) -> Path:
-        """``TOPICCRAWL_OUTPUT_DIR`` with ``%(name)s`` (spider) and ``%(time)s`` (start, UTC) filled in."""
-        return Path(self.config.output_dir % {
-            "name": self.crawler.spider.name, "time": self.started.strftime("%Y%m%dT%H%M%S")})
+        """The crawl's output folder, absolute (:func:`output_path`)."""
+        if self._output_dir is None:
+            name = getattr(self.crawler.spider, "name", None) or self.crawler.spidercls.name
+            self._output_dir = output_path(output_template(self.crawler.settings), name, self.started)
+        return self._output_dir
 
     def seed_arg(self, arg: str | None) -> list[str]:
         """Seed URLs from a spider argument: comma-separated URLs, or ``truth:N`` on an offline
@@ -268,9 +323,10 @@ class TopicCrawl:
         frontier = self.frontier
         if frontier is None:
             return
+        skip = getattr(frontier, "queued_urls", ())  # pushed, not fetched yet: no features needed
         out = [(target, LinkFeatures(anchor=quick_terms(a.text), url=url_tokens(target),
                                      context=quick_terms(a.context), score=best[target].score, depth=depth + 1))
-               for target, a in anchors.items()]
+               for target, a in anchors.items() if target not in skip]
         frontier.observe_page(url, registered_domain(url), probability, out)
 
     @property
@@ -284,7 +340,8 @@ class TopicCrawl:
     def _make_focus(self) -> PageFocus:
         cfg = self.config
         return PageFocus(self.topic.beta, use_words=bool(self.topic.words), refit_every=cfg.classifier_refit_every,
-                         strong_quantile=cfg.classifier_quantile)
+                         strong_quantile=cfg.classifier_quantile, pseudo=cfg.classifier_pseudo,
+                         pseudo_share=cfg.classifier_share)
 
     # -- topics from examples -------------------------------------------------------------------
     def example_urls(self, arg: str | None) -> list[str]:
@@ -411,6 +468,16 @@ class TopicCrawl:
         if state.get("topic_words") and not self.topic.words:  # words derived from examples
             self._use_words(dict(state["topic_words"]))
             self.scorer = scorer_from_state(state["scorer"], self.topic)
+
+    def replay_count(self, url: str, relevance: float) -> None:
+        """Count a page again from a JOBDIR journal (a page counted after the last snapshot), as
+        :meth:`record` did; the classifier's self-assessment of that moment is not kept."""
+        gt = self.ground_truth
+        row = self.metrics.record(url, relevance, gt.labels(url) if gt else None, registered_domain(url),
+                                  gt.identity(url) if gt else None)
+        if self.focus is not None:
+            row["expected_harvest"] = None
+        self.harvest_rows.append(row)
 
 
 class TopicComponent:

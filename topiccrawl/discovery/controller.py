@@ -12,9 +12,11 @@ Our readings (docs/dwdbrm.md): results are kept unique by URL (the same page fou
 page); seed and background pages are not results; the ranker is fitted once, on the seeds
 (positives) and the background sample (negatives), and re-ranks all results every iteration; an
 operator starts from the k best pages it has not started from before (DISCO's reading: with the
-literal "top-k of the ranking" the top-k soon stops changing and every operator runs dry); once
-the results reach ``page_limit`` no new request is planned and the crawl stops after the
-iteration.
+literal "top-k of the ranking" the top-k soon stops changing and every operator runs dry). The
+page limit is exact: no plan holds more page requests than the limit has room for, and once the
+results reach ``page_limit`` no new request is planned; pages fetched after that (requests
+already in flight) are dropped, not results (counted in :attr:`over_limit`), and the crawl stops
+after the iteration.
 """
 
 from __future__ import annotations
@@ -75,6 +77,8 @@ class DiscoveryController:
         #: it has not expanded yet (as DISCO does), else a stable top-k starves every operator
         self.expanded: dict[str, set[str]] = {op: set() for op in self.bandit.operators}
         self.finished: str | None = None
+        #: pages fetched after the results reached the page limit (dropped, not results)
+        self.over_limit = 0
         #: the results of all workers of a shared crawl (``add``, ``total``; see :meth:`share`)
         self.shared_results = None
 
@@ -96,9 +100,13 @@ class DiscoveryController:
         self.background[page.url] = page
 
     def add_result(self, page: DiscoveredPage) -> bool:
-        """A page an operator fetched; False when it was already a result or a seed."""
+        """A page an operator fetched; False when it was already a result or a seed, or when the
+        page limit is reached (the page is dropped and counted in :attr:`over_limit`)."""
         self.known.add(page.url)
         if page.url in self.results or page.url in self.seeds:
+            return False
+        if self.full:
+            self.over_limit += 1
             return False
         page.operator, page.iteration = self.operator or page.operator, self.iteration
         self.results[page.url] = page
@@ -118,17 +126,28 @@ class DiscoveryController:
         """The page limit is reached: requests already planned finish, no new ones are made."""
         return self.result_count >= self.page_limit
 
+    def _room(self, planned: list[PlannedRequest]) -> list[PlannedRequest]:
+        """``planned`` with at most as many page requests (pages and hubs: each may become a
+        result) as the page limit has room for; search requests are kept."""
+        room = max(0, self.page_limit - self.result_count)
+        out = []
+        for p in planned:
+            if p.role == "search" or room > 0:
+                out.append(p)
+                room -= p.role != "search"
+        return out
+
     def follow(self, request: PlannedRequest, results) -> list[PlannedRequest]:
         if self.full:
             return []
-        planned = self.planner.follow(request, results, self.known)
+        planned = self._room(self.planner.follow(request, results, self.known))
         self.known.update(p.url for p in planned)
         return planned
 
     def expand_hub(self, hub: DiscoveredPage) -> list[PlannedRequest]:
         if self.full:
             return []
-        planned = self.planner.expand_hub(hub, self.known)
+        planned = self._room(self.planner.expand_hub(hub, self.known))
         self.known.update(p.url for p in planned)
         return planned
 
@@ -180,7 +199,7 @@ class DiscoveryController:
             self.top = [p.url for p in top_pages]
             self.expanded[self.operator].update(self.top)
             self.found = []
-            planned = self.planner.plan(self.operator, top_pages, self.known)
+            planned = self._room(self.planner.plan(self.operator, top_pages, self.known))
             self.known.update(p.url for p in planned if p.role != "search")
             if planned:
                 return emitted, planned
@@ -263,7 +282,7 @@ class DiscoveryController:
             "graph": self.graph.state(), "seeds": self.seeds, "background": self.background,
             "results": self.results, "known": self.known, "ranking": self.ranking,
             "iteration": self.iteration, "operator": self.operator, "top": self.top, "found": self.found,
-            "expanded": self.expanded,
+            "expanded": self.expanded, "over_limit": self.over_limit,
         }
 
     def load_state(self, state: dict) -> None:
@@ -278,6 +297,7 @@ class DiscoveryController:
         for name in ("seeds", "background", "results", "known", "ranking", "iteration", "operator", "top",
                      "found", "expanded"):
             setattr(self, name, state[name])
+        self.over_limit = state.get("over_limit", 0)
 
     def log_records(self) -> list[dict]:
         return [asdict(r) for r in self.bandit.log]

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from functools import cache
 from importlib.resources import files
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
+from topiccrawl.crawl.errors import redact  # the masking of every URL in messages
 from topiccrawl.crawl.settings import ConfigError
 
 #: key suffixes under ``topiccrawl:<crawl_id>:`` (docs/deploy.md, "Redis settings")
@@ -15,16 +16,6 @@ KEYS = ("requests", "requests:data", "requests:seq", "leases", "leases:owner", "
 
 class RedisStoreError(ConfigError):
     """Redis unreachable, a wrong password, or a URL that is not redis:// or rediss:// (one line)."""
-
-
-def redact(url: str) -> str:
-    """The URL with its password replaced by ``***`` (for messages and logs)."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    user = parts.username or ""
-    netloc = f"{user}:***@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc))
 
 
 def crawl_keys(crawl_id: str) -> dict[str, str]:

@@ -11,7 +11,8 @@ rewards the operator and plans the next iteration. Search-API calls are ordinary
 Spider arguments: ``topic``, ``seeds`` (comma-separated URLs, or ``truth:N`` on an offline web:
 N truly relevant pages standing in for the user's representative examples), ``background`` (a
 file of URLs for the rankers' negatives; offline default: 200 pages sampled from the served web),
-``backend`` (``local`` or ``searxng``), ``backend_url``, ``k`` (top-k, default 10), ``pages``
+``backend`` (``local`` or ``searxng``), ``search_url`` (the backend's base URL, as for the
+``sitefinder`` spider; ``backend_url`` is its deprecated alias), ``k`` (top-k, default 10), ``pages``
 (pageNumberCondition, default 5000), ``reward`` (``paper`` or ``disco``), ``alpha`` (eq. 8,
 default 0.2), ``rankers`` (comma-separated, default ``nb,lr,ocsvm,cosine,jaccard``; ``bsets`` =
 DISCO's Bayesian Sets), ``combination`` (``position`` = eq. 8, or ``score``: normalised scores).
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import json
 import random
+import warnings
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -40,6 +42,13 @@ from topiccrawl.discovery.rankers import DEFAULT_RANKERS, CombinedFunctionRank
 from topiccrawl.discovery.search import SearchBackendError, make_backend
 
 BACKGROUND_SAMPLE = 200
+
+
+def _search_url(search_url: str | None, backend_url: str | None) -> str | None:
+    """The search backend's URL from ``search_url`` or its deprecated alias ``backend_url``."""
+    if search_url is not None and backend_url is not None and search_url != backend_url:
+        raise DWDBRMError("give the search backend's URL once: -a search_url=URL (backend_url is its deprecated alias)")
+    return search_url if search_url is not None else backend_url
 
 
 def _float(value, name: str) -> float:
@@ -68,6 +77,8 @@ class DiscoverySpider(scrapy.Spider):
     name = "dwdbrm"
     #: which queue the crawl needs; the add-on (topiccrawl.crawl.addon) picks the scheduler by it
     topiccrawl_queue = "discovery"
+    #: -a seeds or the topic's seeds are required (``scrapy crawl`` refuses a crawl without, exit 2)
+    topiccrawl_seeds = "required"
     operators: tuple[str, ...] = OPERATORS
     custom_settings = {
         "TOPICCRAWL_TOPIC": "房产",
@@ -77,14 +88,18 @@ class DiscoverySpider(scrapy.Spider):
     }
 
     def __init__(self, *args, seeds: str | None = None, background: str | None = None,
-                 backend: str = "local", backend_url: str | None = None, k: int | str = 10,
+                 backend: str = "local", search_url: str | None = None, k: int | str = 10,
                  pages: int | str = 5000, reward: str = "paper", alpha: float | str = 0.2,
-                 rankers: str = ",".join(DEFAULT_RANKERS), combination: str = "position", **kwargs):
+                 rankers: str = ",".join(DEFAULT_RANKERS), combination: str = "position",
+                 backend_url: str | None = None, **kwargs):
         super().__init__(*args, **kwargs)
+        if backend_url is not None:
+            warnings.warn("spider argument backend_url is deprecated: use search_url", DeprecationWarning, stacklevel=2)
+            self.logger.warning("spider argument backend_url is deprecated: use -a search_url=URL")
         self.seed_arg = seeds
         self.background_arg = background
         self.backend_name = backend
-        self.backend_url = backend_url
+        self.backend_url = _search_url(search_url, backend_url)
         self.k = int(k)
         self.page_limit = int(pages)
         self.reward = reward
@@ -94,12 +109,12 @@ class DiscoverySpider(scrapy.Spider):
         self._meta: dict[str, dict] = {}  # url -> relevance, title, language, fetched_at
 
     @staticmethod
-    def check_arguments(backend: str = "local", backend_url: str | None = None, k="10", pages="5000",
+    def check_arguments(backend: str = "local", search_url: str | None = None, k="10", pages="5000",
                         reward: str = "paper", background: str | None = None, alpha="0.2",
                         rankers: str = ",".join(DEFAULT_RANKERS), combination: str = "position",
-                        **_ignored) -> None:
+                        backend_url: str | None = None, **_ignored) -> None:
         """Raise a one-line user error for a bad spider argument (called by ``scrapy crawl``)."""
-        make_backend(backend, backend_url)
+        make_backend(backend, _search_url(search_url, backend_url))
         CombinedFunctionRank(rankers=[r.strip() for r in rankers.split(",") if r.strip()],
                              alpha=_float(alpha, "alpha"), combination=combination)._check()
         if reward not in REWARDS:
@@ -245,7 +260,9 @@ class DiscoverySpider(scrapy.Spider):
         with (out / "iterations.jsonl").open("w", encoding="utf-8") as fh:
             for row in ctl.log_records():
                 fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-        report = {"operators": ctl.operator_stats(), "dropped": ctl.bandit.dropped, "finished": ctl.finished}
+        stats.set_value("topiccrawl/dwdbrm/over_limit", ctl.over_limit)
+        report = {"operators": ctl.operator_stats(), "dropped": ctl.bandit.dropped, "finished": ctl.finished,
+                  "over_limit": ctl.over_limit}
         if self.tc.ground_truth and self.tc.topic.labels:
             is_rel = self.tc.is_truly_relevant
             report["ranking"] = ctl.ranking_quality(is_rel)

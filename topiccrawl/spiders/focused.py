@@ -31,6 +31,9 @@ class FocusedSpider(scrapy.Spider):
     name = "focused"
     #: which queue the crawl needs; the add-on (topiccrawl.crawl.addon) picks the scheduler by it
     topiccrawl_queue = "frontier"
+    #: without -a seeds or topic seeds an offline crawl starts from the web's entry pages; a live
+    #: crawl is refused by ``scrapy crawl`` (one line, exit 2)
+    topiccrawl_seeds = "web"
 
     def __init__(self, *args, seeds: str | None = None, examples: str | None = None, **kwargs):
         super().__init__(*args, **kwargs)

@@ -221,6 +221,21 @@ def parse_spec(spec: str) -> CorpusSpec:
     return CorpusSpec(kind, arg.strip(), params, text)
 
 
+#: reader kind -> "module:function" checking (arg, params) without reading the corpus
+CHECKS: dict[str, str] = {"generated": "topiccrawl.weblab.generated:generated_options"}
+
+
+def check_spec(spec: str) -> CorpusSpec:
+    """:func:`parse_spec`, plus the reader's parameter check where it needs no reading (a generated
+    web's ``pages``, ``seed``, preset): a bad value is a one-line :class:`CorpusError` before a
+    crawl starts its lab, not a traceback from the lab's process."""
+    parsed = parse_spec(spec)
+    if parsed.kind in CHECKS:
+        module_name, _, func_name = CHECKS[parsed.kind].partition(":")
+        getattr(importlib.import_module(module_name), func_name)(parsed.arg, parsed.params)
+    return parsed
+
+
 def open_corpus(spec: str) -> Corpus:
     """Open the corpus named by a spec string (see ``docs/offline-web.md``)."""
     parsed = parse_spec(spec)

@@ -28,12 +28,12 @@ Kinds (VALUE in brackets is optional):
     (``loop=1``: the URL redirects to itself). N above the crawler's redirect limit makes an
     endless chain for that crawler.
 
-The kinds other than ``latency`` are mutually exclusive: their rates partition [0, 1) in the
-order above, so their sum must be at most 1. The decision is a pure function of ``seed`` and the
-URL (BLAKE2b), so the same URL meets the same fault on the same seed in every run. With
-``heal=N`` a faulty URL gets its fault on its first N requests only and is served normally from
-request N+1 on (so a crawler retrying N times recovers); the default ``heal=0`` means never heal:
-retries meet the same fault again.
+Each kind (and ``seed``, ``heal``) may appear once. The kinds other than ``latency`` are
+mutually exclusive: their rates partition [0, 1) in the order above, so their sum must be at
+most 1. The decision is a pure function of ``seed`` and the URL (BLAKE2b), so the same URL meets
+the same fault on the same seed in every run. With ``heal=N`` a faulty URL gets its fault on its
+first N requests only and is served normally from request N+1 on (so a crawler retrying N times
+recovers); the default ``heal=0`` means never heal: retries meet the same fault again.
 """
 
 from __future__ import annotations
@@ -133,10 +133,14 @@ def _number(text: str, what: str, spec: str) -> float:
 def parse_faults(spec: str) -> FaultPlan:
     """Parse a fault spec (module docstring); raise :class:`FaultSpecError` on any mistake."""
     plan = FaultPlan(spec=spec.strip())
+    given: set[str] = set()
     for raw in filter(None, (s.strip() for s in spec.split(","))):
         head, at, rate_text = raw.partition("@")
         kind, eq, value = (s.strip() for s in head.partition("="))
         kind = kind.lower()
+        if kind in given:  # a second value would silently replace the first
+            raise FaultSpecError(f"{kind!r} given twice in fault spec {spec!r}; give each kind once")
+        given.add(kind)
         if not at:
             if kind in ("seed", "heal") and eq:
                 try:

@@ -288,8 +288,9 @@ def _parse_preset(arg: str) -> tuple[str, Preset]:
     return name, PRESETS[name]
 
 
-def open_generated(arg: str, params: dict[str, str]) -> GeneratedWeb:
-    """Reader for ``generated[:PRESET][?pages=N&seed=S]``."""
+def generated_options(arg: str, params: dict[str, str]) -> tuple[str, int, int]:
+    """(preset, pages, seed) of ``generated[:PRESET][?pages=N&seed=S]``, checked without building
+    the web (a one-line :class:`CorpusError`)."""
     unknown = set(params) - {"pages", "seed"}
     if unknown:
         raise CorpusError(f"unknown parameter(s) {', '.join(sorted(unknown))} for generated corpus; "
@@ -297,7 +298,14 @@ def open_generated(arg: str, params: dict[str, str]) -> GeneratedWeb:
     name, _ = _parse_preset(arg)
     pages = int_param(params, "pages", 50000, "in generated corpus spec")
     seed = int_param(params, "seed", 1, "in generated corpus spec")
-    return GeneratedWeb(name, pages, seed)
+    if not MIN_PAGES <= pages <= MAX_PAGES:
+        raise CorpusError(f"generated corpus pages={pages} out of range {MIN_PAGES}..{MAX_PAGES}")
+    return name, pages, seed
+
+
+def open_generated(arg: str, params: dict[str, str]) -> GeneratedWeb:
+    """Reader for ``generated[:PRESET][?pages=N&seed=S]``."""
+    return GeneratedWeb(*generated_options(arg, params))
 
 
 class GeneratedWeb(Corpus):

@@ -1,19 +1,27 @@
 """``scrapy crawl`` with the project's user errors checked first.
 
-A broken topic file, a bad ``TOPICCRAWL_*`` value, a malformed corpus spec, a missing corpus
-directory or an unreachable Redis (``TOPICCRAWL_STORE=redis``) are user mistakes: they get one
-line on stderr and exit status 2, before any crawl starts, instead of a traceback from inside the
-engine.
+A broken topic file, a bad ``TOPICCRAWL_*`` value, a malformed corpus spec or fault spec, a
+missing corpus directory, an unknown spider argument, seeds that are not URLs (or none where the
+spider needs them), an output directory or feed that cannot be written, ``-O`` onto the feed of a
+crawl resumed from JOBDIR in a non-line format, or an unreachable Redis (``TOPICCRAWL_STORE=redis``)
+are user mistakes: they get one line on stderr and exit status 2, before any crawl starts, instead
+of a traceback from inside the engine. A resumed crawl (JOBDIR holding a previous run) appends to
+its ``-O`` JSON-lines feed instead of overwriting the pages of the runs before.
 """
 
 from __future__ import annotations
 
+import inspect
+import logging
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 
-from topiccrawl.crawl.runtime import OVERRIDABLE
+from topiccrawl.crawl.errors import redact_text
+from topiccrawl.crawl.runtime import OVERRIDABLE, check_output_dir, output_path, output_template
 from topiccrawl.crawl.settings import ConfigError, TopicCrawlConfig
 from topiccrawl.discovery.pages import DWDBRMError
 from topiccrawl.discovery.search import SearchBackendError
@@ -22,19 +30,27 @@ from topiccrawl.scoring.groundtruth import GroundTruthError
 from topiccrawl.scoring.topic import TopicError, load_topic
 from topiccrawl.sitefinder.rules import SiteFinderError
 from topiccrawl.strategies.base import STRATEGIES, FrontierError
-from topiccrawl.weblab.corpus import CorpusError, parse_spec
+from topiccrawl.weblab.corpus import CorpusError, check_spec
+from topiccrawl.weblab.faults import FaultSpecError, parse_faults
+
+logger = logging.getLogger(__name__)
 
 USER_ERRORS = (ConfigError, TopicError, CorpusError, GroundTruthError, FrontierError, TreeError,
-               SiteFinderError, SearchBackendError, DWDBRMError)
+               SiteFinderError, SearchBackendError, DWDBRMError, FaultSpecError)
+#: feed formats whose files can be appended to (one record a line)
+LINE_FORMATS = ("jsonlines", "jsonl", "jl")
 
 
 def check_crawl_inputs(settings, spargs: dict, spidercls=None) -> None:
-    """Raise one of ``USER_ERRORS`` for a bad topic, setting, strategy, corpus spec or spider
-    argument (spiders may define a ``check_arguments(**spargs)`` class method)."""
+    """Raise one of ``USER_ERRORS`` for a bad topic, setting, strategy, corpus or fault spec,
+    spider argument, seed list or output directory (spiders may define a
+    ``check_arguments(**spargs)`` class method)."""
     if spidercls is not None:
         settings = settings.copy()
         settings.setdict(getattr(spidercls, "custom_settings", None) or {}, priority="spider")
+        check_argument_names(spidercls, spargs)
     cfg = TopicCrawlConfig.from_settings(settings, {k: spargs.get(k) for k in OVERRIDABLE})
+    topic = None
     if cfg.scorer == "vsm" and not cfg.topic_tree:
         topic = load_topic(cfg.topic)
         if not topic.words and not topic.has_examples and not spargs.get("examples"):
@@ -48,15 +64,127 @@ def check_crawl_inputs(settings, spargs: dict, spidercls=None) -> None:
     if cfg.strategy not in STRATEGIES:
         raise FrontierError(f"unknown strategy {cfg.strategy!r}; expected one of: {', '.join(STRATEGIES)}")
     if cfg.offline:
-        spec = parse_spec(cfg.web)
+        spec = check_spec(cfg.web)
         if spec.kind != "generated" and spec.arg and not Path(spec.arg).exists():
             raise CorpusError(f"{spec.kind} corpus path not found: {spec.arg}")
+        if cfg.web_faults and not cfg.web_proxy:
+            parse_faults(cfg.web_faults)
+    if spidercls is not None:
+        check_seeds(spidercls, spargs, cfg, topic)
+        check_output_dir(output_path(output_template(settings), spidercls.name, datetime.now(timezone.utc)))
+        if settings.get("JOBDIR"):  # a JOBDIR written by another spider, topic or web is refused
+            from topiccrawl.crawl.jobdir import check_jobdir
+
+            check_jobdir(settings["JOBDIR"], spidercls.name, cfg)
     if cfg.ground_truth and not Path(cfg.ground_truth).is_file():
         raise GroundTruthError(f"{cfg.ground_truth}: labels file not found")
     if cfg.store == "redis":
         from topiccrawl.redis import check_redis
 
         check_redis(cfg.redis_url)  # unreachable / wrong password: one line before the crawl
+
+
+def spider_arguments(spidercls) -> set[str]:
+    """The ``-a`` names a project spider takes: its ``__init__`` keywords (up the class
+    hierarchy) and the arguments that override settings (``topic``, ``strategy``, …)."""
+    names = set(OVERRIDABLE)
+    for cls in spidercls.__mro__:
+        init = cls.__dict__.get("__init__")
+        if init is None:
+            continue
+        for p in inspect.signature(init).parameters.values():
+            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name != "self":
+                names.add(p.name)
+    return names
+
+
+def check_argument_names(spidercls, spargs: dict) -> None:
+    """Refuse a ``-a`` name the spider does not know (a misspelled ``max_page`` would be silently
+    ignored). Names starting with ``_`` pass: Scrapyd adds ``_job``."""
+    if not hasattr(spidercls, "topiccrawl_queue"):  # not a topiccrawl spider
+        return
+    known = spider_arguments(spidercls)
+    unknown = sorted(k for k in spargs if k not in known and not k.startswith("_"))
+    if unknown:
+        raise ConfigError(f"unknown spider argument{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} for "
+                          f"{spidercls.name}; expected one of: {', '.join(sorted(known - {'name'}))}")
+
+
+def check_url_list(name: str, value: str, offline: bool) -> None:
+    """``-a seeds=`` / ``-a examples=``: comma-separated http(s) URLs, or ``truth:N`` on an offline web."""
+    value = value.strip()
+    if value.startswith("truth:"):
+        if not value[6:].isdigit() or int(value[6:]) < 1:
+            raise ConfigError(f"spider argument {name}={value!r}: truth:N needs a whole number N >= 1")
+        if not offline:
+            raise ConfigError(f"spider argument {name}={value!r}: truth:N needs an offline web (TOPICCRAWL_WEB)")
+        return
+    for url in filter(None, (u.strip() for u in value.split(","))):
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ConfigError(f"spider argument {name}: {url!r} is not an http(s) URL (expected URL,URL,… or truth:N)")
+
+
+def check_seeds(spidercls, spargs: dict, cfg: TopicCrawlConfig, topic) -> None:
+    """Seeds that are not URLs, and no seeds at all where the spider needs them: a spider with
+    ``topiccrawl_seeds = "required"`` needs ``-a seeds`` or the topic's seeds, one with ``"web"``
+    falls back to the offline web's entry pages (so only a live crawl needs seeds)."""
+    for name in ("seeds", "examples"):
+        if spargs.get(name):
+            check_url_list(name, spargs[name], cfg.offline)
+    need = getattr(spidercls, "topiccrawl_seeds", None)
+    if spargs.get("seeds") or need is None or topic is None or topic.seeds:
+        return
+    if need == "required" or not cfg.offline:
+        where = "" if need == "required" else " (a live crawl has no entry pages of its own)"
+        raise ConfigError(f"{spidercls.name}: no seed pages{where}: pass -a seeds=URL,URL"
+                          f"{' (or truth:N on an offline web)' if need == 'required' else ''} or add seeds to the topic")
+
+
+def local_feed_path(uri: str) -> Path | None:
+    """The file of a feed URI written to the local disk (a path or ``file://``); None otherwise."""
+    parts = urlsplit(uri)
+    if parts.scheme == "file":
+        return Path(unquote(parts.path))
+    if not parts.scheme or len(parts.scheme) == 1:  # a path (or a Windows drive letter)
+        return Path(uri)
+    return None
+
+
+def check_feeds(feeds: dict) -> None:
+    """The folder of every local feed file must be writable (a placeholder-free prefix of it)."""
+    for uri in feeds:
+        path = local_feed_path(str(uri))
+        if path is None:
+            continue
+        folder = path.parent
+        while "%" in str(folder):  # %(name)s, %(time)s, …: check the folder above the placeholders
+            folder = folder.parent
+        if path.is_dir():
+            raise ConfigError(f"feed {uri}: is a directory, expected a file")
+        check_output_dir(folder.absolute(), f"the folder of feed {uri},")
+
+
+def resume_feeds(settings) -> dict | None:
+    """``FEEDS`` for a crawl resumed from JOBDIR: a ``-O`` JSON-lines feed is appended to rather
+    than overwritten, so the pages of the earlier runs stay in it; ``-O`` with another format is a
+    :class:`ConfigError` (appending would break a JSON array, CSV header or XML document). None
+    when nothing changes."""
+    jobdir = settings.get("JOBDIR")
+    feeds = settings.getdict("FEEDS")
+    if not jobdir or not feeds or not Path(jobdir).is_dir() or not any(Path(jobdir).iterdir()):
+        return None
+    changed = {}
+    for uri, options in feeds.items():
+        options = dict(options or {})
+        if options.get("overwrite"):
+            if str(options.get("format", "")).lower() not in LINE_FORMATS:
+                raise ConfigError(f"-O {uri}: JOBDIR {jobdir} holds a crawl to resume, and overwriting its feed would "
+                                  "lose the pages of the earlier runs; use -o to append, or a .jsonl feed")
+            options["overwrite"] = False
+            logger.info("resuming from JOBDIR %s: appending to feed %s instead of overwriting it", jobdir, uri)
+        changed[uri] = options
+    return changed
 
 
 class Command(ScrapyCrawlCommand):
@@ -68,8 +196,12 @@ class Command(ScrapyCrawlCommand):
                 except KeyError:
                     spidercls = None  # Scrapy reports the unknown spider itself
                 check_crawl_inputs(self.settings, opts.spargs, spidercls)
+                feeds = resume_feeds(self.settings)
+                check_feeds(feeds or self.settings.getdict("FEEDS"))
             except USER_ERRORS as exc:
-                print(f"error: {exc}", file=sys.stderr)
+                print(f"error: {redact_text(str(exc))}", file=sys.stderr)
                 self.exitcode = 2
                 return
+            if feeds is not None:
+                self.settings.set("FEEDS", feeds, priority="cmdline")
         super().run(args, opts)

@@ -1,0 +1,99 @@
+"""Bad input is refused before the crawl starts: one line naming the problem, exit status 2, no
+traceback, nothing written (``scrapy crawl`` as a user runs it)."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from conftest import REPO, bin_path
+from topiccrawl.crawl.runtime import check_output_dir
+from topiccrawl.crawl.settings import ConfigError
+from topiccrawl.weblab.corpus import CorpusError, check_spec
+from topiccrawl.weblab.faults import FaultSpecError, parse_faults
+
+
+def _scrapy_crawl(tmp_path, spider, *opts, out=None):
+    out = out or tmp_path / "out"
+    cmd = [bin_path("scrapy"), "crawl", spider, *opts, "-s", f"TOPICCRAWL_OUTPUT_DIR={out}"]
+    return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120), out
+
+
+CASES = [
+    ("focused", ["-s", "TOPICCRAWL_WEB=generated:zh-disaster?pages=abc"], "parameter pages='abc' must be an integer"),
+    ("focused", ["-s", "TOPICCRAWL_WEB=generated:zh-disaster?pages=5"], "pages=5 out of range"),
+    ("focused", ["-s", "TOPICCRAWL_WEB_FAULTS=5xx@abc"], "rate of 5xx: 'abc' is not a number"),
+    ("focused", ["-s", "TOPICCRAWL_WEB_FAULTS=5xx@0.1,reset@0.1,5xx@0.2"], "'5xx' given twice"),
+    ("focused", ["-a", "seeds=www.example.com/news"], "'www.example.com/news' is not an http(s) URL"),
+    ("focused", ["-a", "seeds=http://a.example/,javascript:alert(1)"], "'javascript:alert(1)' is not an http(s) URL"),
+    ("focused", ["-a", "seeds=truth:5", "-s", "TOPICCRAWL_WEB=live"], "truth:N needs an offline web"),
+    ("focused", ["-s", "TOPICCRAWL_WEB=live"], "focused: no seed pages"),
+    ("dwdbrm", ["-a", "pages=10"], "dwdbrm: no seed pages"),
+    ("focused", ["-a", "max_page=50"], "unknown spider argument max_page for focused; expected one of: examples, "),
+    ("wl", ["-a", "max_page=50", "-a", "seed=http://a.example/"], "unknown spider arguments max_page, seed for wl"),
+    ("dwdbrm", ["-a", "seeds=truth:3", "-a", "page=10"], "unknown spider argument page for dwdbrm; expected one of: "),
+]
+
+
+@pytest.mark.parametrize("spider,opts,message", CASES, ids=[" ".join(c[1]) for c in CASES])
+def test_bad_input_is_one_line_exit_2(tmp_path, spider, opts, message):
+    proc, out = _scrapy_crawl(tmp_path, spider, *opts)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: ") and message in last, last
+    assert "Traceback" not in proc.stderr
+    assert not out.exists()  # refused before the crawl: nothing written, no lab started
+
+
+def test_unknown_argument_message_lists_the_known_ones(tmp_path):
+    proc, _ = _scrapy_crawl(tmp_path, "focused", "-a", "max_page=50")
+    known = proc.stderr.strip().splitlines()[-1].split("expected one of: ")[1].split(", ")
+    assert {"max_pages", "seeds", "examples", "topic", "strategy"} <= set(known)
+
+
+def test_unwritable_output_directory_and_feed_are_refused_before_the_crawl(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder", encoding="utf-8")
+    proc, _ = _scrapy_crawl(tmp_path, "focused", out=blocker / "out")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == f"error: output directory {blocker / 'out'} is not writable: Not a directory"
+    proc, out = _scrapy_crawl(tmp_path, "focused", "-O", str(blocker / "pages.jsonl"))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert f"feed {blocker / 'pages.jsonl'}" in proc.stderr.strip().splitlines()[-1]
+    assert not out.exists() and blocker.read_text(encoding="utf-8") == "not a folder"
+
+
+def test_a_spider_argument_starting_with_underscore_passes(tmp_path):
+    """Scrapyd adds ``-a _job=ID``; the check must let it through (the crawl then fails on the
+    unwritable output directory, which shows that the argument check passed)."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x", encoding="utf-8")
+    proc, _ = _scrapy_crawl(tmp_path, "focused", "-a", "_job=abc123", out=blocker / "o")
+    assert proc.returncode == 2 and "output directory" in proc.stderr.strip().splitlines()[-1]
+
+
+def test_output_dir_check_leaves_no_folder_behind(tmp_path):
+    target = tmp_path / "x" / "y" / "z"
+    check_output_dir(target)
+    assert not (tmp_path / "x").exists()
+    (tmp_path / "f").write_text("", encoding="utf-8")
+    with pytest.raises(ConfigError, match="is not writable"):
+        check_output_dir(tmp_path / "f" / "sub")
+
+
+def test_fault_spec_refuses_a_repeated_kind_or_option():
+    for spec in ("5xx@0.1,5xx@0.2", "latency=0.1@0.1,latency=0.2@0.2", "seed=1,5xx@0.1,seed=2", "heal=1,HEAL=2"):
+        with pytest.raises(FaultSpecError, match="given twice"):
+            parse_faults(spec)
+    assert parse_faults("5xx@0.1,reset@0.1,seed=3,heal=1").heal == 1
+
+
+def test_corpus_spec_check_needs_no_corpus():
+    for spec, message in (("generated:zh-disaster?pages=abc", "must be an integer"),
+                          ("generated:zh-disaster?seed=1.5", "must be an integer"),
+                          ("generated:nope", "unknown generated preset"),
+                          ("generated:zh-disaster?page=2000", "unknown parameter")):
+        with pytest.raises(CorpusError, match=message):
+            check_spec(spec)
+    assert check_spec("generated:zh-disaster?pages=50000000").params == {"pages": "50000000"}
