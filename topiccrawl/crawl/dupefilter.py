@@ -93,3 +93,21 @@ class CompactDupeFilter(RFPDupeFilter):
 
     def __len__(self) -> int:
         return len(self._sorted) + len(self._recent)
+
+    # -- crash-safe JOBDIR: the scheduler's snapshot holds the fingerprints (topiccrawl/crawl/jobdir.py)
+    def keys(self) -> np.ndarray:
+        """The 63-bit prefixes of every request seen, sorted: what a JOBDIR snapshot stores."""
+        if self._recent:
+            self._merge()
+        return self._sorted
+
+    def load_keys(self, keys) -> None:
+        """Take the seen requests from a JOBDIR snapshot (``keys()``) instead of ``requests.seen``."""
+        self._sorted = np.unique(np.asarray(keys, dtype=np.int64))
+        self._recent = set()
+
+    def stop_file(self) -> None:
+        """No longer append to ``requests.seen``: the scheduler's snapshot and journal are the record."""
+        if self.file:
+            self.file.close()
+            self.file = None

@@ -8,8 +8,10 @@ with ``--labels-out`` writes its ground-truth labels and exits. ``scrapy servewe
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
+import threading
 import time
 
 from topiccrawl.weblab.corpus import DEFAULT_SPEC, READERS, CorpusError, open_corpus
@@ -32,6 +34,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"index at most N pages for search (default {DEFAULT_LIMIT})")
     parser.add_argument("--reader", action="append", default=[], metavar="KIND=MODULE:FUNCTION",
                         help="register an extra corpus reader kind (may be repeated)")
+    parser.add_argument("--access-log", metavar="FILE",
+                        help="append one line per request for a corpus page to FILE: its URL")
+    parser.add_argument("--parent-pid", type=int, default=0, metavar="PID", help=argparse.SUPPRESS)
+
+
+def watch_parent(pid: int, stop) -> None:
+    """Die with process ``pid`` (the crawler that started the lab, even after a kill -9): Linux's
+    parent-death signal (SIGTERM, handled like a Ctrl-C), and everywhere the end of stdin, a pipe
+    only the parent writes to (``stop`` is called from a reader thread)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG = 1
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != pid:  # the parent died before the signal was armed
+        stop()
+        return
+
+    def read_until_eof() -> None:
+        try:  # the raw descriptor: a daemon thread holding sys.stdin's lock would abort the exit
+            while os.read(0, 65536):
+                pass
+        except OSError:
+            pass
+        stop()
+
+    threading.Thread(target=read_until_eof, name="parent-watch", daemon=True).start()
 
 
 def _say(text: str) -> None:
@@ -40,6 +71,10 @@ def _say(text: str) -> None:
 
 def run(opts: argparse.Namespace) -> int:
     """Run the lab for parsed options (``opts.corpus`` is the spec); return the exit code."""
+    # the parent's death ends the process: at once while the corpus loads, then by stopping the reactor
+    stopper = [lambda: os._exit(0)]
+    if getattr(opts, "parent_pid", 0):
+        watch_parent(opts.parent_pid, lambda: stopper[0]())
     try:
         for item in opts.reader:
             kind, eq, target = item.partition("=")
@@ -67,7 +102,12 @@ def run(opts: argparse.Namespace) -> int:
 
     from topiccrawl.weblab.server import LabServer
 
-    server = LabServer(corpus, index, plan, opts.corpus)
+    try:
+        access_log = open(opts.access_log, "a", buffering=1, encoding="utf-8") if opts.access_log else None
+    except OSError as exc:
+        print(f"error: --access-log: {exc}", file=sys.stderr, flush=True)
+        return 2
+    server = LabServer(corpus, index, plan, opts.corpus, access_log=access_log)
     try:
         server.listen(opts.port, opts.bind)
     except CannotListenError as exc:
@@ -85,6 +125,7 @@ def run(opts: argparse.Namespace) -> int:
     # reactor's startup could be caught and logged there, leaving the lab running)
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: reactor.callFromThread(stop_now))
+    stopper[0] = lambda: reactor.callFromThread(stop_now)
     proxy = f"http://{opts.bind}:{server.port}"
     size = f"{len(corpus)} pages"
     _say(f"topiccrawl web lab: {opts.corpus} ({corpus.name}, {size})")

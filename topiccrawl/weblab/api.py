@@ -4,8 +4,11 @@
         status, headers, body = lab.fetch(lab.info["seeds"][0])
         hits = lab.search("台风 预警")
 
-The subprocess is ``python -m topiccrawl.weblab SPEC --port N ...``; :class:`WebLab` waits for its
-ready line and stops it with SIGTERM. Crawlers use :attr:`WebLab.proxy_url` as their HTTP proxy.
+The subprocess is ``python -m topiccrawl.weblab SPEC --port N ... --parent-pid PID``; :class:`WebLab`
+waits for its ready line and stops it with SIGTERM. It dies with the process that started it, also
+after a kill -9 (``--parent-pid``: Linux's parent-death signal, and the end of its stdin pipe), and
+runs in its own session, so a Ctrl-C in the terminal reaches the crawler only: the crawler finishes
+its requests through the lab, then stops it. Crawlers use :attr:`WebLab.proxy_url` as their HTTP proxy.
 """
 
 from __future__ import annotations
@@ -85,8 +88,10 @@ class WebLab:
         env = dict(os.environ, PYTHONUNBUFFERED="1",
                    PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
         self._log = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen(self.command(), stdout=self._log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, env=env)
+        # stdin: a pipe only this process writes to, closed by the kernel when it dies
+        self.proc = subprocess.Popen([*self.command(), "--parent-pid", str(os.getpid())], stdout=self._log,
+                                     stderr=subprocess.STDOUT, stdin=subprocess.PIPE, env=env,
+                                     start_new_session=True)
         deadline = time.monotonic() + self.startup_timeout
         while True:
             output = self.output()
@@ -114,6 +119,8 @@ class WebLab:
         return self._log.read().decode("utf-8", "replace")
 
     def stop(self) -> None:
+        if self.proc is not None and self.proc.stdin is not None:
+            self.proc.stdin.close()
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:

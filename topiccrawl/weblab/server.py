@@ -61,7 +61,7 @@ class LabServer:
     """Serves ``corpus`` (and its search ``index``) with optional faults; see the module doc."""
 
     def __init__(self, corpus: Corpus, index: SearchIndex | None = None,
-                 faults: FaultPlan | None = None, spec: str | None = None, reactor=None):
+                 faults: FaultPlan | None = None, spec: str | None = None, reactor=None, access_log=None):
         if reactor is None:
             from twisted.internet import reactor
         self.reactor, self.corpus, self.index, self.faults = reactor, corpus, index, faults
@@ -73,6 +73,8 @@ class LabServer:
         self.port = 0
         self.bind = "127.0.0.1"
         self.index_ready: defer.Deferred | None = None
+        #: a text file getting one line per corpus request, its URL (``--access-log``), or None
+        self.access_log = access_log
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -138,6 +140,8 @@ class LabServer:
         self._send(req, 502, HTML, _html("502 Bad Gateway", f"host not in corpus {self.corpus.name}: {host}"))
 
     def _page(self, req: http.Request, url: str, host: str, path: str, query: str) -> None:
+        if self.access_log is not None:
+            self.access_log.write(f"{url}\n")
         if req.method not in (b"GET", b"HEAD"):
             req.setHeader(b"Allow", b"GET, HEAD")
             return self._send(req, 405, HTML, _html("405 Method Not Allowed", "the web lab serves GET and HEAD"))

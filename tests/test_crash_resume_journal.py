@@ -1,0 +1,136 @@
+"""The JOBDIR journal read back as a resume reads it, and a JOBDIR of another crawl refused.
+
+The journal is the real one writing a real file; only the engine's set of live requests is given
+by the test (what the downloader and the spider are still working on at each moment).
+"""
+
+from __future__ import annotations
+
+import scrapy
+
+from conftest import run_crawl
+from topiccrawl.crawl import jobdir as jd
+from topiccrawl.crawl.meta import META_KEY
+from topiccrawl.strategies.base import Link
+
+
+def _link(seq: int, url: str) -> Link:
+    return Link(url=url, score=0.5, seq=seq, payload={"url": url})
+
+
+def _request(link: Link) -> scrapy.Request:
+    return scrapy.Request(link.url, meta={META_KEY: {"seq": link.seq}})
+
+
+class Engine:
+    """The requests the engine holds: ``take`` hands one in, ``finish`` takes it out."""
+
+    def __init__(self) -> None:
+        self.requests: dict[tuple, scrapy.Request] = {}
+
+    def take(self, link: Link) -> None:
+        self.requests[jd.key(link)] = _request(link)
+
+    def finish(self, link: Link) -> None:
+        del self.requests[jd.key(link)]
+
+    def live(self) -> set:
+        return set(self.requests.values())
+
+
+def _journal(tmp_path, engine: Engine, outstanding=()) -> jd.Journal:
+    return jd.Journal(tmp_path / jd.JOURNAL_FILE, "epoch-1", outstanding, live=engine.live)
+
+
+def test_a_resume_queues_what_was_pushed_skips_what_was_done_and_refetches_only_what_was_in_flight(tmp_path):
+    engine = Engine()
+    journal = _journal(tmp_path, engine)
+    a, b, c, d = (_link(i, f"http://a.test/{i}") for i in range(4))
+    for link in (a, b, c, d):
+        journal.push(link)
+    for link in (a, b, c):  # handed out one after the other
+        journal.pop(link)
+        engine.take(link)
+    engine.finish(a)  # a 404: through the engine, never counted
+    journal.count(b.url, 0.7)  # b counted (still in the scraper)
+    journal.settle()
+    # kill -9 here: c is in the engine, d still queued
+    replay = jd.Replay(jd.read_journal(tmp_path / jd.JOURNAL_FILE, "epoch-1"), ())
+    assert set(replay.pushed) == {jd.key(d)}
+    assert set(replay.inflight()) == {jd.key(c)}  # b is counted: fetching it again would count it twice
+    assert replay.counted == [(b.url, 0.7)]
+    assert not replay.gone
+
+
+def test_links_of_the_snapshot_done_since_are_skipped_and_those_in_flight_fetched_first(tmp_path):
+    engine = Engine()
+    queued, handed = _link(7, "http://a.test/queued"), _link(9, "http://a.test/handed")
+    engine.take(handed)  # in flight when the snapshot was taken
+    journal = _journal(tmp_path, engine, outstanding=[jd.key(handed)])
+    popped = _link(8, "http://a.test/popped")  # in the snapshot's frontier
+    journal.pop(popped)
+    engine.take(popped)
+    engine.finish(handed)
+    journal.settle()
+    replay = jd.Replay(jd.read_journal(tmp_path / jd.JOURNAL_FILE, "epoch-1"), [jd.key(handed)])
+    assert replay.gone == {jd.key(handed)}  # done: dropped from the snapshot's chosen requests
+    assert replay.inflight() == {jd.key(popped): None}  # the snapshot's copy is fetched first
+    assert jd.key(queued) not in replay.gone and not replay.pushed
+
+
+def test_a_retried_request_is_queued_again_not_in_flight(tmp_path):
+    engine = Engine()
+    journal = _journal(tmp_path, engine)
+    link = _link(3, "http://a.test/flaky")
+    journal.push(link)
+    journal.pop(link)
+    engine.take(link)
+    journal.push(link)  # Scrapy's retry: the same request back into the scheduler
+    engine.finish(link)
+    journal.settle()
+    replay = jd.Replay(jd.read_journal(tmp_path / jd.JOURNAL_FILE, "epoch-1"), ())
+    assert set(replay.pushed) == {jd.key(link)} and not replay.inflight()
+
+
+def test_a_torn_last_record_keeps_the_ones_before_and_a_stale_journal_is_ignored(tmp_path):
+    engine = Engine()
+    journal = _journal(tmp_path, engine)
+    journal.push(_link(0, "http://a.test/0"))
+    journal.push(_link(1, "http://a.test/1"))
+    journal.close()
+    path = tmp_path / jd.JOURNAL_FILE
+    path.write_bytes(path.read_bytes()[:-5])  # the kill fell inside the last write
+    records = jd.read_journal(path, "epoch-1")
+    assert [r[0] for r in records] == ["push"] and jd.tuple_link(records[0][1]).url == "http://a.test/0"
+    assert jd.read_journal(path, "epoch-2") is None  # written before the snapshot of epoch-2
+
+
+def test_packed_requests_survive_the_journal(tmp_path):
+    """A packed request may hold the codec's "no such key" marker: it comes back as that marker."""
+    from topiccrawl.crawl.codec import RequestPacker
+
+    packer = RequestPacker()
+    request = scrapy.Request("http://a.test/x", meta={META_KEY: {"score": 0.5, "depth": 1}})
+    link = Link(url=request.url, score=0.5, depth=1, seq=4, payload=packer.pack(request))
+    journal = _journal(tmp_path, Engine())
+    journal.push(link)
+    journal.close()
+    (record,) = jd.read_journal(tmp_path / jd.JOURNAL_FILE, "epoch-1")
+    again = jd.to_request(jd.tuple_link(record[1]), packer, None, {})
+    assert again.url == request.url and again.meta == request.meta
+
+
+def test_a_jobdir_of_another_crawl_is_refused_in_one_line(tmp_path):
+    job = tmp_path / "job"
+    first, _ = run_crawl(tmp_path / "a", args={"topic": "台风灾害", "max_pages": 3},
+                         settings={"JOBDIR": str(job), "TOPICCRAWL_PLOT_ENABLED": "false"})
+    assert first.returncode == 0, first.stderr[-3000:]
+    state = (job / jd.STATE_FILE).read_bytes()
+    for args, settings, named in (({"topic": "暴雨灾害"}, {}, "topic"),
+                                  ({"topic": "台风灾害"}, {"TOPICCRAWL_WEB": "generated:zh-disaster?pages=4000"}, "web")):
+        proc, _ = run_crawl(tmp_path / named, args={**args, "max_pages": 5}, settings={"JOBDIR": str(job), **settings})
+        assert proc.returncode == 2, proc.stderr[-3000:]
+        errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+        assert len(errors) == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+        assert errors[0].startswith(f"error: JOBDIR {job} belongs to another crawl: {named}")
+    assert (job / jd.STATE_FILE).read_bytes() == state  # nothing of the first crawl lost
