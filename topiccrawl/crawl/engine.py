@@ -9,10 +9,14 @@ is checked here and nowhere else (``tests/test_architecture.py`` keeps it so):
 * the default callback of a spider (``Spider._parse``, used when a request has none);
 * a header's raw value list (``Headers`` is a dict of normalised keys; ``Headers.get`` normalises
   the key and returns the last value only);
-* the fingerprints ``RFPDupeFilter.__init__`` read from a JOBDIR's ``requests.seen``.
+* the fingerprints ``RFPDupeFilter.__init__`` read from a JOBDIR's ``requests.seen``;
+* whether the engine is still reading ``Spider.start()``, and a delayed "ask the scheduler again"
+  (the engine's ``nextcall``), for harvest-aware dispatch.
 """
 
 from __future__ import annotations
+
+from scrapy.utils.asyncio import call_later
 
 #: the Scrapy release these accessors were written and tested for
 SCRAPY_VERSION = "2.19"
@@ -55,3 +59,25 @@ def take_loaded_fingerprints(dupefilter) -> set:
     loaded = dupefilter._fingerprints
     dupefilter._fingerprints = set()
     return loaded
+
+
+def start_pending(crawler) -> bool:
+    """The engine is still reading the spider's ``start()`` (``ExecutionEngine._start``)."""
+    try:
+        engine = crawler.engine
+    except RuntimeError:
+        return False
+    return engine is not None and getattr(engine, "_start", None) is not None
+
+
+def wake_engine(crawler, delay: float) -> None:
+    """Make the engine ask the scheduler again in ``delay`` seconds (besides its own triggers: a
+    request done, a request queued, the 5 s heartbeat). Not ``nextcall.schedule(delay)``, which
+    would swallow every sooner ``schedule()`` until it fires."""
+    try:
+        engine = crawler.engine
+    except RuntimeError:
+        return
+    slot = getattr(engine, "_slot", None) if engine is not None else None
+    if slot is not None:
+        call_later(delay, slot.nextcall.schedule)

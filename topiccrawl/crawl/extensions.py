@@ -68,9 +68,12 @@ class TopicStats(TopicComponent):
         # a topic without evaluation labels has no true harvest rate, even on an offline web
         rate = m.truth_harvest_rate if self.tc.ground_truth else None
         truth = f", true harvest {rate:.3f}" if rate is not None else ""
+        holds = self.crawler.stats.get_value("topiccrawl/dispatch/holds")
+        held = (f", dispatch held back {holds}x for {self.crawler.stats.get_value('topiccrawl/dispatch/held_seconds', 0):.1f} s"
+                if holds is not None else "")
         logger.info(
-            "Crawled %d pages (%.0f pages/min), harvest rate %.3f (LP %d)%s, frontier %d",
-            m.dp, m.dp / minutes, m.accuracy, m.lp, truth, frontier,
+            "Crawled %d pages (%.0f pages/min), harvest rate %.3f (LP %d)%s, frontier %d%s",
+            m.dp, m.dp / minutes, m.accuracy, m.lp, truth, frontier, held,
         )
 
     def spider_closed(self, spider, reason) -> None:

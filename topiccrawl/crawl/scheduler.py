@@ -6,33 +6,51 @@ request into a :class:`~topiccrawl.strategies.simple.Link` scored by R(l) (``req
 set by the spiders), and asks the strategy for the next one. Politeness (per-slot concurrency,
 DOWNLOAD_DELAY, AutoThrottle) stays with Scrapy's downloader, as with the default scheduler.
 
-JOBDIR: on close the queued requests (``request_to_dict``), the strategy's order and the
-:class:`~topiccrawl.crawl.runtime.TopicCrawl` state (document frequencies, link graph, metrics) are
-written to ``JOBDIR/topiccrawl.state``; ``open`` restores them, so a resumed crawl continues with
-the identical frontier and scores.
+JOBDIR (:mod:`topiccrawl.crawl.jobdir`): the queued requests, the strategy's order, the
+:class:`~topiccrawl.crawl.runtime.TopicCrawl` state (document frequencies, link graph, metrics) and
+the duplicate filter's fingerprints are snapshotted atomically to ``JOBDIR/topiccrawl.state`` at
+start, every ``TOPICCRAWL_CHECKPOINT_INTERVAL`` seconds (30) and on close; in between, a journal
+records each link queued, request handed out, page counted and request finished. ``open`` restores
+the snapshot and replays the journal: after a clean stop the crawl continues with the identical
+frontier and scores; after a kill -9 no queued link is lost and at most the requests that were in
+flight are fetched again (the learning state is the snapshot's, at most one interval old). The
+frontier and the chosen list are wrapped to journal their pushes and pops
+(:class:`~topiccrawl.crawl.jobdir.JournaledFrontier`). ``JOBDIR/topiccrawl.job`` names the spider,
+topic and web: a JOBDIR of another crawl is refused.
 """
 
 from __future__ import annotations
 
+import copy
 import logging
-import pickle
+import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from scrapy.core.scheduler import BaseScheduler
 from scrapy.utils.job import job_dir
 from scrapy.utils.misc import build_from_crawler, load_object
-from scrapy.utils.request import request_from_dict
+from twisted.internet import task
 
+from topiccrawl.crawl import jobdir as jd
 from topiccrawl.crawl.codec import RequestPacker
-from topiccrawl.crawl.engine import live_requests
+from topiccrawl.crawl.engine import live_requests, start_pending, wake_engine
 from topiccrawl.crawl.meta import META_KEY
 from topiccrawl.crawl.runtime import TopicCrawl, registered_domain
 from topiccrawl.crawl.settings import build_frontier
 from topiccrawl.strategies.base import Frontier, Link
+from topiccrawl.strategies.dispatch import PatientDispatch
 
 logger = logging.getLogger(__name__)
 
-STATE_FILE = "topiccrawl.state"
+STATE_FILE = jd.STATE_FILE
+
+def make_dispatch(config) -> PatientDispatch | None:
+    """The dispatch policy of a crawl's settings: None for ``eager``."""
+    if config.dispatch != "patient":
+        return None
+    return PatientDispatch(config.dispatch_margin, config.dispatch_max_wait, config.dispatch_scope_resolved)
+
 
 class TopicScheduler(BaseScheduler):
     """The memory scheduler; the Redis schedulers (``topiccrawl.redis``) subclass it with their own
@@ -63,6 +81,11 @@ class TopicScheduler(BaseScheduler):
         #: saved with JOBDIR, and ``discovery_state`` holds a restored one until a spider takes it
         self.discovery = None
         self.discovery_state: dict | None = None
+        #: harvest-aware dispatch (``TOPICCRAWL_DISPATCH = "patient"``), None when eager
+        self.dispatch: PatientDispatch | None = make_dispatch(self.tc.config)
+        #: start requests go before every queued link (focused spiders; set in ``open``)
+        self.seeds_first = False
+        self._last_start = 0.0
 
     @classmethod
     def from_crawler(cls, crawler):
@@ -73,6 +96,7 @@ class TopicScheduler(BaseScheduler):
     def open(self, spider):
         self.spider = spider
         self.packer.spider = spider
+        self.seeds_first = getattr(spider, "topiccrawl_queue", "frontier") == "frontier"
         self._restore()
         return self.df.open()
 
@@ -101,9 +125,17 @@ class TopicScheduler(BaseScheduler):
         if not request.dont_filter and self.df.request_seen(request):
             self.df.log(request, self.spider)
             return False
+        if self.seeds_first and request.meta.get("is_start_request"):
+            # a start request goes before every queued link, whenever start() yields it
+            self.chosen.append(self._link(request))
+            self._last_start = time.monotonic()
+            self._enqueued += 1
+            return True
         link = self._link(request, self.frontier.link_type)
         link.payload = self.packer.pack(request)
         self.frontier.push(link)
+        if self.dispatch is not None:
+            self.dispatch.child((request.meta.get(META_KEY) or {}).get("parent"), self.frontier.value(link))
         self._enqueued += 1
         return True
 
@@ -137,18 +169,58 @@ class TopicScheduler(BaseScheduler):
             self._prune_inflight()
             if self.tc.metrics.dp + len(self.inflight) >= budget:
                 return None
-        link = self.chosen.pop(0) if self.chosen else self.frontier.pop()
+        value = None
+        if self.chosen:
+            link = self.chosen.pop(0)
+        elif self._links_held():
+            return None
+        elif not self.frontier:
+            return None
+        else:
+            if self.dispatch is not None:
+                head = self.frontier.peek()
+                if head is not None:
+                    value = head[0]
+                    if not self._patient_release(value, head[1].url):
+                        return None
+            link = self.frontier.pop()
         if link is None:
             return None
         link.payload = request = self.packer.unpack(link)
-        self.inflight[request] = link
-        request.meta.setdefault(META_KEY, {})["seq"] = link.seq  # for requeue()
+        if self.dispatch is not None:
+            self.dispatch.started(request.url, value, urlsplit(request.url).hostname or "", time.monotonic())
         self._dequeued += 1
         self._pops += 1
         if self._pops % 100 == 0:
             self.publish_stats()
-            self._prune_inflight()
+            self._prune_inflight()  # before this request joins: the engine's sets do not hold it yet
+        self.inflight[request] = link
+        request.meta.setdefault(META_KEY, {})["seq"] = link.seq  # for requeue()
         return link.payload
+
+    def _links_held(self) -> bool:
+        """Seeds first: while ``start()`` is still being read, queued links wait (at most
+        ``TOPICCRAWL_DISPATCH_MAX_WAIT`` seconds after the last start request, so a slow start()
+        cannot starve the crawl)."""
+        if not (self.seeds_first and start_pending(self.crawler)):
+            return False
+        left = self.tc.config.dispatch_max_wait - (time.monotonic() - self._last_start)
+        if left <= 0 or not self._last_start:
+            return False
+        wake_engine(self.crawler, left)
+        return True
+
+    def _patient_release(self, value: float, url: str) -> bool:
+        """Patient dispatch: forget the pages done since the last call, then decide on the queue
+        head (``value``, ``url``); a hold asks the engine to come back when it times out."""
+        dispatch = self.dispatch
+        if dispatch.inflight:
+            self._prune_inflight()
+        now = time.monotonic()
+        if dispatch.decide(value, urlsplit(url).hostname or "", now):
+            return True
+        wake_engine(self.crawler, dispatch.wait_left(now) + 0.001)
+        return False
 
     def publish_stats(self) -> None:
         """The frontier size and strategy-specific statistics (e.g. ``wl/lnf``) into the Scrapy
@@ -159,6 +231,9 @@ class TopicScheduler(BaseScheduler):
             self.stats.inc_value("scheduler/dequeued", self._dequeued)
             self._enqueued = self._dequeued = 0
         self.stats.set_value("topiccrawl/frontier_size", len(self))
+        if self.dispatch is not None:
+            for key, value in self.dispatch.stats.as_dict().items():
+                self.stats.set_value(f"topiccrawl/{key}", value)
         for key, value in self.frontier.stats().items():
             self.stats.set_value(f"topiccrawl/{key}", value)
 
@@ -173,49 +248,189 @@ class TopicScheduler(BaseScheduler):
             return
         live = live_requests(self.crawler)
         if live is not None:
+            if self.dispatch is not None:
+                for request in self.inflight:
+                    if request not in live:
+                        self.dispatch.finished(request.url)
             self.inflight = {r: l for r, l in self.inflight.items() if r in live}
 
     def __len__(self) -> int:
         return len(self.frontier) + len(self.chosen)
 
-    # -- JOBDIR ---------------------------------------------------------------------------------
+    # -- JOBDIR (crash-safe: topiccrawl/crawl/jobdir.py) -----------------------------------------
     def _state_path(self) -> Path | None:
         return Path(self.jobdir) / STATE_FILE if self.jobdir else None
 
-    def _save(self) -> None:
+    def _journaling(self) -> bool:
+        """A snapshot plus a journal: JOBDIR set, ``TOPICCRAWL_CHECKPOINT_INTERVAL`` > 0 and a
+        duplicate filter whose fingerprints the snapshot can hold (the project's)."""
+        return bool(self.jobdir) and self.tc.config.checkpoint_interval > 0 and hasattr(self.df, "load_keys")
+
+    def _save(self, final: bool = True) -> None:
+        """Write the snapshot atomically (on close, ``final``, and every checkpoint interval), then
+        start its journal. The links in flight are stored with the chosen ones: fetched first on
+        resume unless the journal says they were done."""
+        if not getattr(self, "_jobdir_ok", False):  # JOBDIR of another crawl (refused in open): untouched
+            return
+        started = time.monotonic()
+        if self._journal is not None:
+            self._journal.settle()
+        self.publish_stats()
         self._prune_inflight()
-        self.stats.set_value("topiccrawl/requeued_inflight", len(self.inflight))
-        chosen = sorted([*self.chosen, *self.inflight.values()], key=lambda l: l.seq)
-        state = self.frontier.state()
-        for link in [*state["links"], *chosen]:
-            link.payload = self.packer.unpack(link).to_dict(spider=self.spider)
-        data = {"strategy": self.frontier.name, "frontier": state, "chosen": chosen, "crawl": self.tc.state(),
-                "discovery": self.discovery.state() if self.discovery is not None else None}
+        if final:
+            self._stop_checkpoints()
+            self.stats.set_value("topiccrawl/requeued_inflight", len(self.inflight))
+        # a page counted while its request is still in the engine is done: never fetched again
+        counted = self._journal.counted if self._journal is not None else ()
+        inflight = [link for link in self.inflight.values() if jd.key(link) not in counted]
+        shapes: dict = {}
+        chosen = [jd.link_tuple(l, shapes, self.spider) for l in sorted([*self.chosen, *inflight], key=lambda l: l.seq)]
+        state = dict(self.frontier.state())
+        state["links"] = [jd.link_tuple(l, shapes, self.spider) for l in state["links"]]
+        journaling = self._journaling()
+        epoch = jd.new_epoch()
+        data = {"format": 2, "epoch": epoch if journaling else None, "strategy": self.frontier.name,
+                "frontier": state, "chosen": chosen, "inflight": [jd.key(l) for l in inflight],
+                "skip": sorted(getattr(self.frontier, "skip", ())), "crawl": self.tc.state(),
+                "discovery": self.discovery.state() if self.discovery is not None else None,
+                "seen": self.df.keys() if hasattr(self.df, "keys") else None, "stats": jd.counters(self.stats),
+                "resumes": self._resumes}
         path = self._state_path()
-        tmp = path.with_suffix(".tmp")
-        with tmp.open("wb") as fh:
-            pickle.dump(data, fh, protocol=pickle.HIGHEST_PROTOCOL)
-        tmp.replace(path)
-        logger.info("saved %d queued requests and the crawl state to %s", len(state["links"]) + len(chosen), path)
+        jd.write_atomic(path, data)
+        self._saved_at = time.monotonic()
+        self._save_cost = self._saved_at - started
+        if self._journal is not None:
+            self._journal.close()
+            self._journal = None
+        journal_path = Path(self.jobdir) / jd.JOURNAL_FILE
+        if journaling and not final:
+            self._journal = jd.Journal(journal_path, epoch, {jd.key(l) for l in inflight}, self.spider,
+                                       lambda: live_requests(self.crawler))
+            self.frontier.journal = self.chosen.journal = self._journal
+            self.df.stop_file()
+            Path(self.jobdir, "requests.seen").write_bytes(b"")  # the snapshot holds the fingerprints
+        else:
+            journal_path.unlink(missing_ok=True)
+            for journaled in (self.frontier, self.chosen):
+                if isinstance(journaled, (jd.JournaledFrontier, jd.JournaledChosen)):
+                    journaled.journal = None
+        if final:
+            logger.info("saved %d queued requests and the crawl state to %s", len(state["links"]) + len(chosen), path)
 
     def _restore(self) -> None:
-        path = self._state_path()
-        if path is None or not path.exists():
+        """Check that JOBDIR belongs to this crawl, load its snapshot and replay its journal, then
+        (crash-safe JOBDIR) write a fresh snapshot and start journaling."""
+        self._journal = None
+        self._jobdir_ok = False
+        self._resumes = 0
+        self._saved_at = time.monotonic()
+        self._save_cost = 0.0
+        self._checkpoints: task.LoopingCall | None = None
+        if not self.jobdir:
             return
-        with path.open("rb") as fh:
-            data = pickle.load(fh)
+        identity = jd.check_jobdir(self.jobdir, self.spider.name, self.tc.config)
+        jd.record_jobdir(self.jobdir, identity)
+        self._jobdir_ok = True
+        path = self._state_path()
+        skip: set = set()
+        if path.exists():
+            with path.open("rb") as fh:
+                data = jd.load(fh)
+            skip = self._load_snapshot(data, path)
+        if not self._journaling():
+            return
+        self.frontier = jd.JournaledFrontier(self.frontier, skip=skip)
+        self.chosen = jd.JournaledChosen(self.chosen)
+        self._save(final=False)
+        interval = self.tc.config.checkpoint_interval
+        self._checkpoints = task.LoopingCall(self._checkpoint)
+        self._checkpoints.start(min(interval, 0.5), now=False)
+
+    def _load_snapshot(self, data: dict, path: Path) -> set:
+        """Restore the snapshot ``data`` with its journal replayed; return the keys of the
+        frontier's links to drop when the strategy reaches them."""
         if data["strategy"] != self.frontier.name:
             logger.warning(
                 "JOBDIR state was written by strategy %r, resuming with %r: queued links re-ordered",
                 data["strategy"], self.frontier.name,
             )
-        for link in data["chosen"]:
-            link.payload = request_from_dict(link.payload, spider=self.spider)
+        records = jd.read_journal(Path(self.jobdir) / jd.JOURNAL_FILE, data["epoch"]) if data.get("epoch") else None
+        replay = jd.Replay(records or [], data.get("inflight", ()))
+        shapes: dict = {}
+
+        def request(link):
+            out = copy.copy(link)
+            out.payload = jd.to_request(link, self.packer, self.spider, shapes)
+            return out
+
+        skip = set(map(tuple, data.get("skip", ())))
+        inflight = replay.inflight()
+        data["chosen"] = [jd.tuple_link(l) for l in data["chosen"]]
+        data["frontier"]["links"] = [jd.tuple_link(l, self.frontier.link_type) for l in data["frontier"]["links"]]
+        first = [request(l) for l in data["chosen"] if jd.key(l) not in replay.gone]
+        chosen_keys = {jd.key(l) for l in data["chosen"]}
         for link in data["frontier"]["links"]:
-            link.payload = self.packer.pack(request_from_dict(link.payload, spider=self.spider))
+            k = jd.key(link)
+            if k in skip or k in chosen_keys:  # a pop of this key was the chosen copy's
+                pass
+            elif k in replay.gone:
+                skip.add(k)
+            elif k in inflight and inflight[k] is None:  # handed out from the frontier, not done
+                skip.add(k)
+                first.append(request(link))
+            link.payload = jd.to_packed(link, self.packer, self.spider, shapes)
+        first += [request(l) for l in inflight.values() if l is not None]
+        first += [request(l) for l in replay.chosen.values()]
+        first = list({jd.key(l): l for l in first}.values())  # each key once
+        pushed = sorted(replay.pushed.values(), key=lambda l: l.seq)
+        seqs = [l.seq for l in (*pushed, *first)]
+        if seqs and "next_seq" in data["frontier"]:
+            data["frontier"]["next_seq"] = max(data["frontier"]["next_seq"], max(seqs) + 1)
         self.frontier.load_state(data["frontier"])
-        self.chosen = data["chosen"]
+        for link in pushed:
+            link.payload = jd.to_packed(link, self.packer, self.spider, shapes)
+            self.frontier.push(link)
+        self.chosen = sorted(first, key=lambda l: l.seq)
         self.discovery_state = data.get("discovery")
         self.tc.load_state(data["crawl"])
-        self.stats.set_value("topiccrawl/resumed_queue", len(self.frontier))
-        logger.info("resumed %d queued requests and the crawl state from %s", len(self.frontier), path)
+        counted = {row["url"] for row in self.tc.harvest_rows}
+        for url, relevance in replay.counted:
+            if url not in counted:  # a count the snapshot already holds
+                counted.add(url)
+                self.tc.replay_count(url, relevance)
+        if data.get("seen") is not None:
+            self.df.load_keys(data["seen"])
+        for link in replay.requests:
+            req = jd.to_request(link, self.packer, self.spider, shapes)
+            if not req.dont_filter:
+                self.df.request_seen(req)
+        for name, value in (data.get("stats") or {}).items():
+            self.stats.inc_value(name, value)
+        self._resumes = data.get("resumes", 0) + 1
+        self.stats.set_value("topiccrawl/resumes", self._resumes)
+        self.stats.set_value("topiccrawl/resumed_queue", len(self.frontier) - len(skip))
+        self.stats.set_value("topiccrawl/resumed_inflight", len(inflight))
+        logger.info("resumed %d queued requests and the crawl state from %s (%d pages counted; journal: %d links "
+                    "queued, %d pages counted, %d requests in flight fetched again)",
+                    len(self.frontier) - len(skip) + len(self.chosen), path, self.tc.metrics.dp, len(replay.pushed),
+                    len(replay.counted), len(inflight))
+        return skip
+
+    def _checkpoint(self) -> None:
+        """Every 0.5 s: write ``done`` for requests through the engine; a snapshot every
+        ``TOPICCRAWL_CHECKPOINT_INTERVAL`` seconds, and at least ten times as long as the last one
+        took (a large frontier: snapshots take at most a tenth of the crawl's time)."""
+        if self._journal is None:
+            return
+        try:
+            self._journal.settle()
+            if time.monotonic() - self._saved_at >= max(self.tc.config.checkpoint_interval, 10 * self._save_cost):
+                self._save(final=False)
+        except OSError as exc:  # a full disk: the crawl goes on, the last snapshot and journal stay valid
+            self._saved_at = time.monotonic()
+            logger.error("JOBDIR checkpoint failed: %s", exc)
+
+    def _stop_checkpoints(self) -> None:
+        if self._checkpoints is not None and self._checkpoints.running:
+            self._checkpoints.stop()
+        self._checkpoints = None

@@ -5,8 +5,10 @@ Spider arguments (``-a topic=… -a strategy=… -a max_pages=…``) override th
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import MISSING, dataclass, field, fields
+from pathlib import Path
 from typing import get_type_hints
 
 from topiccrawl.crawl.addresses import parse_allow_hosts
@@ -45,6 +47,7 @@ class TopicCrawlConfig:
     plot_enabled: bool = True
     checkpoints: list[int] = field(default_factory=lambda: [100, 250, 500, 1000, 5000, 10000, 15000])
     progress_interval: float = 10.0
+    checkpoint_interval: float = 30.0
     live_allow_private: bool = False
     live_allow_hosts: str = ""
     trap_guard_enabled: bool = True
@@ -56,16 +59,30 @@ class TopicCrawlConfig:
     tdcs_k: int = 180
     store: str = "memory"
     redis_url: str = "redis://127.0.0.1:6379/0"
+    redis_url_file: str = ""
     crawl_id: str = ""
     lease_seconds: float = 30.0
     idle_timeout: float = 60.0
     classifier: str = "auto"
     classifier_refit_every: int = 100
     classifier_quantile: float = 0.25
+    classifier_pseudo: str = "top"
+    classifier_share: float = 0.03
+    dispatch: str = "eager"
+    dispatch_margin: float = 1.0
+    dispatch_max_wait: float = 1.0
+    dispatch_scope: str = "auto"
 
     @property
     def offline(self) -> bool:
         return self.web.strip().lower() != "live"
+
+    @property
+    def dispatch_scope_resolved(self) -> str:
+        """``TOPICCRAWL_DISPATCH_SCOPE``: ``auto`` is ``slot`` on the live web, ``crawl`` offline."""
+        if self.dispatch_scope == "auto":
+            return "crawl" if self.offline else "slot"
+        return self.dispatch_scope
 
     @classmethod
     def from_settings(cls, settings, overrides: dict | None = None) -> TopicCrawlConfig:
@@ -99,6 +116,8 @@ class TopicCrawlConfig:
                     values[name] = kind(value)
             except (TypeError, ValueError):
                 raise ConfigError(f"spider argument {name}={value!r} is not a valid {kind.__name__}") from None
+        if values["store"] == "redis":
+            values["redis_url"] = _redis_url(str(values["redis_url"]), str(values["redis_url_file"]))
         cfg = cls(**values)
         cfg.validate()
         return cfg
@@ -123,15 +142,47 @@ class TopicCrawlConfig:
                                   f"not {self.strategy!r}")
         if self.classifier not in ("auto", "on", "off"):
             raise ConfigError(f"TOPICCRAWL_CLASSIFIER={self.classifier!r}: expected auto, on or off")
+        if self.classifier_pseudo not in ("top", "beta"):
+            raise ConfigError(f"TOPICCRAWL_CLASSIFIER_PSEUDO={self.classifier_pseudo!r}: expected top or beta")
+        if not 0.0 < self.classifier_share <= 1.0:
+            raise ConfigError("TOPICCRAWL_CLASSIFIER_SHARE must lie in (0, 1]")
         if not 0.0 <= self.classifier_quantile < 1.0:
             raise ConfigError("TOPICCRAWL_CLASSIFIER_QUANTILE must lie in [0, 1)")
         if self.classifier_refit_every < 1:
             raise ConfigError("TOPICCRAWL_CLASSIFIER_REFIT_EVERY must be >= 1")
+        if self.dispatch not in ("eager", "patient"):
+            raise ConfigError(f"TOPICCRAWL_DISPATCH={self.dispatch!r}: expected eager or patient")
+        if self.dispatch_margin < 0 or self.dispatch_max_wait < 0:
+            raise ConfigError("TOPICCRAWL_DISPATCH_MARGIN and TOPICCRAWL_DISPATCH_MAX_WAIT must be >= 0")
+        if self.dispatch_scope not in ("auto", "crawl", "slot"):
+            raise ConfigError(f"TOPICCRAWL_DISPATCH_SCOPE={self.dispatch_scope!r}: expected auto, crawl or slot")
         if self.trap_guard_depth < 1:
             raise ConfigError("TOPICCRAWL_TRAP_GUARD_DEPTH must be >= 1")
+        if self.checkpoint_interval < 0:
+            raise ConfigError("TOPICCRAWL_CHECKPOINT_INTERVAL must be >= 0 seconds (0 = JOBDIR saved on close only)")
         if self.slow_seconds <= 0:
             raise ConfigError("TOPICCRAWL_SLOW_SECONDS must be > 0")
         parse_allow_hosts(self.live_allow_hosts)  # raises ConfigError on a bad entry
+
+
+#: the environment variable that may hold the Redis URL (a password stays out of ``ps`` and Scrapyd's log)
+REDIS_URL_ENV = "TOPICCRAWL_REDIS_URL"
+
+
+def _redis_url(url: str, path: str) -> str:
+    """The Redis URL: the first line of ``TOPICCRAWL_REDIS_URL_FILE`` when set, else the environment
+    variable ``TOPICCRAWL_REDIS_URL`` when the setting keeps its default, else the setting."""
+    if path:
+        try:
+            lines = Path(path).expanduser().read_text(encoding="utf-8").split()
+        except (OSError, UnicodeDecodeError) as exc:
+            why = getattr(exc, "strerror", None) or exc
+            raise ConfigError(f"TOPICCRAWL_REDIS_URL_FILE={path!r}: cannot read it ({why})") from None
+        if not lines:
+            raise ConfigError(f"TOPICCRAWL_REDIS_URL_FILE={path!r} is empty; expected one line redis://…")
+        return lines[0]
+    env = os.environ.get(REDIS_URL_ENV, "").strip()
+    return env if env and url == TopicCrawlConfig.redis_url else url
 
 
 #: setting -> default of every ``TOPICCRAWL_*`` setting of :class:`TopicCrawlConfig` (the add-on

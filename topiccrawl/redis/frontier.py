@@ -57,6 +57,13 @@ def sortable_hex(x: float) -> str:
     return f"{bits:016x}"
 
 
+def from_sortable_hex(h: str) -> float:
+    """The float of :func:`sortable_hex`."""
+    bits = int(h, 16)
+    bits = bits ^ 1 << 63 if bits >> 63 else bits ^ 0xFFFFFFFFFFFFFFFF
+    return struct.unpack(">d", struct.pack(">Q", bits))[0]
+
+
 class RedisFrontier(FrontierBase):
     """bfs / bestfirst / oracle over Redis with leases (see the module docstring).
 
@@ -66,6 +73,8 @@ class RedisFrontier(FrontierBase):
     """
 
     STRATEGIES = ("bfs", "bestfirst", "oracle")
+    #: the member prefix of a start request: sorts before every strategy key (hex digits, 0/1, seq)
+    FIRST = "!"
     #: the strategy's queue hooks (files of ``topiccrawl/redis/lua/``, after ``frontier.lua``)
     LIB: tuple[str, ...] = ("frontier_queue.lua",)
 
@@ -81,6 +90,7 @@ class RedisFrontier(FrontierBase):
         self.is_relevant = is_relevant
         self.lease_seconds, self.budget, self.worker = float(lease_seconds), int(budget), worker
         self.last: dict = {"blocked": False, "dp": 0, "queued": 0, "reclaimed": 0}
+        self.popped = ""
         self.leases = Leases(client, keys["leases"], keys["leases:owner"])
         self._keys = [*(keys[name] for name in FRONTIER_KEYS), *self.extra_keys()]
         self._push_keys = [*self._keys, keys["dupefilter"]]
@@ -89,6 +99,7 @@ class RedisFrontier(FrontierBase):
         self._push = self._script("frontier_push.lua")
         self._finish = self._script("frontier_finish.lua")
         self._release = self._script("frontier_release.lua")
+        self._peek = self._script("frontier_peek.lua")
 
     def _script(self, name: str):
         """The frontier script ``name``: leases.lua, frontier.lua, the hooks :attr:`LIB`, ``name``."""
@@ -110,6 +121,42 @@ class RedisFrontier(FrontierBase):
 
     def member(self, link: Link) -> str:
         return f"{self.prefix(link)}{link.seq:012d}"
+
+    @property
+    def ordered(self) -> bool:
+        """The queue is popped in member order (bfs, bestfirst, oracle; not the samplers that
+        subclass this class), so start requests can go first and the head can be peeked."""
+        return type(self) is RedisFrontier
+
+    def first_entry(self, link: Link, fingerprint: str = "") -> list:
+        """:meth:`entry` of a start request, queued before every link (:attr:`ordered` frontiers)."""
+        entry = self.entry(link, fingerprint)
+        entry[1] = self.FIRST
+        return entry
+
+    def member_value(self, member: str) -> float | None:
+        """The dispatch value of a member (:meth:`value`'s scale); None for a start request or bfs."""
+        if member.startswith(self.FIRST) or self.name == "bfs" or not self.ordered:
+            return None
+        if self.name == "oracle":
+            return 1.0 if member[0] == "0" else 0.0
+        return max(-from_sortable_hex(member[:16]), 0.0)
+
+    def value(self, link: Link) -> float | None:
+        if self.name == "bfs" or not self.ordered:
+            return None
+        if self.name == "oracle":
+            return 1.0 if self.is_relevant(link.url) else 0.0
+        return max(link.score, 0.0)
+
+    def peek_head(self) -> tuple[float | None, str] | None:
+        """The queue head's dispatch value and URL, without leasing it (one round trip); None
+        when the queue is empty."""
+        res = self._peek(keys=self._keys)
+        if not res:
+            return None
+        member, data = res
+        return self.member_value(member), self._link(member, data).url
 
     # -- Frontier protocol ------------------------------------------------------------------------
     def push(self, link: Link) -> str | None:
@@ -152,6 +199,7 @@ class RedisFrontier(FrontierBase):
         self.last = {"blocked": res[0] == -1, "dp": int(res[1]), "reclaimed": int(res[2]), "queued": int(res[3])}
         if res[0] != 1:
             return None
+        self.popped = res[4]  # the member (a start request's differs from member(link))
         return self._link(res[4], res[5])
 
     @staticmethod

@@ -31,6 +31,7 @@ import logging
 import os
 import socket
 import time
+from urllib.parse import urlsplit
 
 from itemadapter import ItemAdapter
 from scrapy import Request, signals
@@ -39,7 +40,7 @@ from scrapy.utils.job import job_dir
 from twisted.internet import task
 
 from topiccrawl.crawl.codec import decode, encode
-from topiccrawl.crawl.engine import default_callback
+from topiccrawl.crawl.engine import default_callback, wake_engine
 from topiccrawl.crawl.meta import META_KEY
 from topiccrawl.crawl.runtime import TopicCrawl
 from topiccrawl.crawl.scheduler import TopicScheduler
@@ -246,7 +247,13 @@ class RedisScheduler(RedisWorker, TopicScheduler):
         link = self._link(request)
         link.payload = encode(request, self.spider, link)
         fingerprint = "" if request.dont_filter else self.df.fingerprint(request)
-        self.buffer.append((request, link, self.frontier.entry(link, fingerprint)))
+        if request.meta.get("is_start_request") and self.frontier.ordered:
+            entry = self.frontier.first_entry(link, fingerprint)  # seeds first, whenever yielded
+        else:
+            entry = self.frontier.entry(link, fingerprint)
+            if self.dispatch is not None:
+                self.dispatch.child(meta.get("parent"), self.frontier.value(link))
+        self.buffer.append((request, link, entry))
         if len(self.buffer) >= self.BATCH:
             self.flush()
         return True
@@ -269,11 +276,16 @@ class RedisScheduler(RedisWorker, TopicScheduler):
             self.stats.inc_value("scheduler/dequeued")
             return self.local.pop(0)
         self.flush()
+        if self.dispatch is not None and self.frontier.ordered and not self._patient_release():
+            return None
         link = self.frontier.pop()
         self._reclaimed(self.frontier.last["reclaimed"])
         if link is None:
             return None
-        member = self.frontier.member(link)
+        member = self.frontier.popped if self.frontier.ordered else self.frontier.member(link)
+        if self.dispatch is not None:
+            self.dispatch.started(link.url, self.frontier.member_value(member), urlsplit(link.url).hostname or "",
+                                  time.monotonic())
         request = decode(link.payload, self.spider, link)
         request.meta[META_KEY] = {**(request.meta.get(META_KEY) or {}), "seq": link.seq, "lease": member}
         lease = _Lease(self, member, request.callback or default_callback(self.spider), request.errback)
@@ -287,10 +299,30 @@ class RedisScheduler(RedisWorker, TopicScheduler):
         self.flush()
         return len(self.local) + self.frontier.last["queued"]
 
+    def _patient_release(self) -> bool:
+        """Patient dispatch against this worker's leased pages (one peek at the shared head)."""
+        if not self.dispatch.inflight:
+            return True
+        head = self.frontier.peek_head()
+        if head is None:
+            return True
+        now = time.monotonic()
+        if self.dispatch.decide(head[0], urlsplit(head[1]).hostname or "", now):
+            return True
+        wake_engine(self.crawler, self.dispatch.wait_left(now) + 0.001)
+        return False
+
+    def _settled(self, member: str) -> Request | None:
+        """Forget this worker's lease of ``member``: the request it leased, or None."""
+        request = self.leases.pop(member, None)
+        if request is not None and self.dispatch is not None:
+            self.dispatch.finished(request.url)
+        return request
+
     def requeue(self, request) -> None:
         """A page fetched after the global budget was spent: back to the queue (for a resume)."""
         member = (request.meta.get(META_KEY) or {}).get("lease")
-        if self.leases.pop(member, None) is not None:
+        if self._settled(member) is not None:
             self.flush()
             self.frontier.release([member])
             self.stats.inc_value("topiccrawl/requeued_over_budget")
@@ -316,14 +348,14 @@ class RedisScheduler(RedisWorker, TopicScheduler):
         if dp == -1:
             self.requeue(self.leases[member])
             return False
-        del self.leases[member]
+        self._settled(member)
         if dp == -2:  # a re-delivered lease that another worker counted first
             self.stats.inc_value("topiccrawl/redis/duplicate_fetch")
             return False
         return True
 
     def finish(self, member: str, outcome: str) -> None:
-        if self.leases.pop(member, None) is not None:
+        if self._settled(member) is not None:
             self.flush()
             if self.frontier.finish(member, outcome) == -2:
                 self.stats.inc_value("topiccrawl/redis/duplicate_fetch")
@@ -341,6 +373,9 @@ class RedisScheduler(RedisWorker, TopicScheduler):
             self.stats.set_value(f"topiccrawl/global/{key}", value)
         for key, value in self.frontier.stats().items():  # e.g. wl/lnf of the shared sampler
             self.stats.set_value(f"topiccrawl/{key}", value)
+        if self.dispatch is not None:  # this worker's own holds
+            for key, value in self.dispatch.stats.as_dict().items():
+                self.stats.set_value(f"topiccrawl/{key}", value)
 
     def _idle(self, spider) -> None:
         if self.refused:

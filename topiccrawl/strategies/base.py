@@ -84,6 +84,10 @@ class Frontier(Protocol):
     def observe_page(self, url: str, domain: str, probability: float, out_links=(), *,
                      relevant: bool | None = None) -> None: ...
 
+    def peek(self) -> tuple[float, Link] | None: ...
+
+    def value(self, link: Link) -> float | None: ...
+
 
 class FrontierBase(ABC):
     """Base class of every strategy: the five required members are abstract, the optional hooks
@@ -130,6 +134,17 @@ class FrontierBase(ABC):
                      relevant: bool | None = None) -> None:
         """A fetched page with its P(relevant) and its out-links as ``(url, LinkFeatures)``, called
         before the page's links are pushed; default: ignored (``learned`` learns link values from it)."""
+
+    def peek(self) -> tuple[float, Link] | None:
+        """The value and the link :meth:`pop` returns next (random exploration aside), for
+        harvest-aware dispatch (:mod:`topiccrawl.strategies.dispatch`); values are ≥ 0, higher is
+        fetched earlier. Default None: the strategy has no ranking value (``bfs``, the samplers),
+        so its links are handed out at once."""
+        return None
+
+    def value(self, link: Link) -> float | None:
+        """The value (on :meth:`peek`'s scale) the strategy gave ``link``, just pushed; default None."""
+        return None
 
 
 # ---------------------------------------------------------------------------------------------

@@ -94,6 +94,12 @@ class BestFirstFrontier(_Base):
     def pop(self) -> Link | None:
         return heapq.heappop(self._heap) if self._heap else None
 
+    def peek(self) -> tuple[float, Link] | None:
+        return (max(self._heap[0].score, 0.0), self._heap[0]) if self._heap else None
+
+    def value(self, link: Link) -> float | None:
+        return max(link.score, 0.0)
+
     def __len__(self) -> int:
         return len(self._heap)
 
@@ -117,6 +123,13 @@ class OracleFrontier(_Base):
 
     def pop(self) -> Link | None:
         return heapq.heappop(self._heap)[1] if self._heap else None
+
+    def peek(self) -> tuple[float, Link] | None:
+        """Value 1 for a truly relevant target, 0 otherwise (R(l) only breaks ties)."""
+        return (0.0 if self._heap[0][0] else 1.0, self._heap[0][1]) if self._heap else None
+
+    def value(self, link: Link) -> float | None:
+        return 1.0 if self._is_relevant(link.url) else 0.0
 
     def __len__(self) -> int:
         return len(self._heap)

@@ -1,0 +1,331 @@
+"""Harvest-aware dispatch (docs/dispatch.md): the pure rule on plain data, then real crawls of a
+small web on loopback where one slow page holds the only strong links — patient dispatch waits
+for it, eager does not; the wait is bounded; start requests go before queued links."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import textwrap
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from conftest import REPO, bin_path, run_crawl
+from redis_fixture import redis_server  # noqa: F401
+from topiccrawl.crawl.settings import ConfigError, TopicCrawlConfig
+from topiccrawl.strategies.dispatch import PatientDispatch
+from topiccrawl.strategies.simple import BestFirstFrontier, Link, OracleFrontier
+
+# -- the rule -------------------------------------------------------------------------------------
+
+
+def test_holds_a_weak_head_while_a_strong_page_is_in_flight():
+    d = PatientDispatch(margin=1.0, max_wait=1.0)
+    d.started("strong", 0.8, "a", now=0.0)
+    assert not d.decide(0.2, "a", now=0.1)  # cold start: the page is expected to bring 0.8
+    assert d.holding and d.wait_left(0.1) == pytest.approx(0.9)
+    assert d.decide(0.9, "a", now=0.2)  # a head better than what it can bring goes at once
+    d.finished("strong")
+    assert d.decide(0.2, "a", now=0.3)  # nothing left in flight
+    assert d.stats.holds == 1 and d.stats.held_seconds == pytest.approx(0.1)
+
+
+def test_the_expectation_is_learned_from_pages_done_and_never_from_weaker_ones():
+    d = PatientDispatch(margin=1.0, min_samples=4, neighbours=8)
+    for i in range(20):  # pages of value 0.1 brought nothing better than 0.1
+        d.started(f"w{i}", 0.1, now=0.0)
+        d.child(f"w{i}", 0.1)
+        d.finished(f"w{i}")
+    assert d.expected(0.1) == pytest.approx(0.1)
+    assert d.expected(0.9) == 0.9  # no page that strong done yet: as good as its own value
+    for i in range(4):  # strong pages brought weak links
+        d.started(f"s{i}", 0.9, now=0.0)
+        d.child(f"s{i}", 0.3)
+        d.finished(f"s{i}")
+    assert d.expected(0.9) == pytest.approx(0.3)
+    d.started("x", 0.9, now=0.0)
+    assert d.decide(0.35, "", now=0.0)  # 0.35 beats the 0.3 a strong page is expected to bring
+    assert not d.decide(0.25, "", now=0.0)
+    assert d.expected(None) == float("inf")  # a seed in flight: wait for it
+
+
+def test_a_page_in_flight_is_waited_for_at_most_max_wait():
+    d = PatientDispatch(margin=1.0, max_wait=0.5)
+    d.started("slow", 1.0, now=0.0)
+    assert not d.decide(0.0, "", now=0.1)
+    assert not d.decide(0.0, "", now=0.49)
+    assert d.decide(0.0, "", now=0.5)  # given up on "slow"
+    assert d.decide(0.0, "", now=0.6) and d.stats.timeouts == 1
+
+
+def test_slot_scope_waits_only_for_pages_of_the_heads_slot():
+    d = PatientDispatch(margin=1.0, max_wait=5.0, scope="slot")
+    d.started("p", 1.0, "host-a", now=0.0)
+    assert d.decide(0.1, "host-b", now=0.1)
+    assert not d.decide(0.1, "host-a", now=0.1)
+
+
+def test_margin_zero_never_holds_and_bad_settings_are_refused():
+    d = PatientDispatch(margin=0.0)
+    d.started("p", 1.0, now=0.0)
+    assert d.decide(0.0, "", now=0.0)
+    with pytest.raises(ValueError):
+        PatientDispatch(scope="host")
+    with pytest.raises(ConfigError, match="TOPICCRAWL_DISPATCH='fast'"):
+        TopicCrawlConfig(dispatch="fast").validate()
+    assert TopicCrawlConfig(web="live").dispatch_scope_resolved == "slot"
+    assert TopicCrawlConfig().dispatch_scope_resolved == "crawl"
+
+
+def test_strategies_value_their_queue_head():
+    bf = BestFirstFrontier()
+    for i, score in enumerate((0.2, 0.7, 0.4)):
+        bf.push(Link(f"u{i}", score))
+    value, link = bf.peek()
+    assert (value, link.url) == (0.7, "u1") and bf.pop().url == "u1"
+    oracle = OracleFrontier(lambda url: url == "good")
+    oracle.push(Link("bad", 0.9))
+    oracle.push(Link("good", 0.1))
+    assert oracle.peek()[0] == 1.0 and oracle.value(Link("bad", 0.9)) == 0.0
+
+
+# -- crawls of a small web ------------------------------------------------------------------------
+
+TOPIC = """\
+name = "storms"
+language = "en"
+beta = 0.2
+[words]
+storm = 1.0
+hurricane = 1.0
+typhoon = 1.0
+"""
+
+
+class _Web(BaseHTTPRequestHandler):
+    """``/seed`` links to ``/slow`` (a strong anchor) and 30 weak pages ``/w<i>``; ``/slow``
+    answers after ``server.delay`` seconds with the only strong links, ``/s0`` .. ``/s9``;
+    ``/seed2`` (a late start request) links to ``/v0`` .. ``/v29``."""
+
+    def do_GET(self):
+        self.server.hits.append((time.monotonic(), self.path))
+        if self.path == "/robots.txt":
+            self.send_response(404)
+            self.end_headers()
+            return
+        if self.path == "/seed":
+            filler = "<p>" + "lorem ipsum dolor sit amet " * 20 + "</p>"
+            links = [f'<p><a href="/w{i}">misc page {i}</a></p>{filler}' for i in range(30)]
+            body = "<p>index</p>" + "".join(links) + '<p><a href="/slow">storm hurricane typhoon report</a></p>'
+        elif self.path == "/seed2":
+            body = "<p>second seed</p>" + "".join(f'<a href="/v{i}">other {i}</a>' for i in range(30))
+        elif self.path == "/slow":
+            time.sleep(self.server.delay)
+            body = "<p>storm hurricane typhoon storm</p>" + "".join(
+                f'<a href="/s{i}">storm hurricane typhoon damage {i}</a>' for i in range(10))
+        else:
+            time.sleep(self.server.page_delay)
+            body = f"<p>page {self.path}</p>"
+        data = f"<html><head><title>{self.path}</title></head><body>{body}</body></html>".encode()
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        except OSError:  # the crawler gave up on this page (DOWNLOAD_TIMEOUT)
+            pass
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def web():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Web)
+    server.daemon_threads = True
+    server.hits, server.delay, server.page_delay = [], 0.5, 0.0
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def _crawl(tmp_path, web, dispatch: str, **settings):
+    topic = tmp_path / "storms.toml"
+    topic.write_text(TOPIC, encoding="utf-8")
+    base = f"http://127.0.0.1:{web.server_port}"
+    proc, out = run_crawl(tmp_path, args={"topic": str(topic), "seeds": f"{base}/seed", "strategy": "bestfirst",
+                                          "max_pages": settings.pop("max_pages", 25)},
+                          settings={"TOPICCRAWL_WEB": "live", "TOPICCRAWL_LIVE_ALLOW_HOSTS": "127.0.0.1",
+                                    "TOPICCRAWL_DISPATCH": dispatch, "TOPICCRAWL_PLOT_ENABLED": "false",
+                                    "CONCURRENT_REQUESTS_PER_DOMAIN": "8", **settings}, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc, json.loads((out / "stats.json").read_text(encoding="utf-8"))
+
+
+STRONG = re.compile(r"/s\d")
+
+
+def _order(web) -> list[str]:
+    return [path for _, path in web.hits if path != "/robots.txt"]
+
+
+def _first(web, prefix: str) -> float:
+    return min(t for t, path in web.hits if path.startswith(prefix))
+
+
+def test_patient_dispatch_waits_for_the_page_with_the_strong_links(tmp_path, web):
+    proc, stats = _crawl(tmp_path, web, "patient")
+    order = _order(web)
+    strong = [i for i, p in enumerate(order) if STRONG.match(p)]
+    weak = [i for i, p in enumerate(order) if p.startswith("/w")]
+    # no weak link goes while /slow is in flight; its strong links go first, all of them
+    assert len(strong) == 10 and min(strong) < min(weak) and sum(i < min(weak) for i in strong) >= 5, order
+    assert stats["topiccrawl/dispatch/holds"] >= 1 and stats["topiccrawl/dispatch/held_seconds"] > 0.3
+    assert "dispatch held back" in proc.stderr  # the progress line says so
+
+
+def test_eager_dispatch_spends_the_budget_on_weak_links_meanwhile(tmp_path, web):
+    _, stats = _crawl(tmp_path, web, "eager")
+    order = _order(web)
+    first_strong = next((i for i, p in enumerate(order) if STRONG.match(p)), len(order))
+    assert sum(p.startswith("/w") for p in order[:first_strong]) >= 8, order
+    assert "topiccrawl/dispatch/holds" not in stats
+
+
+def test_the_wait_ends_at_max_wait_when_the_page_hangs(tmp_path, web):
+    web.delay = 4.0
+    _, stats = _crawl(tmp_path, web, "patient", TOPICCRAWL_DISPATCH_MAX_WAIT="0.3", DOWNLOAD_TIMEOUT="20",
+                      max_pages=12)
+    waited = _first(web, "/w") - _first(web, "/slow")
+    assert 0.25 <= waited < 2.0, waited
+    assert stats["topiccrawl/dispatch/hold_timeouts"] >= 1
+    assert stats["finish_reason"] == "topiccrawl_max_pages"
+
+
+def test_the_wait_ends_when_the_page_in_flight_fails(tmp_path, web):
+    web.delay = 3.0
+    _, stats = _crawl(tmp_path, web, "patient", TOPICCRAWL_DISPATCH_MAX_WAIT="30", DOWNLOAD_TIMEOUT="1",
+                      RETRY_ENABLED="false", max_pages=12)
+    waited = _first(web, "/w") - _first(web, "/slow")
+    assert 0.9 <= waited < 2.8, waited  # released by the timeout error, not by the 30 s bound
+    assert stats["topiccrawl/dispatch/hold_timeouts"] == 0
+    assert stats["finish_reason"] == "topiccrawl_max_pages"
+
+
+LATE_SEED_SPIDER = """\
+import asyncio
+import scrapy
+from topiccrawl.crawl.meta import META_KEY
+from topiccrawl.spiders.focused import FocusedSpider
+
+
+class LateSeed(FocusedSpider):
+    name = "lateseed"
+
+    async def start(self):
+        base = self.seed_arg
+        yield scrapy.Request(base + "/seed", callback=self.parse, meta={META_KEY: {"score": 1.0, "depth": 0}})
+        await asyncio.sleep(1.0)
+        yield scrapy.Request(base + "/seed2", callback=self.parse, meta={META_KEY: {"score": 1.0, "depth": 0}})
+"""
+
+
+def test_a_late_start_request_goes_before_the_queued_links(tmp_path, web):
+    web.page_delay = 0.05  # 1 request at a time: ~20 of /seed's 30 links are still queued at 1 s
+    pkg = tmp_path / "latespider"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(textwrap.dedent(LATE_SEED_SPIDER), encoding="utf-8")
+    topic = tmp_path / "storms.toml"
+    topic.write_text(TOPIC, encoding="utf-8")
+    base = f"http://127.0.0.1:{web.server_port}"
+    out = tmp_path / "out"
+    cmd = [bin_path("scrapy"), "crawl", "lateseed", "-a", f"topic={topic}", "-a", f"seeds={base}",
+           "-a", "strategy=bfs", "-a", "max_pages=40"]
+    for k, v in {"SPIDER_MODULES": "topiccrawl.spiders,latespider", "TOPICCRAWL_WEB": "live",
+                 "TOPICCRAWL_LIVE_ALLOW_HOSTS": "127.0.0.1", "CONCURRENT_REQUESTS": "1",
+                 "TOPICCRAWL_DISPATCH_MAX_WAIT": "0.1", "TOPICCRAWL_OUTPUT_DIR": str(out),
+                 "TOPICCRAWL_PLOT_ENABLED": "false", "TOPICCRAWL_PROGRESS_INTERVAL": "0"}.items():
+        cmd += ["-s", f"{k}={v}"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)])}
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    order = _order(web)
+    second = order.index("/seed2")
+    weak_after = [p for p in order[second:] if p.startswith("/w")]
+    # bfs would put /seed2 behind all 31 links of /seed; as a start request it goes next
+    assert 5 <= second < 25 and weak_after, order
+
+
+def test_patient_dispatch_on_redis_waits_for_the_page_with_the_strong_links(tmp_path, web, redis_server):
+    proc, stats = _crawl(tmp_path, web, "patient", TOPICCRAWL_STORE="redis", TOPICCRAWL_REDIS_URL=redis_server.url,
+                         TOPICCRAWL_CRAWL_ID="dispatch-test")
+    order = _order(web)
+    strong = [i for i, p in enumerate(order) if STRONG.match(p)]
+    weak = [i for i, p in enumerate(order) if p.startswith("/w")]
+    assert len(strong) == 10 and min(strong) < min(weak) and sum(i < min(weak) for i in strong) >= 5, order
+    assert stats["topiccrawl/dispatch/holds"] >= 1
+    assert stats["topiccrawl/global/dp"] == 25
+
+
+def test_start_requests_go_first_in_the_shared_redis_queue(redis_server):
+    from topiccrawl.redis.connection import crawl_keys
+    from topiccrawl.redis.frontier import RedisFrontier
+
+    keys = crawl_keys("seeds-first")
+    frontier = RedisFrontier(redis_server.client(), keys, "bestfirst")
+    frontier.push(Link("http://a.test/strong", 0.9))
+    late_seed = Link("http://a.test/seed", 0.0)
+    frontier.push_many([(late_seed, frontier.first_entry(late_seed))])
+    assert frontier.peek_head() == (None, "http://a.test/seed")  # a seed has no value: never held back
+    assert frontier.pop().url == "http://a.test/seed"
+    assert frontier.peek_head() == (0.9, "http://a.test/strong")
+
+
+
+# -- patient dispatch with JOBDIR and with Redis workers, on the generated web ------------------------
+
+GENERATED = "generated:zh-disaster?pages=5000&seed=5"
+
+
+def _feed(out) -> list[str]:
+    return [json.loads(line)["url"] for line in (out / "pages.jsonl").read_text(encoding="utf-8").splitlines()]
+
+
+def test_patient_crawl_stops_and_resumes_from_jobdir(tmp_path):
+    settings = {"TOPICCRAWL_WEB": GENERATED, "TOPICCRAWL_DISPATCH": "patient", "TOPICCRAWL_PLOT_ENABLED": "false",
+                "JOBDIR": str(tmp_path / "job")}
+    first, out1 = run_crawl(tmp_path / "a", args={"topic": "台风灾害", "max_pages": 60}, settings=settings)
+    assert first.returncode == 0, first.stderr[-3000:]
+    second, out2 = run_crawl(tmp_path / "b", args={"topic": "台风灾害", "max_pages": 120}, settings=settings)
+    assert second.returncode == 0, second.stderr[-3000:]
+    urls = _feed(out1) + _feed(out2)
+    assert len(urls) == 120 and len(set(urls)) == 120, "a page was lost or fetched twice"
+    stats = json.loads((out2 / "stats.json").read_text(encoding="utf-8"))
+    assert stats["topiccrawl/dp"] == 120 and stats["finish_reason"] == "topiccrawl_max_pages"
+
+
+def test_two_patient_redis_workers_share_one_crawl(tmp_path, redis_server):
+    from redis_fixture import start_worker
+    from topiccrawl.weblab.api import WebLab
+
+    with WebLab(GENERATED, faults="latency=0.05@1") as lab:
+        settings = {"TOPICCRAWL_STORE": "redis", "TOPICCRAWL_REDIS_URL": redis_server.url, "TOPICCRAWL_CRAWL_ID": "pat",
+                    "TOPICCRAWL_WEB": GENERATED, "TOPICCRAWL_WEB_PROXY": lab.proxy_url, "TOPICCRAWL_DISPATCH": "patient",
+                    "TOPICCRAWL_PROGRESS_INTERVAL": "0", "TOPICCRAWL_PLOT_ENABLED": "false", "TOPICCRAWL_IDLE_TIMEOUT": "20"}
+        args = ["-a", "topic=台风灾害", "-a", "strategy=bestfirst", "-a", "max_pages=200"]
+        workers = [start_worker(tmp_path, f"w{i}", "focused", args, settings) for i in range(2)]
+        for w in workers:
+            w.wait(240)
+            assert w.returncode == 0, w.log.read_text()[-3000:]
+    urls = [u for w in workers for u in _feed(w.out)]
+    assert len(urls) == 200 and len(set(urls)) == 200, "a page was lost or fetched twice"
+    assert all(_feed(w.out) for w in workers), "one worker did all the work"
+    stats = [json.loads((w.out / "stats.json").read_text(encoding="utf-8")) for w in workers]
+    assert all(s["topiccrawl/global/dp"] == 200 and s.get("topiccrawl/redis/duplicate_fetch", 0) == 0 for s in stats)
