@@ -101,6 +101,36 @@ def test_link_query_lists_the_linking_pages(index):
     assert index.search("link:http://nowhere.test/")["number_of_results"] == 0
 
 
+def test_site_operator_keeps_one_host(index):
+    # "flour" is on food.test only; "coast" on news.test; "site:" filters, words still rank
+    assert set(urls(index.search("flour"))) == {PASTA, BREAD}
+    assert urls(index.search("site:news.test flour")) == []
+    answer = index.search("coast site:news.test")
+    assert set(urls(answer)) == {TYPHOON, SURGE} and answer["number_of_results"] == 2
+    assert urls(index.search("typhoon site:zh.test")) == []
+    assert urls(index.search("site:NEWS.test. typhoon")) == urls(index.search("typhoon site:news.test"))
+    # alone: the host's pages (HTML ones), paged
+    assert set(urls(index.search("site:food.test"))) == {PASTA, BREAD}
+    assert index.search("site:weather.test")["number_of_results"] == 25
+    assert len(urls(index.search("site:weather.test", pageno=3))) == 5
+    assert index.search("site:nowhere.test")["number_of_results"] == 0
+    # exact host: not a suffix match; two site: operators = either host
+    assert urls(index.search("site:test flour")) == [] and urls(index.search("site:ood.test flour")) == []
+    assert set(urls(index.search("dough site:news.test site:food.test"))) == {PASTA, BREAD}
+    # combined with link: and related:
+    assert urls(index.search(f"link:{TYPHOON} site:food.test")) == [PASTA]
+    assert index.search(f"site:food.test link:{TYPHOON}")["number_of_results"] == 1
+    assert urls(index.search(f"related:{TYPHOON} site:news.test")) == [SURGE]
+    # "site:" inside a word is a word, not the operator
+    assert index.search("website:news.test")["number_of_results"] == 0
+
+
+@pytest.mark.parametrize("q", ["site: typhoon", "site:http://news.test/ typhoon", "site:news.test/x"])
+def test_site_operator_takes_a_bare_host(index, q):
+    with pytest.raises(SearchError, match="site: takes a host name"):
+        index.search(q)
+
+
 def test_paging(index):
     pages = [urls(index.search("weather", pageno=n)) for n in (1, 2, 3, 4)]
     assert [len(p) for p in pages] == [10, 10, 5, 0]

@@ -13,6 +13,7 @@ import pytest
 
 from topiccrawl.discovery.search import (
     LocalSearchBackend,
+    SearchBackend,
     SearchBackendError,
     SearchResult,
     SearXNGBackend,
@@ -101,6 +102,27 @@ def test_parse_searxng_shapes():
     assert backend.parse(body(SEARXNG_EMPTY)) == []
 
 
+def test_hits_that_are_not_http_are_skipped_not_the_page():
+    raw = json.dumps({"results": [{"url": "http://a.test/1", "title": "one"},
+                                  {"url": "ftp://ftp.cs.a.test/pub/paper.ps", "title": "ftp"},
+                                  {"url": "javascript:void(0)"}, {"url": "mailto:x@a.test"}, {"url": "/relative"},
+                                  {"url": "https://b.test/2"}]}).encode()
+    for backend in (LocalSearchBackend(), SearXNGBackend("http://s.test")):
+        assert [r.url for r in backend.parse(raw)] == ["http://a.test/1", "https://b.test/2"]
+    assert LocalSearchBackend().parse(b'{"results": [{"url": "ftp://x.test/a"}]}') == []
+
+
+def test_site_query_string_is_passed_through():
+    assert SearchBackend.site_query("WWW.cs.A.test.", "professor  ") == "site:www.cs.a.test professor"
+    assert SearchBackend.site_query("a.test") == "site:a.test"
+    for backend in (LocalSearchBackend(), SearXNGBackend("http://s.test", language="en")):
+        url = backend.search_url(backend.site_query("a.test", "course syllabus"))
+        assert parse_qs(urlsplit(url).query)["q"] == ["site:a.test course syllabus"]
+    for bad in ("http://a.test/", "a.test/x", " ", "a b"):
+        with pytest.raises(SearchBackendError, match="site: needs a bare host name"):
+            SearchBackend.site_query(bad, "x")
+
+
 @pytest.mark.parametrize("raw, message", [
     (b"", "searxng search response is not JSON"),
     (b"<!DOCTYPE html><html><body>403 Forbidden</body></html>",
@@ -109,8 +131,8 @@ def test_parse_searxng_shapes():
     (b"[1, 2]", "is a JSON list, expected an object"),
     (b'{"query": "x"}', "has no 'results' list"),
     (b'{"results": {"url": "http://a/"}}', "has no 'results' list"),
-    (b'{"results": [{"url": "http://a/"}, {"title": "no url"}]}', "result 1 has no http\\(s\\) 'url'"),
-    (b'{"results": [{"url": "javascript:void(0)"}]}', "result 0 has no http\\(s\\) 'url'"),
+    (b'{"results": [{"url": "http://a/"}, {"title": "no url"}]}', "result 1 has no 'url' string"),
+    (b'{"results": [{"url": "http://a/"}, "http://b/"]}', "result 1 has no 'url' string"),
     (b'{"error": "search index building"}', "search engine error: search index building"),
 ])
 def test_malformed_bodies_give_one_line_errors(raw, message):
@@ -165,6 +187,16 @@ def test_local_backend_keywords_related_and_links(lab):
         assert status == 200
         anchors = {a.url for a in extract(page, hub.url, headers.get("Content-Type")).anchors}
         assert linked[0].url in anchors
+
+
+def test_local_backend_site_query_over_http(lab):
+    backend = LocalSearchBackend(lab.search_url)
+    first = backend.parse(get(backend.search_url("房产")))
+    host = urlsplit(first[-1].url).hostname
+    own = backend.parse(get(backend.search_url(backend.site_query(host, "房产"))))
+    assert own and {urlsplit(r.url).hostname for r in own} == {host}
+    assert first[-1].url in {r.url for r in own}
+    assert len({urlsplit(r.url).hostname for r in first}) > 1  # the filter did something
 
 
 def test_local_backend_default_host_through_the_proxy(lab):

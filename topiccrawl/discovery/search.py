@@ -11,8 +11,10 @@ and a response body into :class:`SearchResult` records (:meth:`SearchBackend.par
 * ``searxng`` — any SearXNG instance by base URL, JSON API (``format=json`` must be enabled in its
   ``settings.yml``), keyword search only.
 
-Both speak SearXNG's JSON: ``{"results": [{"url", "title", "content", ...}], ...}``.
-Scrapy-free.
+Both speak SearXNG's JSON: ``{"results": [{"url", "title", "content", ...}], ...}``. Both pass a
+query string through unchanged, so ``site:HOST words`` (:meth:`SearchBackend.site_query`) restricts
+the hits to one host: the lab's engine implements it, SearXNG hands it to its engines (the web
+search engines it queries take ``site:``). Scrapy-free.
 """
 
 from __future__ import annotations
@@ -78,6 +80,14 @@ class SearchBackend:
                                      f"(it serves: {served})")
         return {"KS": arg, "RS": f"related:{arg}", "BC": f"link:{arg}"}[operator]
 
+    @staticmethod
+    def site_query(host: str, words: str = "") -> str:
+        """The query ``site:HOST words``: pages of that host (exact host name) matching ``words``."""
+        host = host.strip().lower().rstrip(".")
+        if not host or any(c in host for c in "/: \t"):
+            raise SearchBackendError(f"site: needs a bare host name, got {host!r}")
+        return f"site:{host} {words.strip()}".strip()
+
     def search_url(self, query: str, pageno: int = 1) -> str:
         """The request URL of ``query`` (see :meth:`query`), result page ``pageno`` (from 1)."""
         if not query.strip():
@@ -88,10 +98,12 @@ class SearchBackend:
         return f"{self.base_url}?{urlencode({'q': query, 'format': 'json', 'pageno': pageno})}"
 
     def parse(self, body: bytes) -> list[SearchResult]:
-        """Results of a JSON answer in order, duplicates (same URL) dropped.
+        """Results of a JSON answer in order, duplicates (same URL) dropped, hits whose URL is
+        not http(s) (``ftp:``, ``mailto:``, ``javascript:``, relative) skipped: a crawler cannot
+        fetch them, and the rest of the page is still good.
 
         Raises :class:`SearchBackendError` (one line) for a body that is not JSON, an engine error
-        (``{"error": ...}``), a missing ``results`` list or a result without an http(s) ``url``.
+        (``{"error": ...}``), a missing ``results`` list or a result without a ``url`` string.
         """
         try:
             data = json.loads(body)
@@ -111,9 +123,11 @@ class SearchBackend:
         out: dict[str, SearchResult] = {}
         for i, hit in enumerate(results):
             url = hit.get("url") if isinstance(hit, dict) else None
-            if not isinstance(url, str) or not _http_url(url):
-                raise SearchBackendError(f"{self.name} search result {i} has no http(s) 'url' "
+            if not isinstance(url, str):
+                raise SearchBackendError(f"{self.name} search result {i} has no 'url' string "
                                          f"(got {url!r})")
+            if not _http_url(url):
+                continue
             if url not in out:
                 out[url] = SearchResult(url, str(hit.get("title") or ""),
                                         str(hit.get("content") or ""))

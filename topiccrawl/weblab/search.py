@@ -8,7 +8,9 @@ the crawler's scorers see. Queries:
   ranked by FTS5's BM25 (Robertson & Zaragoza 2009, eq. 3.15), the title weighted 2:1;
 * ``related:URL``: the page's 10 terms of highest TF-IDF (tf * log(N/df)) as an OR query,
   the page itself excluded;
-* ``link:URL``: the indexed pages whose outlinks (``Doc.links``) contain exactly URL.
+* ``link:URL``: the indexed pages whose outlinks (``Doc.links``) contain exactly URL;
+* ``site:HOST`` (anywhere in the query, combinable with the above): only pages of that exact
+  host (lower-case, no port; ``site:a site:b`` = either host); alone it lists the host's pages.
 
 The index holds ``corpus.search_sample(limit)`` (at most ``limit`` pages, default 50,000) and is
 cached on disk under ``$TOPICCRAWL_CACHE/search/`` (or ``~/.cache/topiccrawl/search/``), keyed by
@@ -27,6 +29,7 @@ from collections import Counter
 from collections.abc import Iterator
 from hashlib import sha256
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from topiccrawl.scoring.text import tokenize
 from topiccrawl.weblab.corpus import Corpus, parse_spec
@@ -51,6 +54,8 @@ CREATE INDEX links_dst ON links(dst);
 CREATE VIRTUAL TABLE vocab USING fts5vocab(docs, 'row');
 """
 _OR_RE = re.compile(r"\s+OR\s+")
+_SITE_RE = re.compile(r"(?:^|\s)site:(\S*)", re.I)
+_HOST_RE = re.compile(r"[\w.-]+")
 
 
 class SearchError(ValueError):
@@ -74,6 +79,26 @@ def _phrase(token: str) -> str:
     return '"' + token.replace('"', '""') + '"'
 
 
+def url_host(url: str) -> str:
+    """The host of ``url``, lower-case, without port or trailing dot ('' if none)."""
+    try:
+        return (urlsplit(url).hostname or "").rstrip(".")
+    except ValueError:
+        return ""
+
+
+def split_site(query: str) -> tuple[str, list[str]]:
+    """``query`` without its ``site:HOST`` operators, and the hosts (lower-case, in order).
+    Raises :class:`SearchError` for a ``site:`` that is not a bare host name."""
+    hosts = []
+    for value in _SITE_RE.findall(query):
+        host = value.lower().rstrip(".")
+        if not _HOST_RE.fullmatch(host):
+            raise SearchError(f"site: takes a host name (site:www.example.org), got {('site:' + value)!r}")
+        hosts.append(host)
+    return _SITE_RE.sub(" ", query).strip(), list(dict.fromkeys(hosts))
+
+
 def match_expression(query: str) -> str:
     """FTS5 MATCH expression of a keyword query ('' when it has no searchable term)."""
     groups = []
@@ -91,6 +116,19 @@ def snippet(text: str, terms: list[str]) -> str:
     start = max(0, min(hits) - SNIPPET_CHARS // 4) if hits else 0
     piece = text[start:start + SNIPPET_CHARS].strip()
     return ("…" if start else "") + piece + ("…" if start + SNIPPET_CHARS < len(text) else "")
+
+
+def _connect(path) -> sqlite3.Connection:
+    db = sqlite3.connect(path)
+    db.create_function("url_host", 1, url_host, deterministic=True)
+    return db
+
+
+def _host_filter(hosts: list[str], column: str = "p.url") -> tuple[str, tuple]:
+    """SQL condition (and its parameters) keeping pages of ``hosts`` (none: every page)."""
+    if not hosts:
+        return "", ()
+    return f" AND url_host({column}) IN ({', '.join('?' * len(hosts))})", tuple(hosts)
 
 
 class SearchIndex:
@@ -117,7 +155,7 @@ class SearchIndex:
 
     def _open_cached(self) -> None:
         try:
-            db = sqlite3.connect(self.path)
+            db = _connect(self.path)
             meta = dict(db.execute("SELECT key, value FROM meta"))
         except sqlite3.DatabaseError:
             return  # unreadable: rebuild
@@ -144,7 +182,7 @@ class SearchIndex:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
             tmp.unlink(missing_ok=True)
-        db = sqlite3.connect(tmp if tmp else ":memory:")
+        db = _connect(tmp if tmp else ":memory:")
         db.executescript(_SCHEMA)
         count = 0
         for url in self.corpus.search_sample(self.limit):
@@ -168,7 +206,7 @@ class SearchIndex:
         if tmp is not None:
             db.close()
             os.replace(tmp, self.path)
-            db = sqlite3.connect(self.path)
+            db = _connect(self.path)
         self.db, self.state = db, "ready"
 
     def build(self) -> SearchIndex:
@@ -192,12 +230,15 @@ class SearchIndex:
         if not self.ready:
             self.build()
         offset = (page - 1) * PAGE_SIZE
-        if q.startswith("link:"):
-            total, rows, terms = self._links(q[5:].strip(), offset)
-        elif q.startswith("related:"):
-            total, rows, terms = self._related(q[8:].strip(), offset)
+        rest, hosts = split_site(q)
+        if rest.startswith("link:"):
+            total, rows, terms = self._links(rest[5:].strip(), offset, hosts)
+        elif rest.startswith("related:"):
+            total, rows, terms = self._related(rest[8:].strip(), offset, hosts)
+        elif not rest and hosts:
+            total, rows, terms = self._site(hosts, offset)
         else:
-            total, rows, terms = self._keywords(match_expression(q), offset)
+            total, rows, terms = self._keywords(match_expression(rest), offset, hosts=hosts)
         results = [{"url": url, "title": title, "content": snippet(text, terms),
                     "engine": "weblab", "score": score}
                    for url, title, text, score in rows]
@@ -205,23 +246,34 @@ class SearchIndex:
                 "answers": [], "corrections": [], "infoboxes": [], "suggestions": [],
                 "unresponsive_engines": []}
 
-    def _keywords(self, expr: str, offset: int, exclude: int = 0) -> tuple[int, list, list[str]]:
+    def _keywords(self, expr: str, offset: int, exclude: int = 0,
+                  hosts: list[str] = ()) -> tuple[int, list, list[str]]:
         if not expr:
             return 0, [], []
         terms = re.findall(r'"((?:[^"]|"")*)"', expr)
+        cond, args = _host_filter(hosts)
         try:
-            total = self.db.execute("SELECT count(*) FROM docs WHERE docs MATCH ? AND rowid != ?",
-                                    (expr, exclude)).fetchone()[0]
+            total = self.db.execute("SELECT count(*) FROM docs JOIN pages p ON p.id = docs.rowid "
+                                    f"WHERE docs MATCH ? AND docs.rowid != ?{cond}",
+                                    (expr, exclude, *args)).fetchone()[0]
             rows = self.db.execute(
                 "SELECT p.url, p.title, p.text, -bm25(docs, 2.0, 1.0) AS s FROM docs "
-                "JOIN pages p ON p.id = docs.rowid WHERE docs MATCH ? AND docs.rowid != ? "
+                f"JOIN pages p ON p.id = docs.rowid WHERE docs MATCH ? AND docs.rowid != ?{cond} "
                 "ORDER BY s DESC, p.id LIMIT ? OFFSET ?",
-                (expr, exclude, PAGE_SIZE, offset)).fetchall()
+                (expr, exclude, *args, PAGE_SIZE, offset)).fetchall()
         except sqlite3.OperationalError as exc:
             raise SearchError(f"cannot search {expr!r}: {exc}") from None
         return total, rows, [t.replace('""', '"') for t in terms]
 
-    def _related(self, url: str, offset: int) -> tuple[int, list, list[str]]:
+    def _site(self, hosts: list[str], offset: int) -> tuple[int, list, list[str]]:
+        """``site:HOST`` alone: the host's indexed pages in index order."""
+        cond, args = _host_filter(hosts)
+        total = self.db.execute(f"SELECT count(*) FROM pages p WHERE 1{cond}", args).fetchone()[0]
+        rows = self.db.execute(f"SELECT p.url, p.title, p.text, 0.0 FROM pages p WHERE 1{cond} "
+                               "ORDER BY p.id LIMIT ? OFFSET ?", (*args, PAGE_SIZE, offset)).fetchall()
+        return total, rows, []
+
+    def _related(self, url: str, offset: int, hosts: list[str] = ()) -> tuple[int, list, list[str]]:
         row = self.db.execute("SELECT d.rowid, d.title, d.body FROM pages p JOIN docs d "
                               "ON d.rowid = p.id WHERE p.url = ?", (url,)).fetchone()
         if row:
@@ -239,13 +291,14 @@ class SearchIndex:
             if df > 0:
                 weights[term] = count * math.log(n / df)
         top = sorted(weights, key=lambda t: (-weights[t], t))[:RELATED_TERMS]
-        return self._keywords(" OR ".join(_phrase(t) for t in top), offset, own)
+        return self._keywords(" OR ".join(_phrase(t) for t in top), offset, own, hosts)
 
-    def _links(self, url: str, offset: int) -> tuple[int, list, list[str]]:
-        total = self.db.execute("SELECT count(DISTINCT src) FROM links WHERE dst = ?",
-                                (url,)).fetchone()[0]
+    def _links(self, url: str, offset: int, hosts: list[str] = ()) -> tuple[int, list, list[str]]:
+        cond, args = _host_filter(hosts)
+        total = self.db.execute("SELECT count(*) FROM pages p WHERE p.id IN "
+                                f"(SELECT src FROM links WHERE dst = ?){cond}", (url, *args)).fetchone()[0]
         rows = self.db.execute(
             "SELECT p.url, p.title, p.text, 0.0 FROM pages p WHERE p.id IN "
-            "(SELECT src FROM links WHERE dst = ?) ORDER BY p.id LIMIT ? OFFSET ?",
-            (url, PAGE_SIZE, offset)).fetchall()
+            f"(SELECT src FROM links WHERE dst = ?){cond} ORDER BY p.id LIMIT ? OFFSET ?",
+            (url, *args, PAGE_SIZE, offset)).fetchall()
         return total, rows, []
