@@ -178,7 +178,8 @@ def test_spider_verifies_from_hits_and_sitemap_and_counts_aliases_once(tmp_path,
     noroot = items["noroot.test"]
     assert noroot["verdict"] == "relevant" and noroot["truly_relevant"]
     assert {urlsplit(e["url"]).path for e in noroot["evidence"]} == {"/~ada/", "/~bob/", "/~cy/"}
-    assert noroot["entry"] == "http://noroot.test/" and noroot["pages_fetched"] <= 5
+    # the hit, the root (404), the sitemap (404), the site search (a fetch too), two linked pages
+    assert noroot["entry"] == "http://noroot.test/" and noroot["pages_fetched"] <= 6 and noroot["searches"] == 1
 
     # /~x, /~x/index.html and /~x/ are one page: two good pages, not four
     alias = items["alias.test"]
@@ -211,9 +212,152 @@ def test_webkb_bench_scores_a_non_course_rules_file_against_its_own_label(tmp_pa
     assert res["label"] == "class:faculty" and res["true_hosts"] == 2  # noroot.test, map.test (course.test: 0)
     assert res["info"]["labelled_pages"] == 8  # the faculty pages, not the 3 course pages
     assert [q["value"] for q in res["query_rows"]] == ["zebra"]  # the rules file's queries
-    spider_row = res["host_rows"][0]
-    assert res["host_rows"][2]["value"].startswith("search candidates, entry pages, no NumExpPages limit")
+    rows = {r["kind"]: r for r in res["host_rows"][:len(res["host_rows"]) // 2]}  # PageThreshold 0.7
+    spider_row = rows["spider"]
+    assert "1 site query" in spider_row["value"]
     assert spider_row["candidates"] == 3 and spider_row["true_cands"] == 1  # noroot, alias, course; noroot true
     assert spider_row["precision"] == 1.0 and spider_row["recall_cands"] == 1.0
+    assert spider_row["searches"] == 3 and rows["entry"]["searches"] == 0  # one site query per candidate
+    assert rows["reach"]["value"].startswith("search candidates, entry pages without site queries, no NumExpPages")
     text = out.read_text()
     assert "class:faculty" in text and "class:course" not in text and "course pages" not in text
+
+
+# -- site-restricted queries (site:HOST words) as entry pages -----------------------------------------
+
+
+def test_site_query_words_put_the_finding_query_first():
+    from topiccrawl.sitefinder.verifier import site_query_texts
+
+    queries = ["a b", "c", "d"]
+    assert site_query_texts(["c"], queries, 1) == ["c"]
+    assert site_query_texts(["sites argument", "d", "c"], queries, 2) == ["d", "c"]  # not a query: skipped
+    assert site_query_texts([], queries, 5) == queries and site_query_texts(["c"], queries, 0) == []
+
+
+def test_site_query_hits_are_entry_pages_within_the_budget():
+    hidden = [f"http://h.test/~p{i}/" for i in range(3)]
+    pages = {"http://h.test/": (0.0, [], [f"http://h.test/dead{i}.html" for i in range(5)])}
+    pages.update({u: (0.9, ["r"], []) for u in hidden})
+    asked = []
+
+    def fetch(url):
+        return (url, *pages[url]) if url in pages else None
+
+    def search(q):
+        asked.append(q)
+        return ["http://other.test/x", "http://h.test/", *hidden]
+
+    v = verify_site("http://h.test/", fetch, search=search, site_queries=["prof", "prof"])
+    assert asked == ["site:h.test prof"]  # the same words once
+    # the search request is one fetch; its hits (the root among them) are expanded first, ahead of the root's dead links
+    assert (v.verdict, len(v.good), v.spent()) == ("relevant", 3, 5)
+    assert [r["url"] for r in v.expansions] == ["http://h.test/", *hidden]
+    assert v.result()["pages_fetched"] == 5 and v.result()["searches"] == 1
+    without = verify_site("http://h.test/", fetch)
+    assert (without.verdict, without.reason, without.spent()) == ("irrelevant", "exhausted", 6)
+    # a search costs a page of NumExpPages: asked only when NumRelPages pages of the budget remain after it
+    tight = verify_site("http://h.test/", fetch, search=search, site_queries=["other words"], num_exp_pages=3)
+    assert tight.searches == [] and tight.spent() == 3 and tight.reason == "budget"
+    assert verify_site("http://h.test/", fetch, search=search, site_queries=["w"], num_exp_pages=5).verdict == "relevant"
+
+
+def test_frontier_waits_for_a_site_search_and_gives_its_hits_priority():
+    f = SiteFinderFrontier(sitemap=False, num_rel_pages=2)
+    assert f.add_site("http://h.test/", "q") == ["http://h.test/"]
+    assert f.plan_site_queries("http://h.test/x", ["other", "q"]) == ["q"]
+    assert f.plan_site_queries("http://h.test/", ["other", "q"]) == []  # once per site
+    f.push(Link(url="http://h.test/", payload="root"))
+    assert f.pop().url == "http://h.test/"
+    assert f.report("http://h.test/", 0.0) is None  # nothing queued, but the site search is pending
+    f.push(Link(url="http://h.test/late.html"))  # a link queued before the search answer
+    new, verdict = f.site_searched("h.test", "q", ["http://h.test/", "http://h.test/found.html", "http://x.test/"])
+    assert new == ["http://h.test/found.html"] and verdict is None
+    f.push(Link(url="http://h.test/found.html"))
+    assert f.pop().url == "http://h.test/found.html"  # ahead of the older link
+    assert f.report("http://h.test/found.html", 0.9) is None
+    # a hit already queued as a link is moved ahead, not requested again
+    f.push(Link(url="http://h.test/linked.html"))
+    assert f.plan_site_queries("http://h.test/", ["other"]) == []  # planned once per site
+    v = f.sites["h.test"]
+    assert v.start_search("other")
+    assert f.site_searched("h.test", "other", ["http://h.test/linked.html"]) == ([], None)
+    assert f.pop().url == "http://h.test/linked.html"
+    done = f.report("http://h.test/linked.html", 0.9)
+    assert done["verdict"] == "relevant" and done["pages_fetched"] == 5 and done["searches"] == 2
+    assert f.stats()["sites/site_searches"] == 2
+    # a failed search ends an otherwise exhausted site; 0 turns the feature off
+    g = SiteFinderFrontier(sitemap=False)
+    g.add_site("http://e.test/", "q")
+    g.plan_site_queries("http://e.test/", ["q"])
+    g.push(Link(url="http://e.test/"))
+    g.pop()
+    assert g.report("http://e.test/", 0.0) is None
+    _, verdict = g.site_searched("e.test", "q", [])
+    assert (verdict["verdict"], verdict["reason"], verdict["pages_fetched"]) == ("irrelevant", "exhausted", 2)
+    off = SiteFinderFrontier(site_queries=0)
+    off.add_site("http://e.test/", "q")
+    assert off.plan_site_queries("http://e.test/", ["q"]) == []
+
+
+HIDDEN_RULES = RULES.replace('name = "faculty-test"', 'name = "faculty-hidden"')
+#: hidden.test: its root (the only hit) links nowhere; three faculty pages match the query too but
+#: rank below ten louder pages of other hosts, so only ``site:hidden.test zebra`` finds them
+HIDDEN = [("other", "http://hidden.test/", "Welcome zebra", "Department zebra zebra.")]
+HIDDEN += [("faculty", f"http://hidden.test/~f{i}/", f"F{i}", f"{PROF} {'databases ' * 30} zebra") for i in range(3)]
+HIDDEN += [("other", f"http://loud{i}.test/zebra.html", "zebra zebra", "zebra zebra zebra zebra") for i in range(9)]
+
+
+@pytest.fixture(scope="module")
+def hidden_corpus(tmp_path_factory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("webkb-hidden")
+    for cls, url, title, body in HIDDEN:
+        folder = root / "webkb" / cls / "misc"
+        folder.mkdir(parents=True, exist_ok=True)
+        html = f"Content-Type: text/html\n\n<html><head><title>{title}</title></head><body>{body}</body></html>\n"
+        (folder / _file(url)).write_text(html, encoding="latin-1")
+    rules = root / "faculty-hidden.toml"
+    rules.write_text(HIDDEN_RULES, encoding="utf-8")
+    return root, rules
+
+
+def test_spider_finds_pages_nothing_links_to_through_a_site_query(tmp_path, hidden_corpus):
+    from topiccrawl.weblab.corpus import open_corpus
+    from topiccrawl.weblab.search import SearchIndex
+
+    root, rules = hidden_corpus
+    index = SearchIndex(open_corpus(f"webkb:{root}")).build()
+    top = [r["url"] for r in index.search("zebra")["results"]]
+    assert "http://hidden.test/" in top and not any("/~f" in u for u in top)  # the premise of the test
+    found = {}
+    for n in ("0", "1"):
+        proc, out = run_crawl(tmp_path / n, "sitefinder", args={"rules": str(rules)},
+                              settings={"TOPICCRAWL_WEB": f"webkb:{root}", "TOPICCRAWL_SITES_SITE_QUERIES": n})
+        assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+        items = {i["site"]: i for i in map(json.loads, (out / "pages.jsonl").read_text().splitlines())}
+        found[n] = (items, json.loads((out / "stats.json").read_text(encoding="utf-8")))
+    items, stats = found["0"]
+    assert len(items) == 10 and stats["topiccrawl/sites/site_searches"] == 0
+    assert (items["hidden.test"]["verdict"], items["hidden.test"]["reason"]) == ("irrelevant", "exhausted")
+    assert items["hidden.test"]["truly_relevant"]
+    items, stats = found["1"]
+    hidden = items["hidden.test"]
+    assert hidden["verdict"] == "relevant" and hidden["searches"] == 1
+    assert sorted(e["url"] for e in hidden["evidence"]) == [f"http://hidden.test/~f{i}/" for i in range(3)]
+    # the root, the site search (counted as a fetch), its 3 hits first: decided before the sitemap
+    assert hidden["pages_fetched"] == 5
+    assert stats["topiccrawl/sites/site_searches"] == 10  # one per candidate site
+    assert stats["topiccrawl/sites/recall_candidates"] == 1.0 and stats["topiccrawl/sites/precision"] == 1.0
+    assert all(i["verdict"] == "irrelevant" for s, i in items.items() if s != "hidden.test")
+
+
+def test_site_queries_setting_is_read_and_checked():
+    from topiccrawl.crawl.errors import ConfigError
+    from topiccrawl.crawl.settings import build_frontier, strategy_options
+
+    assert build_frontier({}, "sitefinder").site_queries == 1
+    assert build_frontier({"TOPICCRAWL_SITES_SITE_QUERIES": "0"}, "sitefinder").site_queries == 0
+    assert strategy_options({"TOPICCRAWL_SITES_SITE_QUERIES": "3"}, "sitefinder").kwargs()["site_queries"] == 3
+    for bad in ("-1", "two"):
+        with pytest.raises(ConfigError, match="TOPICCRAWL_SITES_SITE_QUERIES"):
+            strategy_options({"TOPICCRAWL_SITES_SITE_QUERIES": bad}, "sitefinder")

@@ -10,7 +10,8 @@ for the tasks it holds; what differs from one process:
 * a claimed search page is fetched and parsed here; its task ends when its callback has run (the
   sites and the next page it found are in Redis by then);
 * a claimed site is verified here from its entry pages (the search hits noted in Redis before the
-  site was offered, its root, ``/sitemap.xml``); the verdict goes to Redis once
+  site was offered, its root, ``/sitemap.xml``, the hits of its site-restricted searches, which
+  this worker asks itself); the verdict goes to Redis once
   (``HSETNX``) and the spider yields the item only if this worker wrote it;
 * leases are renewed every ``TOPICCRAWL_LEASE_SECONDS / 3``; a dead worker's tasks go back to the
   list when their leases expire and are done again from the start (a site restarts its walk);
@@ -85,6 +86,10 @@ class SharedSiteFinderFrontier(SiteFinderFrontier):
     def report(self, url: str, score: float, rules=(), note: str = "", links=(), final=None) -> dict | None:
         result = super().report(url, score, rules, note, links, final)
         return None if result is None else self.shared.site_done(result)
+
+    def site_searched(self, site: str, words: str, hits: list[str]) -> tuple[list[str], dict | None]:
+        new, result = super().site_searched(site, words, hits)
+        return new, None if result is None else self.shared.site_done(result)
 
     def count_search(self, query: str, n: int) -> None:
         super().count_search(query, n)
@@ -261,6 +266,8 @@ class RedisSiteScheduler(RedisWorker, TopicScheduler):
             return
         for url in pages:
             super().enqueue_request(spider._page_request(url, 0))
+        for request in spider.site_search_requests(entry):  # not a search task: this site's own entry pages
+            super().enqueue_request(request)
         self.stats.inc_value("topiccrawl/sites/sites_claimed")
 
     def search_done(self, member: str) -> None:

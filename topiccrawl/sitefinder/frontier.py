@@ -10,7 +10,14 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from topiccrawl.sitefinder.verifier import SiteVerifier, canonical_url, entry_pages, entry_url, site_of
+from topiccrawl.sitefinder.verifier import (
+    SiteVerifier,
+    canonical_url,
+    entry_pages,
+    entry_url,
+    site_of,
+    site_query_texts,
+)
 from topiccrawl.strategies.base import Link, StrategyOptions, option_field
 from topiccrawl.strategies.simple import _Base
 
@@ -22,6 +29,10 @@ class SiteFinderFrontier(_Base):
     """The ``sitefinder`` strategy: candidate sites verified side by side in one crawl.
 
     * ``expect(url)`` announces a non-site request (a search query); it is served first, FIFO.
+    * ``plan_site_queries(url, queries)`` reserves, once per site, up to ``site_queries`` pages of
+      its budget for site-restricted searches (``site:HOST words``) and returns their words;
+      ``site_searched(site, words, hits)`` takes the answer and returns the new hits to request
+      (entry pages, expanded first) and the verdict if the answer decided it.
     * ``add_site(url, query)`` registers the site of a search hit and returns the URLs the spider
       requests: the first time the site's entry pages (the hit, the root, ``/sitemap.xml``:
       :func:`~topiccrawl.sitefinder.verifier.entry_pages`), later a new hit of an undecided site
@@ -42,12 +53,13 @@ class SiteFinderFrontier(_Base):
 
     def __init__(self, *, page_threshold: float = 0.7, num_rel_pages: int = 3,
                  num_exp_pages: int = 50, prior: float = 0.5, digits: bool = False,
-                 max_inflight: int = 1, truth_pages: int = 3, sitemap: bool = True) -> None:
+                 max_inflight: int = 1, truth_pages: int = 3, sitemap: bool = True, site_queries: int = 1) -> None:
         super().__init__()
         self.params = dict(page_threshold=page_threshold, num_rel_pages=num_rel_pages,
                            num_exp_pages=num_exp_pages, prior=prior, digits=digits,
                            max_inflight=max_inflight)
-        self.truth_pages, self.sitemap = truth_pages, sitemap
+        self.truth_pages, self.sitemap, self.site_queries = truth_pages, sitemap, site_queries
+        self.planned: set[str] = set()  # sites whose site-restricted searches were planned
         self.sites: dict[str, SiteVerifier] = {}
         self.aliases: dict[str, str] = {}
         self.expected: set[str] = set()
@@ -105,6 +117,26 @@ class SiteFinderFrontier(_Base):
             return False
         v.hits.append(url)
         return True
+
+    def plan_site_queries(self, url: str, queries: list[str]) -> list[str]:
+        """The words of the site-restricted searches of the site of ``url`` (once per site, up to
+        ``site_queries``, each reserving a page of its budget: :func:`site_query_texts`); []
+        for an unknown, decided or already planned site."""
+        site = self.site(url)
+        if site is None or site in self.planned or self.site_queries <= 0:
+            return []
+        self.planned.add(site)
+        v = self.sites[site]
+        return [w for w in site_query_texts(v.found_by, queries, self.site_queries) if v.start_search(w)]
+
+    def site_searched(self, site: str, words: str, hits: list[str]) -> tuple[list[str], dict | None]:
+        """The answer to the site-restricted search ``words`` of ``site`` (``hits`` = [] when it
+        failed): (the new hits of the site to request, the site's result if this decided it)."""
+        v = self.sites.get(self.aliases.get(site, site))
+        if v is None:
+            return [], None
+        new, decided = v.searched(words, hits)
+        return new, self._result(v) if decided else None
 
     def expect(self, url: str) -> None:
         self.expected.add(url)
@@ -191,6 +223,7 @@ class SiteFinderFrontier(_Base):
     def state(self) -> dict:
         return {**super().state(), "sites": {k: v.state() for k, v in self.sites.items()},
                 "aliases": self.aliases, "expected": sorted(self.expected), "searches": sorted(self.searches),
+                "planned": sorted(self.planned),
                 "search_counts": self.search_counts}
 
     def load_state(self, state: dict) -> None:
@@ -200,6 +233,7 @@ class SiteFinderFrontier(_Base):
         self.aliases.update(state.get("aliases", {}))
         self.expected.update(state.get("expected", ()))
         self.searches.update(state.get("searches", ()))
+        self.planned.update(state.get("planned", ()))
         self.search_counts.update(state.get("search_counts", {}))
         super().load_state(state)
 
@@ -219,6 +253,7 @@ class SiteFinderFrontier(_Base):
             "sites/judged_relevant": len(judged),
             "sites/pages_fetched": sum(r["pages_fetched"] for r in rows),
             "sites/pages_per_site": round(sum(r["pages_fetched"] for r in decided) / len(decided), 3) if decided else 0.0,
+            "sites/site_searches": sum(r.get("searches", 0) for r in rows),
         }
         good = [e for r in rows for e in r.get("evidence", ()) if e["score"] >= self.params["page_threshold"]]
         out["sites/good_pages"] = len(good)
@@ -281,13 +316,16 @@ class SiteFinderOptions(StrategyOptions):
     sites_truth_pages: int = option_field(3, low=1)
     #: try ``/sitemap.xml`` as an entry page of every site
     sites_sitemap: bool = True
+    #: site-restricted searches (``site:HOST words``) per site, each one page of its budget; 0 = off
+    sites_site_queries: int = option_field(1, low=0)
 
     def kwargs(self) -> dict:
         """The :class:`SiteFinderFrontier` arguments."""
         return {"page_threshold": self.sites_page_threshold, "num_rel_pages": self.sites_num_rel_pages,
                 "num_exp_pages": self.sites_num_exp_pages, "prior": self.sites_prior,
                 "digits": self.sites_abstract_digits, "max_inflight": self.sites_inflight,
-                "truth_pages": self.sites_truth_pages, "sitemap": self.sites_sitemap}
+                "truth_pages": self.sites_truth_pages, "sitemap": self.sites_sitemap,
+                "site_queries": self.sites_site_queries}
 
 
 def make_sitefinder(options: SiteFinderOptions | Mapping | None = None, is_relevant: Callable[[str], bool] | None = None,

@@ -10,6 +10,9 @@ After Li, Zhou, Guo, Lin (Tsinghua), "Website crawling for specific topics".
   irrelevant after NumExpPages expansions or when no page is left.
 * **Entry pages** (:func:`entry_pages`): verification starts from the search hits that named the
   site, then its root and ``/sitemap.xml`` (:func:`sitemap_links`), all within NumExpPages.
+* **Site-restricted queries** (an extension): ``site:HOST words`` asked of the search engine for
+  the site (:func:`site_query_texts` picks the words); each request costs one page of NumExpPages,
+  its hits are entry pages too, expanded before queued links of equal H(A_k).
 * **Pages are identified by the URL the response landed on** (after redirects, canonicalised with
   ``w3lib.url.canonicalize_url``): a page reached under several URLs counts once per site.
 """
@@ -97,6 +100,15 @@ def entry_pages(root: str, hits: Iterable[str] = (), sitemap: bool = True) -> li
     return out
 
 
+def site_query_texts(found_by: Iterable[str], queries: Iterable[str], n: int) -> list[str]:
+    """The words of a site's ``n`` site-restricted queries: the queries that found the site (in
+    the order they did), then the other ``queries`` in their order; each once. Only texts among
+    ``queries`` count (``found_by`` may name other sources, e.g. a URL the user gave)."""
+    allowed = list(dict.fromkeys(q.strip() for q in queries if q.strip()))
+    order = [q for q in found_by if q in allowed] + allowed
+    return list(dict.fromkeys(order))[:max(n, 0)]
+
+
 def sitemap_links(body: bytes, base: str) -> list[str] | None:
     """The ``<loc>`` URLs of a sitemaps.org sitemap or sitemap index (absolute, in file order, at
     most :data:`SITEMAP_LIMIT`); None when ``body`` is not a sitemap."""
@@ -139,6 +151,9 @@ class SiteVerifier:
     handed out before their scores come back (1 = the paper's strictly sequential algorithm).
     A page is the URL its response landed on (``record(..., final=URL)``, canonicalised): a fetch
     that lands on a page expanded before costs a fetch but is not scored again (note ``duplicate``).
+    A site-restricted search request (:meth:`start_search`, :meth:`searched`) costs one page of
+    the budget; its hits are announced and queued ahead of other pages (``priority``; a hit queued
+    already as a link is moved ahead).
     """
 
     def __init__(self, site: str, *, page_threshold: float = 0.7, num_rel_pages: int = 3,
@@ -160,6 +175,9 @@ class SiteVerifier:
         self.verdict: str | None = None
         self.reason = ""
         self.found_by: list[str] = []
+        self.searches: list[dict] = []  # site-restricted search requests done: {"query", "hits"}
+        self.searching: set[str] = set()  # their words, requested and not answered yet
+        self.priority: set[str] = set()  # canonical URLs of their hits: queued ahead of links
         self._order = itertools.count()
 
     # -- queue ------------------------------------------------------------------------------------
@@ -171,9 +189,64 @@ class SiteVerifier:
         self.seen.add(key)
         self.announced.discard(key)
         cls = abstract_url(url, self.digits)
-        self.classes.setdefault(cls, _Class(cls)).queue.append((next(self._order), url, item))
+        queue = self.classes.setdefault(cls, _Class(cls)).queue
+        order = next(self._order)
+        if key in self.priority:  # ahead of every page queued without priority, FIFO among themselves
+            order -= 1 << 40
+            at = next((i for i, (o, _, _) in enumerate(queue) if o > order), len(queue))
+            queue.insert(at, (order, url, item))
+        else:
+            queue.append((order, url, item))
         self.queued += 1
         return True
+
+    def _promote(self, key: str) -> bool:
+        """Move the queued page ``key`` ahead of the pages queued without priority."""
+        for cls in self.classes.values():
+            for i, (_, url, item) in enumerate(cls.queue):
+                if _canonical(url) == key:
+                    del cls.queue[i]
+                    order = next(self._order) - (1 << 40)
+                    at = next((j for j, (o, _, _) in enumerate(cls.queue) if o > order), len(cls.queue))
+                    cls.queue.insert(at, (order, url, item))
+                    return True
+        return False
+
+    def spent(self) -> int:
+        """Fetches charged to the site: expanded pages and site-restricted search requests."""
+        return len(self.expansions) + len(self.searches)
+
+    def start_search(self, words: str) -> bool:
+        """Reserve one page of the budget for the search request ``site:HOST words``; False when the
+        site is decided, the same words were asked already, or the budget would not leave room for
+        ``num_rel_pages`` pages after it."""
+        room = self.num_exp_pages - self.spent() - len(self.inflight) - len(self.searching) - 1
+        if (self.verdict is not None or words in self.searching or any(s["query"] == words for s in self.searches)
+                or room < self.num_rel_pages):
+            return False
+        self.searching.add(words)
+        return True
+
+    def searched(self, words: str, hits: Iterable[str]) -> tuple[list[str], bool]:
+        """The answer to :meth:`start_search` (``hits`` = [] for a failed request): (the hits of
+        this site not seen before, announced and given priority, for the caller to ``add``;
+        True when this answer decided the verdict)."""
+        self.searching.discard(words)
+        new = []
+        for url in hits:
+            key = _canonical(url)
+            if site_of(url) != self.site or key in self.priority:
+                continue
+            if key not in self.seen:
+                self.priority.add(key)
+                new.append(url)
+            elif self._promote(key):  # queued already (a link): moved ahead, not requested twice
+                self.priority.add(key)
+        self.searches.append({"query": words, "hits": len(new)})
+        if self.verdict is not None:
+            return [], False
+        self.announced.update(map(_canonical, new))
+        return new, self._check_end()
 
     def wants(self, url: str) -> bool:
         return self.verdict is None and _canonical(url) not in self.seen
@@ -184,7 +257,7 @@ class SiteVerifier:
 
     def ready(self) -> bool:
         return (self.verdict is None and len(self.inflight) < self.max_inflight
-                and len(self.expansions) + len(self.inflight) < self.num_exp_pages)
+                and self.spent() + len(self.inflight) + len(self.searching) < self.num_exp_pages)
 
     def next(self) -> tuple[str, object] | None:
         """The next page to expand as (url, item), or None (decided, busy or nothing queued)."""
@@ -236,9 +309,9 @@ class SiteVerifier:
         return self._check_end()
 
     def _check_end(self) -> bool:
-        if len(self.expansions) >= self.num_exp_pages:
+        if self.spent() >= self.num_exp_pages:
             return self._decide("irrelevant", "budget")
-        if not self.inflight and not self.queued and not self.announced:
+        if not self.inflight and not self.queued and not self.announced and not self.searching:
             return self._decide("irrelevant", "exhausted")
         return False
 
@@ -255,7 +328,7 @@ class SiteVerifier:
         top = sorted(self.expansions, key=lambda r: -r["score"])[:3]
         return {
             "site": self.site, "entry": self.entry, "verdict": self.verdict or "undecided", "reason": self.reason,
-            "good_pages": len(self.good), "pages_fetched": len(self.expansions),
+            "good_pages": len(self.good), "pages_fetched": self.spent(), "searches": len(self.searches),
             "classes": len(self.classes), "evidence": self.good or top,
             "queries": list(self.found_by),
         }
@@ -268,7 +341,8 @@ class SiteVerifier:
                 "landed": sorted(self.landed), "hits": self.hits,
                 "scores": {k: c.scores for k, c in self.classes.items() if c.scores},
                 "expansions": self.expansions, "good": self.good, "verdict": self.verdict,
-                "reason": self.reason, "found_by": self.found_by}
+                "reason": self.reason, "found_by": self.found_by, "searches": self.searches,
+                "searching": sorted(self.searching), "priority": sorted(self.priority)}
 
     def load_state(self, state: dict) -> None:
         self.entry, self.seen = state["entry"], set(state["seen"])
@@ -277,15 +351,20 @@ class SiteVerifier:
             self.classes.setdefault(key, _Class(key)).scores = list(scores)
         self.expansions, self.good = state["expansions"], state["good"]
         self.verdict, self.reason, self.found_by = state["verdict"], state["reason"], state["found_by"]
+        self.searches = list(state.get("searches", ()))
+        self.searching, self.priority = set(state.get("searching", ())), set(state.get("priority", ()))
 
 
 Fetch = Callable[[str], "tuple[str, float, list[str], list[str]] | None"]
 
 
 def verify_site(url: str, fetch: Fetch, hits: Iterable[str] = (), sitemap: bool = False,
+                search: Callable[[str], list[str]] | None = None, site_queries: Iterable[str] = (),
                 **params) -> SiteVerifier:
     """Run the verification of the site of ``url`` sequentially (benchmarks, tests), from its
-    :func:`entry_pages`: the ``hits``, the root and, with ``sitemap``, ``/sitemap.xml``.
+    :func:`entry_pages`: the ``hits``, the root and, with ``sitemap``, ``/sitemap.xml``; then, with
+    ``search`` (query string -> hit URLs), one request ``site:HOST words`` per ``site_queries``
+    entry (one page of the budget each), its new hits queued ahead of the others.
 
     ``fetch(url)`` returns (final URL after redirects, F, matched rules, outlinks) or None for a
     failed fetch; outlinks of other sites are ignored (a sitemap is fetched like a page: F = 0,
@@ -296,6 +375,10 @@ def verify_site(url: str, fetch: Fetch, hits: Iterable[str] = (), sitemap: bool 
     v.hits = [h for h in hits if site_of(h) == site]
     for page in entry_pages(v.entry, v.hits, sitemap):
         v.add(page)
+    for words in site_queries if search is not None else ():
+        if v.start_search(words):
+            for hit in v.searched(words, search(f"site:{site} {words}".strip()))[0]:
+                v.add(hit)
     while (picked := v.next()) is not None:
         page_url, _ = picked
         got = fetch(page_url)

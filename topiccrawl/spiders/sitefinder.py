@@ -3,8 +3,10 @@
 Meta-search, then minimum-cost verification of every candidate site (Li, Zhou, Guo, Lin;
 :mod:`topiccrawl.sitefinder`, docs/sitefinder.md). ``start()`` sends every query to every backend
 (through Scrapy, so the offline web lab's proxy applies); each search hit's host becomes a
-candidate site, verified once from its entry pages: the hits that named it, its root and
-``/sitemap.xml``. The ``sitefinder`` frontier interleaves the sites; this spider scores each page
+candidate site, verified once from its entry pages: the hits that named it, its root,
+``/sitemap.xml`` and the hits of ``TOPICCRAWL_SITES_SITE_QUERIES`` site-restricted searches
+(``site:HOST words``, words from the rules' queries, one page of the site's budget each; asked of
+the first backend). The ``sitefinder`` frontier interleaves the sites; this spider scores each page
 F(P, R), passes its same-site links and reports F under the URL the response landed on. One
 item per checked site: site, verdict, good_pages, pages_fetched, evidence, queries (JSON lines).
 """
@@ -36,7 +38,7 @@ class SiteFinderSpider(scrapy.Spider):
     required for searxng; ``backend_url`` is a deprecated alias), ``search_pages`` (result pages
     per query), ``sites`` (extra candidate URLs, comma-separated, verified from that URL as from a
     search hit). Verification settings: ``TOPICCRAWL_SITES_PAGE_THRESHOLD``, ``_NUM_REL_PAGES``,
-    ``_NUM_EXP_PAGES``, ``_PRIOR``, ``_ABSTRACT_DIGITS``, ``_INFLIGHT``, ``_SITEMAP``; ground
+    ``_NUM_EXP_PAGES``, ``_PRIOR``, ``_ABSTRACT_DIGITS``, ``_INFLIGHT``, ``_SITEMAP``, ``_SITE_QUERIES``; ground
     truth of the statistics: ``_TRUTH_PAGES``.
     """
 
@@ -113,6 +115,8 @@ class SiteFinderSpider(scrapy.Spider):
         for url in self.extra_sites:  # verified from that URL, as from a search hit
             for entry in frontier.add_site(url, "sites argument"):
                 yield self._page_request(entry, 0)
+            for request in self.site_search_requests(url):
+                yield request
         for backend in self.backends:
             for query in self.queries:
                 yield self._search_request(backend, query, 1)
@@ -159,8 +163,57 @@ class SiteFinderSpider(scrapy.Spider):
         for hit in results:
             for entry in self.frontier.add_site(hit.url, query):
                 yield self._page_request(entry, 0)
+            yield from self.site_search_requests(hit.url)
         if results and info["pageno"] < self.pages:
             yield self._search_request(backend, Query(**info["query"]), info["pageno"] + 1)
+
+    # -- site-restricted searches: entry pages of one site ---------------------------------------
+    def site_search_requests(self, url: str) -> list[scrapy.Request]:
+        """The site-restricted searches of the site of ``url`` (``site:HOST words``), planned once
+        per site by the frontier ([] when the site is known already, decided or the setting is 0)."""
+        frontier = self.frontier
+        if not self.backends or frontier is None:
+            return []
+        site = frontier.site(url)
+        backend = self.backends[0]
+        try:
+            backend.site_query(site or "", "")
+        except SearchBackendError:  # no site, or a host the operator cannot name (an IPv6 literal)
+            return []
+        out = []
+        for words in frontier.plan_site_queries(url, [q.text for q in self.queries]):
+            search = backend.search_url(backend.site_query(site, words))
+            frontier.expect(search)
+            # dont_filter: a site claimed again (Redis lease expired) asks again
+            out.append(scrapy.Request(search, callback=self.parse_site_search, errback=self.site_search_failed,
+                                      dont_filter=True, cb_kwargs={"backend": backend},
+                                      meta={META_KEY: {"score": 1.0, "depth": 0},
+                                            SF_KEY: {"site": site, "site_query": words, "backend": backend.name}}))
+        return out
+
+    def parse_site_search(self, response, backend):
+        info = response.meta[SF_KEY]
+        try:
+            hits = [r.url for r in backend.parse(response.body)]
+        except SearchBackendError as exc:
+            self.logger.error("site query %r of %s: %s", info["site_query"], info["site"], exc)
+            self.crawler.stats.inc_value("topiccrawl/sites/search_errors")
+            hits = []
+        yield from self._site_searched(info, hits)
+
+    def site_search_failed(self, failure):
+        info = failure.request.meta[SF_KEY]
+        self.logger.error("site search request failed: %s (%s)", failure.request.url, failure.value)
+        self.crawler.stats.inc_value("topiccrawl/sites/search_errors")
+        yield from self._site_searched(info, [])
+
+    def _site_searched(self, info: dict, hits: list[str]):
+        new, verdict = self.frontier.site_searched(info["site"], info["site_query"], hits)
+        self.crawler.stats.inc_value("topiccrawl/sites/site_search_hits", len(new))
+        for url in new:
+            yield self._page_request(url, 0)
+        if verdict:
+            yield self._item(verdict)
 
     def search_failed(self, failure):
         self.logger.error("search request failed: %s (%s)", failure.request.url, failure.value)
