@@ -13,11 +13,15 @@ Each rules file brings its own ``label`` (e.g. ``class:faculty``) and its own ``
    Candidates are the hosts of the hits of the lab's local search
    (:mod:`topiccrawl.weblab.search`, SQLite FTS5 over the corpus) for the rules file's queries.
    Each candidate is verified by minimum-cost verification with the spider's defaults
-   (PageThreshold 0.7, NumRelPages 3, NumExpPages 50) as the spider does it: from its entry pages
-   (its search hits, the root, ``/sitemap.xml``), each page identified by the URL it landed on
-   after redirects (counted once per site). Rows: that (``entry pages``), the old start from the
-   root only (``root only``), the same without the NumExpPages limit (what following links from
-   the entry pages can reach at all in the corpus), and the **all-pages upper bound**: every page
+   (PageThreshold 0.7, NumRelPages 3, NumExpPages 50, one site-restricted query) as the spider
+   does it: from its entry pages (its search hits, the root, ``/sitemap.xml``, the hits of
+   ``site:HOST words`` asked of the same search engine, words = the query that found the host;
+   each such request is one fetch of the site's budget), each page identified by the URL it landed
+   on after redirects (counted once per site). Rows: that (``+ 1 site query``), with 2 site
+   queries, without site queries (``entry pages without site queries``, the spider before site
+   queries), the old start from the root only (``root only``), the same without the NumExpPages
+   limit (what following links from the entry pages can reach at all in the corpus), and the
+   **all-pages upper bound**: every page
    of the host scored, the host judged relevant when at least NumRelPages distinct pages reach
    PageThreshold (what the page score could do at any cost; pages/site = the host's pages), on
    the candidates and on all hosts.
@@ -39,9 +43,12 @@ from collections import defaultdict
 from pathlib import Path
 
 from bench.sitefinder import DEFAULTS, Lab, table
+from topiccrawl.sitefinder.frontier import SiteFinderOptions
 from topiccrawl.sitefinder.rules import load_queries, load_rules
-from topiccrawl.sitefinder.verifier import canonical_url, site_of, verify_site
+from topiccrawl.sitefinder.verifier import canonical_url, site_of, site_query_texts, verify_site
 
+#: site-restricted queries per site, the spider's default (TOPICCRAWL_SITES_SITE_QUERIES)
+SITE_QUERIES = SiteFinderOptions().sites_site_queries
 THRESHOLDS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 NAN = float("nan")
 
@@ -84,7 +91,7 @@ def host_pages(lab: Lab) -> dict[str, list[str]]:
 
 
 def _row(lab: Lab, truth_cands: set[str], judged: list[str], pages: list[int], *, candidates: int,
-         exhausted: int = 0, good: list[str] = (), duplicates: int = 0) -> dict:
+         exhausted: int = 0, good: list[str] = (), duplicates: int = 0, searches: int = 0) -> dict:
     hits = sum(lab.is_true(s) for s in judged)
     found_true = sum(lab.is_true(s) for s in judged if s in truth_cands)
     good_true = sum(lab.label in lab.corpus.labels(u) for u in good)
@@ -93,19 +100,31 @@ def _row(lab: Lab, truth_cands: set[str], judged: list[str], pages: list[int], *
             "recall_cands": found_true / len(truth_cands) if truth_cands else NAN,
             "recall_all": hits / len(lab.true_sites) if lab.true_sites else NAN,
             "pages_per_site": statistics.fmean(pages) if pages else NAN,
-            "exhausted": exhausted, "duplicates": duplicates, "good_pages": len(good),
+            "exhausted": exhausted, "duplicates": duplicates, "searches": searches, "good_pages": len(good),
             "evidence_precision": good_true / len(good) if good else NAN}
 
 
-def verified(lab: Lab, cands: dict[str, list[str]], **params) -> dict:
+def site_search(lab: Lab):
+    """The lab's search engine as a site-restricted query sees it: the http(s) hits of result page 1."""
+    def search(q: str) -> list[str]:
+        return [h["url"] for h in lab.index.search(q, 1)["results"] if h["url"].startswith(("http://", "https://"))]
+    return search
+
+
+def verified(lab: Lab, cands: dict[str, list[str]], site_queries: int = 0, found_by: dict | None = None,
+             queries: list[str] = (), **params) -> dict:
     """Verify every candidate as the spider does: from ``cands[host]`` (its search hits; [] = the
-    root only), the root and, with hits, the sitemap."""
+    root only), the root, with hits the sitemap, and ``site_queries`` site-restricted queries
+    (words: :func:`site_query_texts` of ``found_by[host]`` and ``queries``)."""
     p = {**DEFAULTS, **params}
-    runs = [verify_site(f"http://{h}/", lab.fetch, hits=hits, sitemap=bool(hits), **p)
+    search = site_search(lab) if site_queries else None
+    runs = [verify_site(f"http://{h}/", lab.fetch, hits=hits, sitemap=bool(hits), search=search,
+                        site_queries=site_query_texts((found_by or {}).get(h, ()), queries, site_queries), **p)
             for h, hits in sorted(cands.items())]
     truth_cands = {h for h in cands if lab.is_true(h)}
     judged = [v.site for v in runs if v.verdict == "relevant"]
-    return _row(lab, truth_cands, judged, [len(v.expansions) for v in runs], candidates=len(runs),
+    return _row(lab, truth_cands, judged, [v.spent() for v in runs], candidates=len(runs),
+                searches=sum(len(v.searches) for v in runs),
                 exhausted=sum(v.reason == "exhausted" for v in runs),
                 good=[g["url"] for v in runs for g in v.good],
                 duplicates=sum("duplicate" in r.get("note", "") for v in runs for r in v.expansions))
@@ -133,7 +152,8 @@ HOST_COLS = [("value", "candidates, start pages, PageThreshold"), ("candidates",
              ("true_cands", "truly relevant candidates"), ("judged", "judged relevant"),
              ("true_found", "truly relevant judged"), ("precision", "precision"),
              ("recall_cands", "recall among candidates"), ("recall_all", "recall over all true hosts"),
-             ("pages_per_site", "pages/site"), ("exhausted", "exhausted"), ("duplicates", "duplicate fetches"),
+             ("pages_per_site", "pages/site"), ("searches", "site queries (in pages/site)"),
+             ("exhausted", "exhausted"), ("duplicates", "duplicate fetches"),
              ("good_pages", "good pages"), ("evidence_precision", "good pages labelled")]
 
 
@@ -149,25 +169,39 @@ def run_rules(web: str, name: str, truth_pages: int, queries_file: str | None, s
     lab = Lab(web, rules, truth_pages)
     rows, info = page_rows(lab)
     query_rows = []
+    found_by: dict[str, list[str]] = {}  # host -> the queries that found it, in order
     for q in queries:
         urls = lab.search(q.text, pages)
+        for host in dict.fromkeys(map(site_of, urls)):
+            found_by.setdefault(host, []).append(q.text)
         query_rows.append({"value": q.text, "results": len(urls),
                            "labelled_hits": sum(lab.label in lab.corpus.labels(u) for u in urls),
                            "hosts": len({site_of(u) for u in urls}),
                            "true_hosts": len({site_of(u) for u in urls if lab.is_true(site_of(u))})})
     cands = {h: hits for h, hits in lab.hits.items() if h}
     by_host = host_pages(lab)
+    texts = [q.text for q in queries]
+    sq = {"found_by": found_by, "queries": texts}
     host_rows = []
     for t in (0.7, 0.5):
-        host_rows.append({"value": f"search candidates, entry pages (hits, root, sitemap), {t}",
-                          **verified(lab, cands, page_threshold=t)})
-        host_rows.append({"value": f"search candidates, root only (before), {t}",
+        host_rows.append({"kind": "spider", "value": f"search candidates, entry pages + {SITE_QUERIES} site query "
+                          f"(hits, root, sitemap, site:HOST hits), {t}",
+                          **verified(lab, cands, SITE_QUERIES, page_threshold=t, **sq)})
+        host_rows.append({"kind": "site2", "value": f"search candidates, entry pages + 2 site queries, {t}",
+                          **verified(lab, cands, 2, page_threshold=t, **sq)})
+        host_rows.append({"kind": "entry", "value": f"search candidates, entry pages without site queries "
+                          f"(hits, root, sitemap), {t}", **verified(lab, cands, page_threshold=t)})
+        host_rows.append({"kind": "root", "value": f"search candidates, root only (before), {t}",
                           **verified(lab, {h: [] for h in cands}, page_threshold=t)})
-        host_rows.append({"value": f"search candidates, entry pages, no NumExpPages limit (link-reachability bound), {t}",
+        host_rows.append({"kind": "site_reach", "value": f"search candidates, entry pages + {SITE_QUERIES} site query, "
+                          f"no NumExpPages limit, {t}",
+                          **verified(lab, cands, SITE_QUERIES, page_threshold=t, num_exp_pages=10**6, **sq)})
+        host_rows.append({"kind": "reach", "value": f"search candidates, entry pages without site queries, no "
+                          f"NumExpPages limit (link-reachability bound), {t}",
                           **verified(lab, cands, page_threshold=t, num_exp_pages=10**6)})
-        host_rows.append({"value": f"search candidates, all pages scored (upper bound), {t}",
+        host_rows.append({"kind": "bound", "value": f"search candidates, all pages scored (upper bound), {t}",
                           **upper_bound(lab, sorted(cands), by_host, t)})
-        host_rows.append({"value": f"all hosts, all pages scored (upper bound), {t}",
+        host_rows.append({"kind": "bound_all", "value": f"all hosts, all pages scored (upper bound), {t}",
                           **upper_bound(lab, sorted(by_host), by_host, t)})
     return {"rules": rules.name, "label": rules.label, "queries": len(queries), "search_pages": pages,
             "truth_pages": truth_pages, "hosts": len(by_host), "true_hosts": len(lab.true_sites),
@@ -201,23 +235,26 @@ def report(res: dict) -> str:
 def summary(results: list[dict]) -> str:
     rows = []
     for res in results:
-        spider = res["host_rows"][0]
-        reach = res["host_rows"][2]
-        bound = res["host_rows"][3]
+        row = {r["kind"]: r for r in res["host_rows"][:len(res["host_rows"]) // 2]}  # PageThreshold 0.7
+        spider, before, reach, bound = row["spider"], row["entry"], row["site_reach"], row["bound"]
         rows.append({"value": f"`{res['rules']}`", "label": f"`{res['label']}`", "true_hosts": res["true_hosts"],
                      "candidates": spider["candidates"], "true_cands": spider["true_cands"],
                      "judged": spider["judged"], "precision": spider["precision"],
                      "recall_cands": spider["recall_cands"], "recall_all": spider["recall_all"],
                      "pages_per_site": spider["pages_per_site"], "r_recall": reach["recall_cands"],
-                     "b_precision": bound["precision"],
+                     "o_precision": before["precision"], "o_recall": before["recall_cands"],
+                     "o_pages": before["pages_per_site"], "b_precision": bound["precision"],
                      "b_recall": bound["recall_cands"], "b_pages": bound["pages_per_site"],
                      "evidence": spider["evidence_precision"]})
-    return table("Summary: search candidates verified from their entry pages (PageThreshold 0.7)", rows, [
+    return table(f"Summary: search candidates verified from their entry pages + {SITE_QUERIES} site query "
+                 "(PageThreshold 0.7)", rows, [
         ("value", "rules"), ("label", "label"), ("true_hosts", "truly relevant hosts"),
         ("candidates", "candidate hosts"), ("true_cands", "truly relevant candidates"), ("judged", "judged relevant"),
         ("precision", "precision"), ("recall_cands", "recall among candidates"),
-        ("recall_all", "recall over all true hosts"), ("pages_per_site", "pages/site"),
-        ("evidence", "good pages labelled"), ("r_recall", "no budget: recall among candidates"),
+        ("recall_all", "recall over all true hosts"), ("pages_per_site", "pages/site (site query included)"),
+        ("evidence", "good pages labelled"), ("o_precision", "without site queries: precision"),
+        ("o_recall", "without site queries: recall among candidates"), ("o_pages", "without site queries: pages/site"),
+        ("r_recall", "no budget: recall among candidates"),
         ("b_precision", "upper bound: precision"),
         ("b_recall", "upper bound: recall among candidates"), ("b_pages", "upper bound: pages/site")])
 
