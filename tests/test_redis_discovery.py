@@ -20,7 +20,9 @@ OPS = ("KS", "RS", "FC", "BC")
 
 @pytest.fixture(scope="module")
 def lab():
-    with WebLab(WEB) as running:
+    """Every answer 0.05 s late, so one worker cannot fill the exact page limit alone before the
+    other has started (its process takes a few seconds to start)."""
+    with WebLab(WEB, faults="latency=0.05@1") as running:
         yield running
 
 
