@@ -163,6 +163,8 @@ def test_fast_path_pickle_and_estimator_conventions(generated):
     batch = clf.predict_proba(docs[1::2][:200])[:, 1]
     one = np.array([clf.proba_one(d) for d in docs[1::2][:200]])
     assert np.allclose(one, batch, atol=1e-12)
+    rows = hash_terms(docs[1::2][:200])
+    assert np.allclose([clf.proba_row(rows[i]) for i in range(200)], batch, atol=1e-12)
     # the model is a logistic regression over TfidfTransformer(sublinear_tf=True) features
     tfidf = TfidfTransformer(sublinear_tf=True).fit(hash_terms(docs[::2]))
     weights = np.zeros(2**18)
@@ -294,3 +296,58 @@ def test_wikispeedia_pu_learning(wikispeedia):
             assert roc_auc_score(y[test], p) > 0.85
             if n_pos == 20:
                 assert abs(clf.expected_harvest(X[unlabeled]) - y[unlabeled].mean()) < 0.1
+
+
+# -- pseudo-labels of a topic with words -------------------------------------------------------
+
+
+def test_pseudo_positive_rules_on_plain_scores():
+    from topiccrawl.learning.focus import pseudo_positive_index
+
+    # 100 fetched pages, R(P) written out: 60 zeros, 30 weak matches (0.31-0.45), then 10 strong
+    # ones (0.50-0.95) at known positions
+    r = np.zeros(100)
+    r[60:90] = np.linspace(0.31, 0.45, 30)
+    strong = [3, 17, 25, 41, 58, 92, 93, 95, 97, 99]
+    r[strong] = np.linspace(0.50, 0.95, 10)
+    # rule "top": the 3 % of highest R(P), i.e. 3 pages, whatever β is
+    assert pseudo_positive_index(r, "top", share=0.03).tolist() == [95, 97, 99]
+    assert pseudo_positive_index(r, "top", share=0.10, beta=0.9).tolist() == sorted(strong)
+    # ceil(share * n), at least min_count, and never a page with R(P) = 0
+    assert len(pseudo_positive_index(r, "top", share=0.031)) == 4
+    assert pseudo_positive_index(r[:10], "top", share=0.03, min_count=3).tolist() == [3]
+    assert pseudo_positive_index(np.zeros(50), "top").tolist() == []
+    # ties at the cut: earlier pages first
+    assert pseudo_positive_index([0.5, 0.7, 0.5, 0.5], "top", share=0.5, min_count=1).tolist() == [0, 1]
+    # rule "beta" (the earlier one): R(P) >= max(β, the 25th percentile) calls the 40 pages with
+    # R(P) >= 0.3 relevant, 4 times as many as the strong ones
+    assert len(pseudo_positive_index(r, "beta", beta=0.3)) == 40
+    assert pseudo_positive_index(r, "beta", beta=0.5).tolist() == sorted(strong)
+    assert pseudo_positive_index(r, "beta", beta=0.0).tolist() == []  # bound 0: nothing
+    # max_count keeps the highest
+    assert pseudo_positive_index(r, "beta", beta=0.3, max_count=2).tolist() == [97, 99]
+    with pytest.raises(ValueError, match="pseudo-label rule"):
+        pseudo_positive_index(r, "median")
+
+
+def test_page_focus_trains_on_the_top_share_without_beta():
+    from topiccrawl.learning.focus import PageFocus
+
+    # synthetic pages: 10 about "orbit planet", 90 about other things; R(P) given, and β = 0.05
+    # (so low that rule "beta" also calls the 50 pages of R(P) = 0.1 relevant)
+    rng = np.random.default_rng(0)
+    focus_top = PageFocus(beta=0.05, pseudo="top", pseudo_share=0.1, min_pages=100, refit_every=1000)
+    focus_beta = PageFocus(beta=0.05, pseudo="beta", min_pages=100, refit_every=1000)
+    truth = []
+    for i in range(100):
+        on = i % 10 == 0
+        words = ["orbit", "planet", "telescope"] if on else ["river", "city", "farm", "music"]
+        terms = list(rng.choice(words, 30)) + list(rng.choice(["the", "of", "year", "people"], 20))
+        relevance = 0.6 + 0.03 * (i % 7) if on else (0.1 if i % 2 else 0.0)
+        truth.append(on)
+        focus_top.observe(terms, relevance)
+        focus_beta.observe(terms, relevance)
+    assert focus_top.fitted and focus_top.positives_used == 10
+    assert focus_beta.fitted and focus_beta.positives_used == 60  # the 50 weak matches too
+    with pytest.raises(ValueError, match="pseudo="):
+        PageFocus(pseudo="nope")

@@ -3,8 +3,11 @@
 :class:`PageFocus` keeps a :class:`~topiccrawl.learning.classifier.PageClassifier` fitted on
 
 * **positives**: the topic's example pages; with words only (or besides examples), *pseudo-labels*
-  — fetched pages the topic words match strongly, R(P) ≥ max(β, the ``strong_quantile`` of R(P)
-  over the fetched pages), recomputed at every refit so they are refined as the crawl goes;
+  — fetched pages the topic words match most strongly, recomputed at every refit so they are refined
+  as the crawl goes (:func:`pseudo_positive_index`). The default rule (``pseudo="top"``) takes the
+  ``pseudo_share`` of fetched pages with the highest R(P) > 0 (at least ``min_pseudo``): it needs no
+  β, whose untuned value can call most pages relevant. ``pseudo="beta"`` is the earlier rule,
+  R(P) ≥ max(β, the ``strong_quantile`` of R(P) over the fetched pages);
 * **unlabeled**: a uniform reservoir sample (Vitter's algorithm R) of the crawl's fetched pages,
   plus the counter-examples (PU learning treats them as unlabeled: they lower P(s=1) without the
   selection assumptions labelled negatives would need).
@@ -20,6 +23,7 @@ over all fetched pages), and pages fetched since add their own probability.
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Sequence
 
@@ -28,14 +32,50 @@ import scipy.sparse as sp
 
 from topiccrawl.learning.classifier import PageClassifier, hash_terms
 
+PSEUDO_RULES = ("top", "beta")
+
+
+def pseudo_positive_index(relevance: Sequence[float], rule: str = "top", *, share: float = 0.03,
+                          min_count: int = 3, beta: float = 0.3, quantile: float = 0.25,
+                          max_count: int | None = None) -> np.ndarray:
+    """Indices of the pages taken as pseudo-positives, given their R(P) (WL paper eq. 4).
+
+    ``"top"``: the ⌈``share`` · n⌉ pages of highest R(P) (at least ``min_count``), among those with
+    R(P) > 0; ties at the cut are broken by position (earlier pages first). ``"beta"``: the pages with
+    R(P) ≥ max(``beta``, the ``quantile`` of R(P)), none when that bound is 0. Either way at most
+    ``max_count``, the highest R(P) kept. Sorted by position.
+    """
+    r = np.asarray(relevance, dtype=np.float64)
+    if rule == "top":
+        want = max(min_count, math.ceil(share * len(r) - 1e-9))  # 0.07 * 100 is 7.000000000000001
+        order = np.argsort(-r, kind="stable")[:want]
+        idx = np.sort(order[r[order] > 0.0])
+    elif rule == "beta":
+        if not len(r):
+            return np.zeros(0, dtype=np.int64)
+        strong = max(beta, float(np.quantile(r, quantile)))
+        idx = np.flatnonzero(r >= strong) if strong > 0.0 else np.zeros(0, dtype=np.int64)
+    else:
+        raise ValueError(f"pseudo-label rule {rule!r}: expected one of {', '.join(PSEUDO_RULES)}")
+    if max_count is not None and len(idx) > max_count:
+        idx = np.sort(idx[np.argsort(-r[idx], kind="stable")[:max_count]])
+    return idx
+
 
 class PageFocus:
-    """P(relevant | page) for a crawl (module docstring). ``beta``: the topic's threshold on R(P)."""
+    """P(relevant | page) for a crawl (module docstring). ``beta``: the topic's threshold on R(P)
+    (used by ``pseudo="beta"`` only)."""
 
     def __init__(self, beta: float = 0.3, *, use_words: bool = True, refit_every: int = 100,
                  min_pages: int = 30, max_unlabeled: int = 2000, max_pseudo: int = 500,
+                 pseudo: str = "top", pseudo_share: float = 0.03, min_pseudo: int = 3,
                  strong_quantile: float = 0.25, seed: int = 0, classifier: PageClassifier | None = None) -> None:
+        if pseudo not in PSEUDO_RULES:
+            raise ValueError(f"pseudo={pseudo!r}: expected one of {', '.join(PSEUDO_RULES)}")
         self.beta = beta
+        self.pseudo = pseudo
+        self.pseudo_share = pseudo_share
+        self.min_pseudo = min_pseudo
         self.use_words = use_words
         self.refit_every = refit_every
         self.min_pages = min_pages
@@ -90,7 +130,7 @@ class PageFocus:
         if not self.fitted:
             return float(min(max(relevance, 0.0), 1.0))
         # one hashing per page: the reservoir's row when the page has one
-        p = float(self.classifier.predict_proba(row)[0, 1]) if row is not None else self.classifier.proba_one(terms)
+        p = self.classifier.proba_row(row) if row is not None else self.classifier.proba_one(terms)
         self._since += p
         return p
 
@@ -98,13 +138,8 @@ class PageFocus:
     def _pseudo_positives(self) -> list[sp.csr_matrix]:
         if not self.use_words or not self._relevance:
             return []
-        r = np.asarray(self._relevance)
-        strong = max(self.beta, float(np.quantile(r, self.strong_quantile)))
-        if strong <= 0.0:
-            return []
-        idx = np.flatnonzero(r >= strong)
-        if len(idx) > self.max_pseudo:
-            idx = np.argsort(-r)[: self.max_pseudo]
+        idx = pseudo_positive_index(self._relevance, self.pseudo, share=self.pseudo_share, min_count=self.min_pseudo,
+                                    beta=self.beta, quantile=self.strong_quantile, max_count=self.max_pseudo)
         return [self._rows[i] for i in idx]
 
     def refit(self) -> bool:
