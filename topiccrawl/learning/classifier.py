@@ -268,7 +268,14 @@ class PageClassifier(ClassifierMixin, BaseEstimator):
         """P(relevant) of one page given as terms: the number :meth:`predict_proba` gives, without
         building a matrix (the per-page path of a crawl)."""
         check_is_fitted(self, "coef_")
-        cols, counts = _counts(terms if isinstance(terms, (list, tuple)) else list(terms), self.n_features)
+        return self._proba_counts(*_counts(terms if isinstance(terms, (list, tuple)) else list(terms), self.n_features))
+
+    def proba_row(self, row: sp.csr_matrix) -> float:
+        """P(relevant) of one page given as a 1-row :func:`hash_terms` matrix (as :meth:`proba_one`)."""
+        check_is_fitted(self, "coef_")
+        return self._proba_counts(row.indices.astype(np.int64, copy=False), row.data.astype(np.float64))
+
+    def _proba_counts(self, cols: np.ndarray, counts: np.ndarray) -> float:
         z = self.intercept_
         if len(cols):
             at, seen, idf = self._lookup(cols)

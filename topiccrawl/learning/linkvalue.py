@@ -388,10 +388,10 @@ class LinkValueModel:
         w = np.concatenate([v[pos], 1.0 - v[neg]])
         if self.classifier_ is None:
             self.classifier_ = SGDClassifier(loss="log_loss", alpha=self.alpha, random_state=self.random_state)
+        X = self.matrix([rows[i] for i in which.tolist()])  # built once, its rows shuffled per epoch
         for _ in range(self.epochs):
             order = self._rng.permutation(len(y))
-            X = self.matrix([rows[i] for i in which[order].tolist()])
-            self.classifier_.partial_fit(X, y[order], classes=np.array([0.0, 1.0]), sample_weight=w[order])
+            self.classifier_.partial_fit(X[order], y[order], classes=np.array([0.0, 1.0]), sample_weight=w[order])
         self.coef_ = self.classifier_.coef_.ravel().astype(np.float64, copy=True)
         self.intercept_ = float(self.classifier_.intercept_[0])
         self._set_weights()

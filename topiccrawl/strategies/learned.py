@@ -82,6 +82,8 @@ class LearnedFrontier(FrontierBase):
         self._incoming: OrderedDict[str, tuple] = OrderedDict()
         #: URL -> (row, holder URL) of a handed-out link whose page is not observed yet
         self._inflight: OrderedDict[str, tuple] = OrderedDict()
+        #: URLs pushed and not observed yet (queued or in flight): their out-link rows would never be used
+        self._queued_urls: set[str] = set()
         self._hosts: dict[str, list[int]] = {}  # domain -> [relevant pages, pages]
         self._good = self._seen = 0
         self._explored = self._rescored = self._retrains = 0
@@ -141,6 +143,7 @@ class LearnedFrontier(FrontierBase):
             priority = value if value is not None else model.predict_row(row)
         else:
             priority = clip01(link.score)
+        self._queued_urls.add(link.url)
         self._add(link, row, holder, priority)
 
     def pop(self) -> Link | None:
@@ -159,6 +162,24 @@ class LearnedFrontier(FrontierBase):
     def __len__(self) -> int:
         return len(self._live)
 
+    @property
+    def queued_urls(self) -> set[str]:
+        """URLs pushed and not observed yet (queued or in flight): :meth:`observe_page` ignores
+        out-links to them (read-only; a crawler may skip building their features)."""
+        return self._queued_urls
+
+    def peek(self) -> tuple[float, Link] | None:
+        """The best live entry's priority and link (stale heap tops are dropped on the way)."""
+        heap = self._heap
+        while heap and heap[0][2] != heap[0][3].uid:
+            heapq.heappop(heap)
+        return (max(-heap[0][0], 0.0), heap[0][3].link) if heap else None
+
+    def value(self, link: Link) -> float | None:
+        """The priority :meth:`push` just gave ``link`` (None when it was not the last push)."""
+        last = self._live[-1] if self._live else None
+        return max(last.priority, 0.0) if last is not None and last.link is link else None
+
     def _remember(self, table: OrderedDict, key: str, value: tuple) -> None:
         table[key] = value
         table.move_to_end(key)  # the newest
@@ -175,13 +196,14 @@ class LearnedFrontier(FrontierBase):
     def observe_page(self, url: str, domain: str, probability: float,
                      out_links: Iterable[tuple[str, LinkFeatures]] = (), *, relevant: bool | None = None) -> None:
         """A fetched page: its P(relevant) (``relevant`` overrides ``probability ≥ threshold``) and
-        its out-links as ``(url, LinkFeatures)`` (all of them, already queued or fetched ones
-        included: those are labelled examples or graph edges). Call it before pushing the page's
+        its out-links as ``(url, LinkFeatures)`` (links to fetched pages included: those are
+        labelled examples and graph edges; links to :attr:`queued_urls` are ignored). Call it before pushing the page's
         links. Labels the link the page was fetched by, fills the holder fields of the features,
         encodes and scores the out-links for their push, and retrains every ``retrain_every`` pages.
         A second call for the same URL only adds out-links."""
         model = self.model
         via = self._inflight.pop(url, None)
+        self._queued_urls.discard(url)
         holder_value = 0.0
         if model.page(url) is None:
             model.add_page(url, probability, relevant=relevant, parent=via[1] if via else None)
@@ -202,7 +224,10 @@ class LearnedFrontier(FrontierBase):
         targets, features = [], []
         p = clip01(probability)
         hy, since = self.host_yield(domain), model.since(url)
+        queued = self._queued_urls
         for target, f in out_links:
+            if target in queued:  # queued or in flight: pushed already, a new row would be thrown away
+                continue
             f.holder_probability, f.host_yield, f.distance, f.holder_value = p, hy, since, holder_value
             targets.append(target)
             features.append(f)
@@ -311,12 +336,14 @@ class LearnedFrontier(FrontierBase):
             values = self.model.predict_rows(rows).tolist() if self.model.fitted else None
             for i, (link, row) in enumerate(zip(links, rows)):
                 self._add(link, row, None, values[i] if values is not None else clip01(link.score))
+            self._queued_urls = {link.url for link in links}
             return
         self.model = learned["model"]
         self._rng.setstate(learned["rng"])
         self._incoming = OrderedDict(learned["incoming"])
         self._inflight = OrderedDict(learned["inflight"])
         self._hosts = {d: list(v) for d, v in learned["hosts"].items()}
+        self._queued_urls = {link.url for link in state["links"]} | set(self._inflight)
         (self._good, self._seen, self._explored, self._rescored, self._retrains,
          self._next_uid) = learned["counts"]
         for link, (row, holder, priority) in zip(state["links"], learned["entries"]):
