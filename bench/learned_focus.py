@@ -10,6 +10,9 @@ written before any crawl and used unchanged), ``generated`` (``generated:zh-disa
 topic ``台风灾害``), ``libreoffice`` (``htmltree:TEXT?opaque=1&labeldepth=1`` over Debian's
 libreoffice-help-zh-cn in the cache, topic ``bench/topics/scalc-zh.toml``; skipped with a message
 when it has not been fetched with ``scripts/fetch-libreoffice-help.sh``). ``--web`` overrides the spec.
+``--topics 'bench/topics/wikispeedia-dev/*.toml'`` crawls the development topics instead: written
+before any crawl like the evaluation ones, they are where the learned strategy's rules are chosen
+(docs/learned.md), so that the evaluation topics are never tuned on.
 
 Variants (``--variants``): ``bfs``, ``bestfirst``, ``wl`` (the focused spider's strategy ``wl``),
 ``learned`` (the topic's words), ``learned-examples`` (a temporary copy of the topic file without
