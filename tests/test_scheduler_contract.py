@@ -238,7 +238,8 @@ def test_every_strategy_is_in_the_contract():
 
 #: candidate sites as the ``sites`` spider argument gives them; the last is a second page of a site
 SITES = [f"http://www.shop{i}.example.cn/books/{i}.html" for i in range(6)] + ["http://www.shop1.example.cn/about"]
-ENTRIES = [f"http://www.shop{i}.example.cn/" for i in range(6)]
+#: each site's first entry page: the URL that named it (docs/sitefinder.md, "Entry pages")
+ENTRIES = SITES[:6]
 SITE_STORES = [s for s, names in (("memory", _REGISTRY), ("redis", REDIS_STRATEGIES)) if "sitefinder" in names]
 
 
@@ -246,8 +247,7 @@ def _offer_sites(spider, scheduler) -> None:
     """What ``SiteFinderSpider.start()`` does with its ``sites`` argument (its meta-search needs a
     running engine: the spider reaches the frontier through ``crawler.engine.scheduler``)."""
     for url in spider.extra_sites:
-        entry = scheduler.frontier.add_site(url, "sites argument")
-        if entry:
+        for entry in scheduler.frontier.add_site(url, "sites argument"):
             assert scheduler.enqueue_request(spider._page_request(entry, 0)) is True
 
 
@@ -269,8 +269,9 @@ def _site_requests(scheduler, spider, n: int | None = None) -> list[scrapy.Reque
 @pytest.mark.parametrize("mode", ["fresh", "reopened"])
 @pytest.mark.parametrize("store", SITE_STORES)
 def test_sitefinder_strategy_hands_out_each_candidate_site_once(request, tmp_path, store, mode):
-    """Each candidate site's entry page comes out once, in the order the sites were found; then
-    None while the sites wait for their scores (a reopened crawl: the ones in flight first).
+    """Each candidate site's first entry page (the URL that named it) comes out once, in the order
+    the sites were found; then None while the sites wait for their scores, their other entry pages
+    queued (a reopened crawl: the ones in flight first).
     ``len`` and ``has_pending_requests`` are read before the requests and checked after them."""
     redis_url = request.getfixturevalue("redis_server").url if store == "redis" else ""
     jobdir = tmp_path / "job" if mode == "reopened" else None
@@ -291,8 +292,11 @@ def test_sitefinder_strategy_hands_out_each_candidate_site_once(request, tmp_pat
     urls = [r.url for r in _site_requests(scheduler, crawler.spider)]
     assert sorted(urls) == sorted(ENTRIES)  # each site once
     assert urls == ENTRIES  # in the order found (resumed: the ones in flight first, in that order)
-    assert (scheduler.has_pending_requests(), len(scheduler)) == (False, 0)
-    assert empty == (False, 0) and offered == (True, len(ENTRIES))
+    # each site's further entry pages (its root, /sitemap.xml, shop1's second hit) wait, queued,
+    # until its first page is scored (minimum cost): next_request says None meanwhile
+    waiting = (scheduler.has_pending_requests(), len(scheduler))
+    assert waiting == (True, 2 * len(ENTRIES) + 1) and scheduler.next_request() is None
+    assert empty == (False, 0) and offered == (True, len(ENTRIES) + waiting[1])
     if mode == "reopened":
-        assert resumed == (True, len(ENTRIES))
+        assert resumed == offered
     scheduler.close("finished")

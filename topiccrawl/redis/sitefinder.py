@@ -184,10 +184,15 @@ class RedisSiteScheduler(RedisWorker, TopicScheduler):
         self._checked = 0.0
 
     def __len__(self) -> int:
-        """This worker's queued requests plus the crawl's tasks waiting in Redis."""
+        """Queued requests, as in one process: this worker's, plus those the crawl's waiting tasks
+        stand for (a search page each; a site its entry pages, as :meth:`SharedSiteFinderFrontier.take_site`
+        lists them for the worker that claims it). Reads every waiting task: for stats, not a hot path."""
         if self.refused:
             return 0
-        return super().__len__() + self.tasks.status()["waiting"]
+        scratch = SiteFinderFrontier(**self.frontier.params, sitemap=self.frontier.sitemap)
+        waiting = sum(1 if t["kind"] != "site" else len(scratch.add_site(t["entry"], hits=hits))
+                      for t, hits in self.tasks.waiting())
+        return super().__len__() + waiting
 
     def has_pending_requests(self) -> bool:
         if self.refused:

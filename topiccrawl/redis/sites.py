@@ -86,6 +86,16 @@ class RedisSiteTasks:
         """The search hits of ``site`` in the order they were found (repeats possible)."""
         return list(self.r.lrange(f"{self.prefix}sites:hits:{site}", 0, -1))
 
+    def waiting(self) -> list[tuple[dict, list[str]]]:
+        """The waiting tasks in list order, each with its site's hits ([] for a search task)."""
+        tasks = [json.loads(m) for m in self.r.lrange(self.k["sites:tasks"], 0, -1)]
+        sites = [t["site"] for t in tasks if t["kind"] == "site"]
+        with self.r.pipeline(transaction=False) as pipe:
+            for site in sites:
+                pipe.lrange(f"{self.prefix}sites:hits:{site}", 0, -1)
+            hits = iter(pipe.execute() if sites else ())
+        return [(t, list(next(hits)) if t["kind"] == "site" else []) for t in tasks]
+
     # -- leasing --------------------------------------------------------------------------------------
     def claim(self) -> tuple[str | None, int]:
         """The next waiting task (leased to this worker) or None, and how many expired leases of

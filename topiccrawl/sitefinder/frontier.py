@@ -224,7 +224,11 @@ class SiteFinderFrontier(_Base):
         return {**super().state(), "sites": {k: v.state() for k, v in self.sites.items()},
                 "aliases": self.aliases, "expected": sorted(self.expected), "searches": sorted(self.searches),
                 "planned": sorted(self.planned),
-                "search_counts": self.search_counts}
+                "search_counts": self.search_counts,
+                # pages handed out and not scored: a resumed crawl fetches them first (the scheduler's
+                # in-flight requests), their sites wait for those scores as before the stop
+                "inflight": {k: v.inflight for k, v in self.sites.items() if v.inflight},
+                "handed": sorted(self.handed.items())}
 
     def load_state(self, state: dict) -> None:
         for host, vs in state.get("sites", {}).items():
@@ -235,7 +239,22 @@ class SiteFinderFrontier(_Base):
         self.searches.update(state.get("searches", ()))
         self.planned.update(state.get("planned", ()))
         self.search_counts.update(state.get("search_counts", {}))
+        for host, pages in state.get("inflight", {}).items():
+            self.sites[host].inflight.update(pages)
+        for seq, url in state.get("handed", ()):
+            self.handed[seq] = url
+            self._handed_seq[url] = seq
         super().load_state(state)
+
+    def forget_inflight(self, urls) -> None:
+        """Stop waiting for the scores of pages handed out before a crash that will not be
+        fetched again (their sites go on with their other pages)."""
+        urls = set(urls)
+        for v in self.sites.values():
+            for url in urls & v.inflight.keys():
+                del v.inflight[url]
+        for url in urls & self._handed_seq.keys():
+            self.handed.pop(self._handed_seq.pop(url), None)
 
     # -- statistics -------------------------------------------------------------------------------
     def summary(self) -> dict:
