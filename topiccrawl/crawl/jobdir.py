@@ -395,6 +395,7 @@ class JournaledFrontier:
         link = self.inner.pop()
         while link is not None and self.skip and key(link) in self.skip:
             self.skip.discard(key(link))
+            self.inner.forget_inflight([link.url])  # done before the crash: never fetched again
             link = self.inner.pop()
         if link is not None and self.journal is not None:
             self.journal.pop(link)
@@ -411,6 +412,7 @@ class JournaledFrontier:
         while head is not None and self.skip and key(head[1]) in self.skip:
             self.skip.discard(key(head[1]))
             self.inner.pop()
+            self.inner.forget_inflight([head[1].url])
             head = self.inner.peek()
         return head
 

@@ -387,6 +387,7 @@ class TopicScheduler(BaseScheduler):
         if seqs and "next_seq" in data["frontier"]:
             data["frontier"]["next_seq"] = max(data["frontier"]["next_seq"], max(seqs) + 1)
         self.frontier.load_state(data["frontier"])
+        self.frontier.forget_inflight([url for _, url in replay.gone])  # done after the snapshot
         for link in pushed:
             link.payload = jd.to_packed(link, self.packer, self.spider, shapes)
             self.frontier.push(link)

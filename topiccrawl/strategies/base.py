@@ -88,6 +88,8 @@ class Frontier(Protocol):
 
     def value(self, link: Link) -> float | None: ...
 
+    def forget_inflight(self, urls) -> None: ...
+
 
 class FrontierBase(ABC):
     """Base class of every strategy: the five required members are abstract, the optional hooks
@@ -145,6 +147,11 @@ class FrontierBase(ABC):
     def value(self, link: Link) -> float | None:
         """The value (on :meth:`peek`'s scale) the strategy gave ``link``, just pushed; default None."""
         return None
+
+    def forget_inflight(self, urls) -> None:
+        """Links handed out before a crash whose outcome will never reach the strategy (a JOBDIR
+        resume found them done in the journal, or drops them); default: nothing to forget (the
+        site finder stops waiting for their scores)."""
 
 
 # ---------------------------------------------------------------------------------------------
