@@ -109,8 +109,8 @@ def _mean(values) -> float | None:
 
 
 def summarise(runs: list[dict], strategies: list[str], configs: list[str]) -> str:
-    rows = ["| strategy | configuration | relevant@100 | relevant@250 | × c1 @100 | × c1 @250 | pages/s | × eager | holds | s held |",
-            "|---|---|---|---|---|---|---|---|---|---|"]
+    rows = ["| strategy | configuration | relevant@100 | relevant@250 | × c1 @100 | × c1 @250 | pages/s | × eager "
+            "| holds | s held |", "|---|---|---|---|---|---|---|---|---|---|"]
     for s in strategies:
         mine = [r for r in runs if r["strategy"] == s]
         base = {n: _mean(r[f"relevant@{n}"] for r in mine if r["config"] == "c1") for n in AT}
