@@ -19,6 +19,7 @@ from conftest import REPO, bin_path, run_crawl
 from redis_fixture import redis_server  # noqa: F401
 from topiccrawl.crawl.settings import ConfigError, TopicCrawlConfig
 from topiccrawl.strategies.dispatch import PatientDispatch
+from topiccrawl.strategies.learned import LearnedFrontier
 from topiccrawl.strategies.simple import BestFirstFrontier, Link, OracleFrontier
 
 # -- the rule -------------------------------------------------------------------------------------
@@ -92,6 +93,14 @@ def test_strategies_value_their_queue_head():
     oracle.push(Link("bad", 0.9))
     oracle.push(Link("good", 0.1))
     assert oracle.peek()[0] == 1.0 and oracle.value(Link("bad", 0.9)) == 0.0
+    learned = LearnedFrontier()  # unfitted: its priority is R(l)
+    links = [Link(f"http://a.test/{i}", score) for i, score in enumerate((0.2, 0.9, 0.5))]
+    values = []
+    for link in links:
+        learned.push(link)
+        values.append(learned.value(link))
+    assert values == [0.2, 0.9, 0.5] and learned.value(links[0]) is None  # only the link just pushed
+    assert learned.peek() == (0.9, links[1]) and learned.pop() is links[1]
 
 
 # -- crawls of a small web ------------------------------------------------------------------------
