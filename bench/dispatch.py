@@ -50,7 +50,7 @@ def relevant_at(run_dir: Path, dp: int) -> int | None:
 
 def corpus(args) -> tuple[str, list[str]]:
     if args.corpus == "generated":
-        return "generated:zh-disaster?pages=20000&seed=1", ["台风灾害"]
+        return args.web or "generated:zh-disaster?pages=20000&seed=1", args.topics or ["台风灾害"]
     data = os.environ.get("TOPICCRAWL_DATA_DIR")
     if not data:
         raise SystemExit("set TOPICCRAWL_DATA_DIR to the folder holding wikispeedia/")
@@ -61,7 +61,11 @@ def corpus(args) -> tuple[str, list[str]]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--corpus", choices=("wikispeedia", "generated"), required=True)
-    ap.add_argument("--topics", nargs="*", help="topic files (wikispeedia; default: every evaluation topic)")
+    ap.add_argument("--topics", nargs="*", help="topics (wikispeedia: files, default every evaluation topic; "
+                    "generated: default 台风灾害)")
+    ap.add_argument("--web", help="generated: another corpus spec (e.g. a development web)")
+    ap.add_argument("-s", "--setting", dest="settings", action="append", default=[], metavar="NAME=VALUE",
+                    help="a setting for every run (repeatable), e.g. TOPICCRAWL_DISPATCH_MARGIN=1.5")
     ap.add_argument("--strategies", default="bestfirst,learned,oracle")
     ap.add_argument("--configs", default=",".join(c[0] for c in CONFIGS))
     ap.add_argument("--pages", type=int, default=250)
@@ -80,7 +84,7 @@ def main() -> None:
                     for name, conc, dispatch in configs:
                         out = args.out / "runs" / Path(topic).stem / f"{strategy}-{name}-{rep}"
                         settings = [f"CONCURRENT_REQUESTS={conc}", f"CONCURRENT_REQUESTS_PER_DOMAIN={conc}",
-                                    f"TOPICCRAWL_DISPATCH={dispatch}", f"TOPICCRAWL_LEARNED_SEED={rep}"]
+                                    f"TOPICCRAWL_DISPATCH={dispatch}", f"TOPICCRAWL_LEARNED_SEED={rep}", *args.settings]
                         try:
                             res = run_strategy(web, lab.proxy_url, topic, strategy, args.pages, out, settings=settings)
                         except CrawlFailed as exc:
