@@ -98,7 +98,7 @@ class CheckpointClock:
 
 
 def code_sha1() -> str:
-    """SHA-1 over the project's Python sources (other helpers edit them while benchmarks run)."""
+    """SHA-1 over the project's Python sources (other work may edit them while benchmarks run)."""
     digest = hashlib.sha1()
     for path in sorted((REPO / "topiccrawl").rglob("*.py")):
         digest.update(path.read_bytes())
