@@ -22,7 +22,10 @@ focused spiders). What differs from the memory scheduler:
 * strategy ``wl`` runs one shared WL sampler (:class:`~topiccrawl.redis.wanglandau.RedisWLFrontier`); its
   ``topiccrawl/wl/*`` stats are the global ones; WL options the store lacks refuse the crawl;
 * ``close`` (budget, Ctrl-C, SIGTERM) gives this worker's leases back to the queue, so a restart
-  continues where everything stopped; JOBDIR is not used for the frontier.
+  continues where everything stopped; JOBDIR is not used for the frontier;
+* start requests are queued with a member that sorts before every link (``bfs``, ``bestfirst``,
+  ``oracle``), and ``TOPICCRAWL_DISPATCH = "patient"`` decides on this worker's own leases against
+  a peek at the shared queue head (:mod:`topiccrawl.strategies.dispatch`, docs/dispatch.md).
 """
 
 from __future__ import annotations
