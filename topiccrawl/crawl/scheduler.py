@@ -86,6 +86,7 @@ class TopicScheduler(BaseScheduler):
         #: start requests go before every queued link (focused spiders; set in ``open``)
         self.seeds_first = False
         self._last_start = 0.0
+        self._wake_due = 0.0  # when the engine is already asked to come back (monotonic seconds)
 
     @classmethod
     def from_crawler(cls, crawler):
@@ -174,8 +175,6 @@ class TopicScheduler(BaseScheduler):
             link = self.chosen.pop(0)
         elif self._links_held():
             return None
-        elif not self.frontier:
-            return None
         else:
             if self.dispatch is not None:
                 head = self.frontier.peek()
@@ -207,7 +206,7 @@ class TopicScheduler(BaseScheduler):
         left = self.tc.config.dispatch_max_wait - (time.monotonic() - self._last_start)
         if left <= 0 or not self._last_start:
             return False
-        wake_engine(self.crawler, left)
+        self._wake(left)
         return True
 
     def _patient_release(self, value: float, url: str) -> bool:
@@ -219,8 +218,17 @@ class TopicScheduler(BaseScheduler):
         now = time.monotonic()
         if dispatch.decide(value, urlsplit(url).hostname or "", now):
             return True
-        wake_engine(self.crawler, dispatch.wait_left(now) + 0.001)
+        self._wake(dispatch.wait_left(now) + 0.001)
         return False
+
+    def _wake(self, delay: float) -> None:
+        """Ask the engine to come back in ``delay`` seconds, unless it is asked already by then
+        (a hold answers many calls: one timer, not one per call)."""
+        now = time.monotonic()
+        if now < self._wake_due <= now + delay:
+            return
+        self._wake_due = now + delay
+        wake_engine(self.crawler, delay)
 
     def publish_stats(self) -> None:
         """The frontier size and strategy-specific statistics (e.g. ``wl/lnf``) into the Scrapy

@@ -43,7 +43,7 @@ from scrapy.utils.job import job_dir
 from twisted.internet import task
 
 from topiccrawl.crawl.codec import decode, encode
-from topiccrawl.crawl.engine import default_callback, wake_engine
+from topiccrawl.crawl.engine import default_callback
 from topiccrawl.crawl.meta import META_KEY
 from topiccrawl.crawl.runtime import TopicCrawl
 from topiccrawl.crawl.scheduler import TopicScheduler
@@ -312,7 +312,7 @@ class RedisScheduler(RedisWorker, TopicScheduler):
         now = time.monotonic()
         if self.dispatch.decide(head[0], urlsplit(head[1]).hostname or "", now):
             return True
-        wake_engine(self.crawler, self.dispatch.wait_left(now) + 0.001)
+        self._wake(self.dispatch.wait_left(now) + 0.001)
         return False
 
     def _settled(self, member: str) -> Request | None:
