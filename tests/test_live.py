@@ -8,12 +8,11 @@ import ipaddress
 import json
 import os
 import socket
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
-from conftest import run_crawl
+from conftest import loopback_server, run_crawl
 from topiccrawl.crawl.addresses import host_refusal, parse_allow_hosts
 from topiccrawl.crawl.settings import ConfigError
 
@@ -76,13 +75,8 @@ class _Web(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def web():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Web)
-    server.hits = []
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
+    with loopback_server(_Web, hits=[]) as server:
+        yield server
 
 
 def _live_crawl(tmp_path, seed: str, **settings):

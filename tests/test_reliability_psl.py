@@ -12,11 +12,11 @@ from __future__ import annotations
 import json
 import socket
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
-from conftest import run_crawl
+from conftest import loopback_server, run_crawl
 
 
 class _CookiePage(BaseHTTPRequestHandler):
@@ -35,11 +35,8 @@ class _CookiePage(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def cookie_web():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _CookiePage)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_port}/"
-    server.shutdown()
-    server.server_close()
+    with loopback_server(_CookiePage) as server:
+        yield f"http://127.0.0.1:{server.server_port}/"
 
 
 @pytest.fixture

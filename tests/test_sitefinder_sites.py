@@ -64,15 +64,20 @@ def _file(url: str) -> str:
     return url.replace("/", "^")
 
 
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory) -> tuple[Path, Path]:
-    """(the corpus folder for ``webkb:DIR``, the rules file)."""
-    root = tmp_path_factory.mktemp("webkb-synthetic")
-    for cls, url, title, body in PAGES:
+def _write_pages(root: Path, pages) -> None:
+    """``(class, url, title, body)`` pages as WebKB files under ``root/webkb``."""
+    for cls, url, title, body in pages:
         folder = root / "webkb" / cls / "misc"
         folder.mkdir(parents=True, exist_ok=True)
         html = f"Content-Type: text/html\n\n<html><head><title>{title}</title></head><body>{body}</body></html>\n"
         (folder / _file(url)).write_text(html, encoding="latin-1")
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> tuple[Path, Path]:
+    """(the corpus folder for ``webkb:DIR``, the rules file)."""
+    root = tmp_path_factory.mktemp("webkb-synthetic")
+    _write_pages(root, PAGES)
     url, xml = SITEMAP
     (root / "webkb" / "other" / "misc" / _file(url)).write_text(f"Content-Type: text/xml\n\n{xml}", encoding="latin-1")
     rules = root / "faculty-test.toml"
@@ -311,11 +316,7 @@ HIDDEN += [("other", f"http://loud{i}.test/zebra.html", "zebra zebra", "zebra ze
 @pytest.fixture(scope="module")
 def hidden_corpus(tmp_path_factory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("webkb-hidden")
-    for cls, url, title, body in HIDDEN:
-        folder = root / "webkb" / cls / "misc"
-        folder.mkdir(parents=True, exist_ok=True)
-        html = f"Content-Type: text/html\n\n<html><head><title>{title}</title></head><body>{body}</body></html>\n"
-        (folder / _file(url)).write_text(html, encoding="latin-1")
+    _write_pages(root, HIDDEN)
     rules = root / "faculty-hidden.toml"
     rules.write_text(HIDDEN_RULES, encoding="utf-8")
     return root, rules
