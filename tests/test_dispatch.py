@@ -9,13 +9,12 @@ import os
 import re
 import subprocess
 import textwrap
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
-from conftest import REPO, bin_path, run_crawl
+from conftest import REPO, bin_path, loopback_server, run_crawl
 from redis_fixture import redis_server  # noqa: F401
 from topiccrawl.crawl.settings import ConfigError, TopicCrawlConfig
 from topiccrawl.strategies.dispatch import PatientDispatch
@@ -156,13 +155,8 @@ class _Web(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def web():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Web)
-    server.daemon_threads = True
-    server.hits, server.delay, server.page_delay = [], 0.5, 0.0
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield server
-    server.shutdown()
-    server.server_close()
+    with loopback_server(_Web, hits=[], delay=0.5, page_delay=0.0) as server:
+        yield server
 
 
 def _crawl(tmp_path, web, dispatch: str, **settings):
@@ -324,17 +318,20 @@ def test_two_patient_redis_workers_share_one_crawl(tmp_path, redis_server):
     from redis_fixture import start_worker
     from topiccrawl.weblab.api import WebLab
 
-    with WebLab(GENERATED, faults="latency=0.05@1") as lab:
+    # every answer 0.1 s late and 4 requests in flight: one worker alone needs 7.5 s for 300 pages, so
+    # both join before the budget is gone, however late a process starts
+    with WebLab(GENERATED, faults="latency=0.1@1") as lab:
         settings = {"TOPICCRAWL_STORE": "redis", "TOPICCRAWL_REDIS_URL": redis_server.url, "TOPICCRAWL_CRAWL_ID": "pat",
                     "TOPICCRAWL_WEB": GENERATED, "TOPICCRAWL_WEB_PROXY": lab.proxy_url, "TOPICCRAWL_DISPATCH": "patient",
-                    "TOPICCRAWL_PROGRESS_INTERVAL": "0", "TOPICCRAWL_PLOT_ENABLED": "false", "TOPICCRAWL_IDLE_TIMEOUT": "20"}
-        args = ["-a", "topic=台风灾害", "-a", "strategy=bestfirst", "-a", "max_pages=200"]
+                    "TOPICCRAWL_PROGRESS_INTERVAL": "0", "TOPICCRAWL_PLOT_ENABLED": "false", "TOPICCRAWL_IDLE_TIMEOUT": "20",
+                    "CONCURRENT_REQUESTS": "4"}
+        args = ["-a", "topic=台风灾害", "-a", "strategy=bestfirst", "-a", "max_pages=300"]
         workers = [start_worker(tmp_path, f"w{i}", "focused", args, settings) for i in range(2)]
         for w in workers:
             w.wait(240)
             assert w.returncode == 0, w.log.read_text()[-3000:]
     urls = [u for w in workers for u in _feed(w.out)]
-    assert len(urls) == 200 and len(set(urls)) == 200, "a page was lost or fetched twice"
+    assert len(urls) == 300 and len(set(urls)) == 300, "a page was lost or fetched twice"
     assert all(_feed(w.out) for w in workers), "one worker did all the work"
     stats = [json.loads((w.out / "stats.json").read_text(encoding="utf-8")) for w in workers]
-    assert all(s["topiccrawl/global/dp"] == 200 and s.get("topiccrawl/redis/duplicate_fetch", 0) == 0 for s in stats)
+    assert all(s["topiccrawl/global/dp"] == 300 and s.get("topiccrawl/redis/duplicate_fetch", 0) == 0 for s in stats)
