@@ -13,13 +13,14 @@ Each rules file brings its own ``label`` (e.g. ``class:faculty``) and its own ``
    Candidates are the hosts of the hits of the lab's local search
    (:mod:`topiccrawl.weblab.search`, SQLite FTS5 over the corpus) for the rules file's queries.
    Each candidate is verified by minimum-cost verification with the spider's defaults
-   (PageThreshold 0.7, NumRelPages 3, NumExpPages 50, one site-restricted query) as the spider
-   does it: from its entry pages (its search hits, the root, ``/sitemap.xml``, the hits of
-   ``site:HOST words`` asked of the same search engine, words = the query that found the host;
-   each such request is one fetch of the site's budget), each page identified by the URL it landed
-   on after redirects (counted once per site). Rows: that (``+ 1 site query``), with 2 site
-   queries, without site queries (``entry pages without site queries``, the spider before site
-   queries), the old start from the root only (``root only``), the same without the NumExpPages
+   (PageThreshold 0.7, NumRelPages 3, NumExpPages 50, TOPICCRAWL_SITES_SITE_QUERIES site-restricted
+   queries) as the spider does it: from its entry pages (its search hits, the root,
+   ``/sitemap.xml``, the hits of ``site:HOST words`` asked of the same search engine, words = the
+   queries that found the host, then the others; each such request is one fetch of the site's
+   budget), each page identified by the URL it landed on after redirects (counted once per site).
+   Rows: one per number of site queries per site (``--site-queries``, default 0, 2 and the
+   spider's default; 0 = ``entry pages without site queries``), the old start from the root only
+   (``root only``), the spider's default without the NumExpPages
    limit (what following links from the entry pages can reach at all in the corpus), and the
    **all-pages upper bound**: every page
    of the host scored, the host judged relevant when at least NumRelPages distinct pages reach
@@ -157,8 +158,26 @@ HOST_COLS = [("value", "candidates, start pages, PageThreshold"), ("candidates",
              ("good_pages", "good pages"), ("evidence_precision", "good pages labelled")]
 
 
-def run_rules(web: str, name: str, truth_pages: int, queries_file: str | None, search_pages: int) -> dict:
+def _kind(n: int) -> str:
+    """The row kind of ``n`` site queries per site: "spider" (the default), "entry" (none), else "site<n>"."""
+    return "spider" if n == SITE_QUERIES else "entry" if n == 0 else f"site{n}"
+
+
+def _queries(n: int) -> str:
+    return f"{n} site quer{'y' if n == 1 else 'ies'}"
+
+
+def _start(n: int) -> str:
+    if n == 0:
+        return "entry pages without site queries (hits, root, sitemap)"
+    return (f"entry pages + {_queries(n)} (hits, root, sitemap, site:HOST hits)"
+            + (" (default)" if n == SITE_QUERIES else ""))
+
+
+def run_rules(web: str, name: str, truth_pages: int, queries_file: str | None, search_pages: int,
+              site_counts: tuple[int, ...] = ()) -> dict:
     started = time.monotonic()
+    site_counts = tuple(dict.fromkeys(site_counts or sorted({SITE_QUERIES, 2, 0})))
     rules = load_rules(name)
     if not rules.label:
         raise SystemExit(f"{rules.path}: no 'label': nothing to score against")
@@ -184,16 +203,12 @@ def run_rules(web: str, name: str, truth_pages: int, queries_file: str | None, s
     sq = {"found_by": found_by, "queries": texts}
     host_rows = []
     for t in (0.7, 0.5):
-        host_rows.append({"kind": "spider", "value": f"search candidates, entry pages + {SITE_QUERIES} site query "
-                          f"(hits, root, sitemap, site:HOST hits), {t}",
-                          **verified(lab, cands, SITE_QUERIES, page_threshold=t, **sq)})
-        host_rows.append({"kind": "site2", "value": f"search candidates, entry pages + 2 site queries, {t}",
-                          **verified(lab, cands, 2, page_threshold=t, **sq)})
-        host_rows.append({"kind": "entry", "value": f"search candidates, entry pages without site queries "
-                          f"(hits, root, sitemap), {t}", **verified(lab, cands, page_threshold=t)})
+        for n in site_counts:
+            host_rows.append({"kind": _kind(n), "site_queries": n, "value": f"search candidates, {_start(n)}, {t}",
+                              **verified(lab, cands, n, page_threshold=t, **(sq if n else {}))})
         host_rows.append({"kind": "root", "value": f"search candidates, root only (before), {t}",
                           **verified(lab, {h: [] for h in cands}, page_threshold=t)})
-        host_rows.append({"kind": "site_reach", "value": f"search candidates, entry pages + {SITE_QUERIES} site query, "
+        host_rows.append({"kind": "site_reach", "value": f"search candidates, entry pages + {_queries(SITE_QUERIES)}, "
                           f"no NumExpPages limit, {t}",
                           **verified(lab, cands, SITE_QUERIES, page_threshold=t, num_exp_pages=10**6, **sq)})
         host_rows.append({"kind": "reach", "value": f"search candidates, entry pages without site queries, no "
@@ -232,11 +247,42 @@ def report(res: dict) -> str:
     ])
 
 
+_EMPTY = {"precision": NAN, "recall_cands": NAN, "pages_per_site": NAN}
+
+
+def sweep(results: list[dict]) -> str:
+    """Precision, recall among candidates and pages/site per number of site queries (PageThreshold
+    0.7), per rule set and pooled over the rule sets (sums over their candidates)."""
+    rows, pooled = [], {}
+    for res in results:
+        for r in res["host_rows"][:len(res["host_rows"]) // 2]:
+            if "site_queries" not in r:
+                continue
+            n = r["site_queries"]
+            rows.append({**r, "value": f"`{res['rules']}`", "n": n})
+            acc = pooled.setdefault(n, {"candidates": 0, "true_cands": 0, "judged": 0, "true_found": 0, "fetches": 0.0})
+            for key in ("candidates", "true_cands", "judged", "true_found"):
+                acc[key] += r[key]
+            acc["fetches"] += r["pages_per_site"] * r["candidates"] if r["candidates"] else 0.0
+    if len(results) > 1:
+        for n, a in sorted(pooled.items()):
+            rows.append({"value": "pooled", "n": n, **a,
+                         "precision": a["true_found"] / a["judged"] if a["judged"] else NAN,
+                         "recall_cands": a["true_found"] / a["true_cands"] if a["true_cands"] else NAN,
+                         "pages_per_site": a["fetches"] / a["candidates"] if a["candidates"] else NAN})
+    return table("Site-restricted queries per site (PageThreshold 0.7; pooled = sums over the rule sets' candidates)",
+                 rows, [("value", "rules"), ("n", "site queries per site"), ("candidates", "candidate hosts"),
+                        ("true_cands", "truly relevant candidates"), ("judged", "judged relevant"),
+                        ("true_found", "truly relevant judged"), ("precision", "precision"),
+                        ("recall_cands", "recall among candidates"), ("pages_per_site", "pages/site")])
+
+
 def summary(results: list[dict]) -> str:
     rows = []
     for res in results:
         row = {r["kind"]: r for r in res["host_rows"][:len(res["host_rows"]) // 2]}  # PageThreshold 0.7
-        spider, before, reach, bound = row["spider"], row["entry"], row["site_reach"], row["bound"]
+        spider = row.get("spider") or next(r for r in row.values() if "site_queries" in r)
+        before, reach, bound = row.get("entry", _EMPTY), row["site_reach"], row["bound"]
         rows.append({"value": f"`{res['rules']}`", "label": f"`{res['label']}`", "true_hosts": res["true_hosts"],
                      "candidates": spider["candidates"], "true_cands": spider["true_cands"],
                      "judged": spider["judged"], "precision": spider["precision"],
@@ -246,12 +292,12 @@ def summary(results: list[dict]) -> str:
                      "o_pages": before["pages_per_site"], "b_precision": bound["precision"],
                      "b_recall": bound["recall_cands"], "b_pages": bound["pages_per_site"],
                      "evidence": spider["evidence_precision"]})
-    return table(f"Summary: search candidates verified from their entry pages + {SITE_QUERIES} site query "
+    return table(f"Summary: search candidates verified from their entry pages + {_queries(SITE_QUERIES)} "
                  "(PageThreshold 0.7)", rows, [
         ("value", "rules"), ("label", "label"), ("true_hosts", "truly relevant hosts"),
         ("candidates", "candidate hosts"), ("true_cands", "truly relevant candidates"), ("judged", "judged relevant"),
         ("precision", "precision"), ("recall_cands", "recall among candidates"),
-        ("recall_all", "recall over all true hosts"), ("pages_per_site", "pages/site (site query included)"),
+        ("recall_all", "recall over all true hosts"), ("pages_per_site", "pages/site (site queries included)"),
         ("evidence", "good pages labelled"), ("o_precision", "without site queries: precision"),
         ("o_recall", "without site queries: recall among candidates"), ("o_pages", "without site queries: pages/site"),
         ("r_recall", "no budget: recall among candidates"),
@@ -270,6 +316,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="result pages per query, 10 hits each (default: the rules file's `pages`, else 1)")
     ap.add_argument("--truth-pages", type=int, default=3,
                     help="k: a host is truly relevant when >= k of its pages carry the label (default 3)")
+    ap.add_argument("--site-queries", default="",
+                    help="numbers of site-restricted queries per site to compare, comma-separated "
+                         f"(default: 0, 2 and the spider's default {SITE_QUERIES})")
     ap.add_argument("--out")
     ap.add_argument("--json")
     args = ap.parse_args(argv)
@@ -279,9 +328,15 @@ def main(argv: list[str] | None = None) -> int:
         args.web = f"webkb:{Path(args.data_dir) / 'webkb'}"
     if args.truth_pages < 1:
         ap.error("--truth-pages must be >= 1")
+    try:
+        counts = tuple(int(n) for n in args.site_queries.split(",") if n.strip())
+    except ValueError:
+        ap.error(f"--site-queries: not a comma-separated list of integers: {args.site_queries!r}")
+    if any(n < 0 for n in counts):
+        ap.error("--site-queries: counts must be >= 0")
     names = [n.strip() for n in args.rules.split(",") if n.strip()]
-    results = [run_rules(args.web, n, args.truth_pages, args.queries, args.search_pages) for n in names]
-    text = "\n".join([summary(results), *map(report, results)])
+    results = [run_rules(args.web, n, args.truth_pages, args.queries, args.search_pages, counts) for n in names]
+    text = "\n".join([summary(results), sweep(results), *map(report, results)])
     print(text)
     if args.out:
         Path(args.out).write_text(text, encoding="utf-8")

@@ -212,20 +212,23 @@ def test_webkb_bench_scores_a_non_course_rules_file_against_its_own_label(tmp_pa
     monkeypatch.setenv("TOPICCRAWL_CACHE", str(tmp_path / "cache"))
     out = tmp_path / "bench.md"
     assert sitefinder_webkb.main(["--web", f"webkb:{root}", "--rules", str(rules), "--out", str(out),
-                                  "--json", str(tmp_path / "bench.json")]) == 0
+                                  "--json", str(tmp_path / "bench.json"), "--site-queries", "0,1,2"]) == 0
     (res,) = json.loads((tmp_path / "bench.json").read_text())
     assert res["label"] == "class:faculty" and res["true_hosts"] == 2  # noroot.test, map.test (course.test: 0)
     assert res["info"]["labelled_pages"] == 8  # the faculty pages, not the 3 course pages
     assert [q["value"] for q in res["query_rows"]] == ["zebra"]  # the rules file's queries
     rows = {r["kind"]: r for r in res["host_rows"][:len(res["host_rows"]) // 2]}  # PageThreshold 0.7
-    spider_row = rows["spider"]
-    assert "1 site query" in spider_row["value"]
+    spider_row = rows["spider"]  # the spider's default number of site queries
+    assert f"{sitefinder_webkb.SITE_QUERIES} site queries" in spider_row["value"] and "(default)" in spider_row["value"]
+    assert [r["site_queries"] for r in rows.values() if "site_queries" in r] == [0, 1, 2]
     assert spider_row["candidates"] == 3 and spider_row["true_cands"] == 1  # noroot, alias, course; noroot true
     assert spider_row["precision"] == 1.0 and spider_row["recall_cands"] == 1.0
-    assert spider_row["searches"] == 3 and rows["entry"]["searches"] == 0  # one site query per candidate
+    # one query in the rules file: one site query per candidate, whatever the number asked
+    assert spider_row["searches"] == rows["site1"]["searches"] == 3 and rows["entry"]["searches"] == 0
     assert rows["reach"]["value"].startswith("search candidates, entry pages without site queries, no NumExpPages")
     text = out.read_text()
     assert "class:faculty" in text and "class:course" not in text and "course pages" not in text
+    assert "| `faculty-test` | 1 | 3 | 1 |" in text  # the table per number of site queries
 
 
 # -- site-restricted queries (site:HOST words) as entry pages -----------------------------------------
@@ -268,7 +271,7 @@ def test_site_query_hits_are_entry_pages_within_the_budget():
 
 
 def test_frontier_waits_for_a_site_search_and_gives_its_hits_priority():
-    f = SiteFinderFrontier(sitemap=False, num_rel_pages=2)
+    f = SiteFinderFrontier(sitemap=False, num_rel_pages=2, site_queries=1)
     assert f.add_site("http://h.test/", "q") == ["http://h.test/"]
     assert f.plan_site_queries("http://h.test/x", ["other", "q"]) == ["q"]
     assert f.plan_site_queries("http://h.test/", ["other", "q"]) == []  # once per site
@@ -356,7 +359,7 @@ def test_site_queries_setting_is_read_and_checked():
     from topiccrawl.crawl.errors import ConfigError
     from topiccrawl.crawl.settings import build_frontier, strategy_options
 
-    assert build_frontier({}, "sitefinder").site_queries == 1
+    assert build_frontier({}, "sitefinder").site_queries == 2
     assert build_frontier({"TOPICCRAWL_SITES_SITE_QUERIES": "0"}, "sitefinder").site_queries == 0
     assert strategy_options({"TOPICCRAWL_SITES_SITE_QUERIES": "3"}, "sitefinder").kwargs()["site_queries"] == 3
     for bad in ("-1", "two"):

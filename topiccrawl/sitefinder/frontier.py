@@ -53,7 +53,7 @@ class SiteFinderFrontier(_Base):
 
     def __init__(self, *, page_threshold: float = 0.7, num_rel_pages: int = 3,
                  num_exp_pages: int = 50, prior: float = 0.5, digits: bool = False,
-                 max_inflight: int = 1, truth_pages: int = 3, sitemap: bool = True, site_queries: int = 1) -> None:
+                 max_inflight: int = 1, truth_pages: int = 3, sitemap: bool = True, site_queries: int = 2) -> None:
         super().__init__()
         self.params = dict(page_threshold=page_threshold, num_rel_pages=num_rel_pages,
                            num_exp_pages=num_exp_pages, prior=prior, digits=digits,
@@ -336,7 +336,7 @@ class SiteFinderOptions(StrategyOptions):
     #: try ``/sitemap.xml`` as an entry page of every site
     sites_sitemap: bool = True
     #: site-restricted searches (``site:HOST words``) per site, each one page of its budget; 0 = off
-    sites_site_queries: int = option_field(1, low=0)
+    sites_site_queries: int = option_field(2, low=0)
 
     def kwargs(self) -> dict:
         """The :class:`SiteFinderFrontier` arguments."""
