@@ -229,3 +229,83 @@ def test_a_retried_search_page_comes_back_to_its_worker(redis_server):
     assert again is not None and again.url == search.url and again.meta.get("retry_times") == 1
     assert len(scheduler.held) == 1 and scheduler.frontier.ignored == 0
     assert scheduler.next_request() is None  # nothing else: no other task waits
+
+
+def _scheduler(redis_url: str, crawl_id: str, **settings):
+    """A site-finder worker's scheduler driven directly, without an engine (as in the test above)."""
+    from scrapy.utils.test import get_crawler
+
+    from topiccrawl.redis.sitefinder import RedisSiteScheduler
+    from topiccrawl.spiders.sitefinder import SiteFinderSpider
+
+    class Spider(SiteFinderSpider):
+        scheduler = None
+
+        @property
+        def frontier(self):
+            return self.scheduler.frontier
+
+    crawler = get_crawler(Spider, {**SETTINGS, "TOPICCRAWL_STORE": "redis", "TOPICCRAWL_REDIS_URL": redis_url,
+                                   "TOPICCRAWL_CRAWL_ID": crawl_id, "TOPICCRAWL_WEB_PROXY": "http://127.0.0.1:9",
+                                   **settings})
+    crawler.spider = spider = Spider.from_crawler(crawler)
+    spider.scheduler = scheduler = RedisSiteScheduler.from_crawler(crawler)
+    scheduler.open(spider)
+    scheduler._renewal.stop()  # the lease-renewal loop needs a running reactor
+    return scheduler
+
+
+def _walk(scheduler) -> list[str]:
+    """Hand out the held site's pages one by one, each reported with F = 0 and no links (no
+    engine, nothing fetched), until the worker has nothing more to hand out."""
+    urls = []
+    while (request := scheduler.next_request()) is not None:
+        urls.append(request.url)
+        scheduler.frontier.report(request.url, 0.0)
+        scheduler._hits_checked = 0.0  # read the late hits at every request, not every HIT_POLL_SECONDS
+    return urls
+
+
+def test_a_hit_found_after_the_claim_reaches_the_worker_holding_the_site(redis_server):
+    """Another worker's search names a site after this worker claimed it: the hit goes through
+    Redis to this worker, which requests it as an entry page while the site is undecided (as one
+    process requests a new hit of an undecided site); a hit already requested, or one arriving
+    after the verdict, is not requested."""
+    opts = {"TOPICCRAWL_SITES_SITE_QUERIES": "0", "TOPICCRAWL_SITES_SITEMAP": "false"}
+    holder = _scheduler(redis_server.url, "late", **opts)
+    other = _scheduler(redis_server.url, "late", **opts)
+    holder.frontier.add_site("http://late.example/first.html", "q1")  # offered, with its hit
+    first = holder.next_request()  # claims the site: its entry pages are first.html and the root
+    assert first.url == "http://late.example/first.html" and "late.example" in holder.site_task
+    # the other worker's search finds two more hits of the held site (one of them the page just
+    # requested) while its first entry page is in flight
+    other.frontier.add_site("http://late.example/late.html", "q2")
+    other.frontier.add_site("http://late.example/first.html", "q2")
+    assert other.next_request() is None  # the site is no task any more: nothing for the other worker
+    holder.frontier.report(first.url, 0.0)
+    holder._hits_checked = 0.0
+    urls = _walk(holder)
+    assert sorted(urls) == ["http://late.example/", "http://late.example/late.html"]  # each once
+    assert holder.stats.get_value("topiccrawl/sites/late_hits_requested") == 1
+    verdict = holder.tasks.results()["late.example"]
+    assert verdict["verdict"] == "irrelevant" and verdict["pages_fetched"] == 3
+    # after the verdict: a new hit is noted but requested by nobody
+    other.frontier.add_site("http://late.example/after.html", "q3")
+    assert holder.read_late_hits() == 0 and holder.next_request() is None and other.next_request() is None
+
+
+def test_late_hits_stay_within_the_site_budget(redis_server):
+    """Late hits are entry pages like the others: the site's NumExpPages bounds what is fetched."""
+    opts = {"TOPICCRAWL_SITES_SITE_QUERIES": "0", "TOPICCRAWL_SITES_SITEMAP": "false",
+            "TOPICCRAWL_SITES_NUM_EXP_PAGES": "4"}
+    holder = _scheduler(redis_server.url, "budget", **opts)
+    other = _scheduler(redis_server.url, "budget", **opts)
+    holder.frontier.add_site("http://budget.example/0.html", "q")
+    first = holder.next_request()
+    for i in range(1, 10):
+        other.frontier.add_site(f"http://budget.example/{i}.html", "q")
+    holder.frontier.report(first.url, 0.0)
+    holder._hits_checked = 0.0
+    urls = [first.url, *_walk(holder)]
+    assert len(urls) == len(set(urls)) == 4
+    assert holder.tasks.results()["budget.example"]["pages_fetched"] == 4

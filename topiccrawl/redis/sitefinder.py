@@ -10,8 +10,10 @@ for the tasks it holds; what differs from one process:
 * a claimed search page is fetched and parsed here; its task ends when its callback has run (the
   sites and the next page it found are in Redis by then);
 * a claimed site is verified here from its entry pages (the search hits noted in Redis before the
-  site was offered, its root, ``/sitemap.xml``, the hits of its site-restricted searches, which
-  this worker asks itself); the verdict goes to Redis once
+  site was claimed, its root, ``/sitemap.xml``, the hits of its site-restricted searches, which
+  this worker asks itself, and the hits any worker's searches find for it later: read from Redis
+  at most every :data:`HIT_POLL_SECONDS` while this worker hands out requests, each requested
+  when the site wants it, as one process requests a new hit of an undecided site); the verdict goes to Redis once
   (``HSETNX``) and the spider yields the item only if this worker wrote it;
 * leases are renewed every ``TOPICCRAWL_LEASE_SECONDS / 3``; a dead worker's tasks go back to the
   list when their leases expire and are done again from the start (a site restarts its walk);
@@ -48,6 +50,8 @@ logger = logging.getLogger(__name__)
 #: the spider's meta key of a search request (``topiccrawl.spiders.sitefinder.SF_KEY``)
 SF_KEY = "sitefinder"
 TASK_KEY = "task"
+#: how often a worker reads the hits found for the sites it holds since it claimed them
+HIT_POLL_SECONDS = 0.5
 
 
 class SharedSiteFinderFrontier(SiteFinderFrontier):
@@ -60,7 +64,8 @@ class SharedSiteFinderFrontier(SiteFinderFrontier):
         host = site_of(url)
         if host:  # verified from its entry pages, as in one process
             alias = self.aliases.get(host)
-            self.shared.tasks.add_hit(alias or host, url)  # before the offer: the claimer reads it
+            # before the offer: the claimer reads it; after the claim, the holder (maybe this worker) polls it
+            self.shared.tasks.add_hit(alias or host, url)
             self.shared.tasks.offer_site(host, entry_url(url), query)
             self.shared.forget_pending()
         return []  # the spider requests nothing: the worker that claims the site does
@@ -137,6 +142,8 @@ class RedisSiteScheduler(RedisWorker, TopicScheduler):
                                     lease_seconds=cfg.lease_seconds)
         self.held: dict[str, dict] = {}  # task member -> task, this worker's leases
         self.site_task: dict[str, str] = {}  # site -> its task member
+        self.hit_offset: dict[str, int] = {}  # held site -> its hits in Redis read so far
+        self._hits_checked = 0.0
         self.refused: str | None = None
         self._waiting = 0
         self._checked = 0.0
@@ -223,6 +230,10 @@ class RedisSiteScheduler(RedisWorker, TopicScheduler):
     def next_request(self):
         if self.refused:
             return None
+        now = time.monotonic()
+        if self.hit_offset and now - self._hits_checked >= HIT_POLL_SECONDS:
+            self._hits_checked = now
+            self.read_late_hits()
         request = super().next_request()
         while request is None:
             member, reclaimed = self.tasks.claim()
@@ -266,7 +277,9 @@ class RedisSiteScheduler(RedisWorker, TopicScheduler):
             self.stats.inc_value("topiccrawl/sites/aliases_merged")
             return
         self.site_task[site] = member
-        pages = self.frontier.take_site(entry, self.tasks.found_by(site), self.tasks.hits(site))
+        hits = self.tasks.hits(site)
+        self.hit_offset[site] = len(hits)
+        pages = self.frontier.take_site(entry, self.tasks.found_by(site), hits)
         if not pages:
             return
         for url in pages:
@@ -274,6 +287,26 @@ class RedisSiteScheduler(RedisWorker, TopicScheduler):
         for request in spider.site_search_requests(entry):  # not a search task: this site's own entry pages
             super().enqueue_request(request)
         self.stats.inc_value("topiccrawl/sites/sites_claimed")
+
+    def read_late_hits(self) -> int:
+        """Request the hits found for the sites this worker holds since it read them last (any
+        worker's searches, its own included): each an entry page of its site if the site, still
+        undecided, wants it (not requested yet, within its budget), as in one process. The number
+        of pages requested."""
+        requested = 0
+        for site, new in self.tasks.hits_since(self.hit_offset).items():
+            if site not in self.hit_offset:
+                continue
+            self.hit_offset[site] += len(new)
+            for url in new:
+                if self.frontier.site(url) is None:
+                    continue
+                for page in SiteFinderFrontier.add_site(self.frontier, url):
+                    super().enqueue_request(self.spider._page_request(page, 0))
+                    requested += 1
+        if requested:
+            self.stats.inc_value("topiccrawl/sites/late_hits_requested", requested)
+        return requested
 
     def search_done(self, member: str) -> None:
         if self.held.pop(member, None) is not None:
@@ -284,6 +317,7 @@ class RedisSiteScheduler(RedisWorker, TopicScheduler):
         return it; None when the site had one already (this worker's lease had expired)."""
         site = result["site"]
         member = self.site_task.pop(site, None)
+        self.hit_offset.pop(site, None)
         if member is None:
             return None
         self.held.pop(member, None)

@@ -11,8 +11,10 @@ to Redis. Keys under ``topiccrawl:<crawl_id>:`` (docs/deploy.md, "Redis settings
 ``sites:entries``   HASH site → entry URL; ``sites:found_by`` HASH site → its queries, one per line
 ``sites:aliases``   HASH host → site, for a host a site's pages redirected to (``x.com`` → ``www.x.com``
                     is the site ``x.com``): such a host is not a candidate of its own
-``sites:hits:<site>`` LIST of the search hits that named the site (its first entry pages, at most
-                    :data:`MAX_HITS`), written before the site is offered
+``sites:hits:<site>`` LIST of the search hits that named the site (at most :data:`MAX_HITS`), in the
+                    order found: those written before the site is offered are its first entry pages;
+                    the worker holding the site reads the later ones from where it stopped
+                    (:meth:`RedisSiteTasks.hits_since`) and requests them as entry pages too
 ``sites:results``   HASH site → verdict (JSON, ``SiteVerifier.result``), written once (``HSETNX``)
 ``sites:counts``    HASH query → search results; ``sites:stats`` HASH of counters
 
@@ -85,6 +87,17 @@ class RedisSiteTasks:
     def hits(self, site: str) -> list[str]:
         """The search hits of ``site`` in the order they were found (repeats possible)."""
         return list(self.r.lrange(f"{self.prefix}sites:hits:{site}", 0, -1))
+
+    def hits_since(self, offsets: dict[str, int]) -> dict[str, list[str]]:
+        """For each site, its hits after the first ``offsets[site]`` (one round trip for all;
+        the list only grows at its end, so an offset stays valid)."""
+        sites = list(offsets)
+        if not sites:
+            return {}
+        with self.r.pipeline(transaction=False) as pipe:
+            for site in sites:
+                pipe.lrange(f"{self.prefix}sites:hits:{site}", offsets[site], -1)
+            return {site: list(new) for site, new in zip(sites, pipe.execute(), strict=True)}
 
     def waiting(self) -> list[tuple[dict, list[str]]]:
         """The waiting tasks in list order, each with its site's hits ([] for a search task)."""
