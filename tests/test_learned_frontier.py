@@ -342,3 +342,33 @@ def test_learned_finds_the_planted_signal_bestfirst_cannot():
     best, learned = (sum(r[i] for r in results) for i in (0, 1))
     assert learned >= 1.3 * best, results
     assert all(l > b for b, l in results), results
+
+
+def test_count_rule_relabels_the_top_pages_and_recomputes_distances():
+    m = LinkValueModel(k=3, gamma=0.5, label_rule="count")
+    chain = [f"http://x.test/{c}" for c in "abcd"]  # a → b → c → d
+    for parent, url, p in zip([None, *chain], chain, (0.3, 0.3, 0.45, 0.45)):
+        m.add_page(url, p, parent=parent)
+    assert m.n_relevant == 0  # as added: no page reaches the threshold 0.5
+    assert m.relabel("count") == 2  # round(Σ P = 1.5) = 2: c and d, the highest P
+    assert [m.value(u) for u in chain] == [0.25, 0.5, 1.0, 1.0]
+    m.set_probabilities({chain[2]: 0.0, chain[3]: 0.0, "http://never.fetched/": 1.0})
+    assert m.relabel("count") == 1  # Σ P = 0.6: one page, a (ties by position)
+    assert [m.value(u) for u in chain] == [1.0, 0.0, 0.0, 0.0]  # c and d lost their labels, b leads nowhere
+    assert m.relabel("threshold") == 0 and [m.value(u) for u in chain] == [0.0] * 4
+    m.set_probabilities({chain[1]: 0.9})
+    m.retrain()  # a retrain relabels by the model's rule first
+    assert m.is_relevant(chain[1]) and m.value(chain[0]) == 0.5
+
+
+def test_page_probabilities_reach_the_link_labels_through_the_frontier():
+    frontier = make_learned({"learned_labels": "threshold"})
+    assert frontier.model.label_rule == "threshold"
+    assert make_learned().model.label_rule == "count"  # the default
+    frontier.observe_page("http://x.test/a", "x.test", 0.1)
+    assert not frontier.model.is_relevant("http://x.test/a")
+    frontier.page_probabilities({"http://x.test/a": 0.8})
+    frontier.model.relabel(frontier.model.label_rule)
+    assert frontier.model.is_relevant("http://x.test/a")
+    with pytest.raises(ValueError):
+        make_learned({"learned_labels": "nope"})

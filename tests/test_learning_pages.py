@@ -351,3 +351,23 @@ def test_page_focus_trains_on_the_top_share_without_beta():
     assert focus_beta.fitted and focus_beta.positives_used == 60  # the 50 weak matches too
     with pytest.raises(ValueError, match="pseudo="):
         PageFocus(pseudo="nope")
+
+
+def test_page_focus_rescores_its_reservoir_pages_by_url_at_each_refit():
+    from topiccrawl.learning.focus import PageFocus
+
+    rng = np.random.default_rng(1)
+    focus = PageFocus(pseudo="top", pseudo_share=0.1, min_pages=40, refit_every=1000, max_unlabeled=30)
+    pages = {}
+    for i in range(40):
+        on = i % 8 == 0
+        words = ["orbit", "planet", "telescope"] if on else ["river", "city", "farm", "music"]
+        pages[f"http://x.test/{i}"] = terms = list(rng.choice(words, 30))
+        focus.observe(terms, 0.7 if on else 0.05, key=f"http://x.test/{i}")
+    assert focus.fitted and focus.refits == 1
+    probs = focus.reservoir_probabilities
+    assert len(probs) == 30 and set(probs) <= set(pages)  # the reservoir's pages (30 of 40), by URL
+    for url, p in probs.items():
+        assert p == pytest.approx(focus.classifier.proba_one(pages[url]), abs=1e-9)
+    assert min(p for u, p in probs.items() if int(u.rsplit("/", 1)[1]) % 8 == 0) > max(
+        p for u, p in probs.items() if int(u.rsplit("/", 1)[1]) % 8)

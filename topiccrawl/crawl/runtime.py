@@ -292,7 +292,14 @@ class TopicCrawl:
         """Score a downloaded page (R(P), eq. 4) and its outlinks (R(l), eq. 5)."""
         ex, terms = self.page_terms(response)
         relevance = self.scorer.page_relevance(terms)
-        probability = self.focus.observe(terms, relevance) if self.focus is not None else None
+        probability = None
+        if self.focus is not None:
+            refits = self.focus.refits
+            probability = self.focus.observe(terms, relevance, key=response.url)
+            if self.learns and self.focus.refits != refits and self.frontier is not None:
+                hook = getattr(self.frontier, "page_probabilities", None)
+                if hook is not None:
+                    hook(self.focus.reservoir_probabilities)
         best: dict[str, ScoredLink] = {}
         anchors: dict[str, object] = {}  # the anchor that gave each link its best score
         for a in ex.anchors:

@@ -89,6 +89,9 @@ class PageFocus:
         #: reservoir of fetched pages: hashed row and R(P)
         self._rows: list[sp.csr_matrix] = []
         self._relevance: list[float] = []
+        self._keys: list[str | None] = []  # the reservoir pages' URLs
+        #: URL -> P(relevant) of the reservoir's pages under the model of the last refit
+        self.reservoir_probabilities: dict[str, float] = {}
         self.pages = 0
         self.refits = 0
         self.fitted = False
@@ -112,19 +115,21 @@ class PageFocus:
     def n_examples(self) -> int:
         return len(self._examples)
 
-    def observe(self, terms: Sequence[str], relevance: float) -> float:
-        """Record a fetched page (its terms and R(P)) and return its P(relevant); refits when due."""
+    def observe(self, terms: Sequence[str], relevance: float, key: str | None = None) -> float:
+        """Record a fetched page (its terms, R(P) and optionally its URL ``key``) and return its
+        P(relevant); refits when due."""
         self.pages += 1
         row = None
         if len(self._rows) < self.max_unlabeled:
             row = self._row(terms)
             self._rows.append(row)
             self._relevance.append(relevance)
+            self._keys.append(key)
         else:
             j = self._rng.randrange(self.pages)
             if j < self.max_unlabeled:
                 row = self._row(terms)
-                self._rows[j], self._relevance[j] = row, relevance
+                self._rows[j], self._relevance[j], self._keys[j] = row, relevance, key
         if self.pages >= self._next_fit:
             self.refit()
         if not self.fitted:
@@ -154,10 +159,20 @@ class PageFocus:
         self.fitted = True
         self.refits += 1
         self.positives_used = len(positives)
-        self._base_mean = self.classifier.expected_harvest(fetched) if fetched is not None else 0.0
+        if fetched is not None:
+            p = self.classifier.predict_proba(fetched)[:, 1]
+            self._base_mean = float(p.mean()) if len(p) else 0.0
+            self.reservoir_probabilities = {k: float(v) for k, v in zip(self._keys, p.tolist()) if k is not None}
+        else:
+            self._base_mean = 0.0
         self._base_pages = self.pages
         self._since = 0.0
         return True
+
+    def __setstate__(self, state: dict) -> None:  # a focus saved before the reservoir kept URLs
+        state.setdefault("_keys", [None] * len(state.get("_rows", ())))
+        state.setdefault("reservoir_probabilities", {})
+        self.__dict__.update(state)
 
     # -- reports ---------------------------------------------------------------------------------
     @property

@@ -50,6 +50,9 @@ from sklearn.feature_extraction import FeatureHasher
 from sklearn.linear_model import SGDClassifier
 from sklearn.utils import murmurhash3_32
 
+#: which fetched pages the link labels call relevant (:meth:`LinkValueModel.relabel`)
+LABEL_RULES = ("fixed", "threshold", "count")
+
 #: dense columns after the hashed ones, in this order
 NUMERIC = ("holder_probability", "host_yield", "holder_value", "score")
 _F = len(NUMERIC)
@@ -153,7 +156,8 @@ class LinkValueModel:
 
     def __init__(self, *, n_features: int = 2**18, k: int = 3, gamma: float = 0.5, threshold: float = 0.5,
                  retrain_every: int = 100, buffer_size: int = 50_000, min_positive: int = 3,
-                 alpha: float = 1e-3, epochs: int = 3, random_state: int = 0) -> None:
+                 alpha: float = 1e-3, epochs: int = 3, random_state: int = 0, label_rule: str = "fixed") -> None:
+        self.label_rule = label_rule
         self.n_features = n_features
         self.k = k
         self.gamma = gamma
@@ -176,6 +180,7 @@ class LinkValueModel:
         # the crawl's pages: url -> id, and per id: relevant, distance to the nearest relevant page
         # below (≤ k, else _INF), hops since the last relevant page on its crawl path, in-links
         self._ids: dict[str, int] = {}
+        self._prob: list[float] = []  # P(relevant) per page: as added, or as last re-scored
         self._relevant = bytearray()
         self._dist = bytearray()
         self._since = bytearray()
@@ -263,6 +268,7 @@ class LinkValueModel:
             return node
         node = self._ids[url] = len(self._relevant)
         rel = bool(relevant) if relevant is not None else (probability is not None and probability >= self.threshold)
+        self._prob.append(float(rel) if relevant is not None else float(probability or 0.0))
         self._relevant.append(rel)
         self._dist.append(_INF)
         self._parents.append(None)
@@ -280,6 +286,33 @@ class LinkValueModel:
             self._edge(up, node)
         self._pending_pages += 1
         return node
+
+    def set_probabilities(self, probabilities: dict[str, float]) -> None:
+        """New P(relevant) of fetched pages (a page classifier's refit); unknown URLs are ignored.
+        They take effect at the next :meth:`relabel`."""
+        ids, prob = self._ids, self._prob
+        for url, p in probabilities.items():
+            node = ids.get(url)
+            if node is not None:
+                prob[node] = p
+
+    def relabel(self, rule: str = "threshold") -> int:
+        """Relevant pages from the stored probabilities, and the distances from them again:
+        ``"threshold"``: P ≥ ``threshold``; ``"count"``: the n pages of highest P, n = round(Σ P)
+        (with calibrated P, Σ P estimates the number of relevant pages). Returns the count."""
+        p = np.asarray(self._prob, dtype=np.float64)
+        if rule == "count":
+            n = int(round(float(p.sum())))
+            rel = np.zeros(len(p), dtype=bool)
+            if n > 0:
+                rel[np.argsort(-p, kind="stable")[:n]] = True
+        else:
+            rel = p >= self.threshold
+        self._relevant = bytearray(rel.astype(np.uint8).tobytes())
+        self._dist = bytearray([_INF]) * len(p)
+        for node in np.flatnonzero(rel).tolist():
+            self._lower(node, 0)
+        return int(rel.sum())
 
     def add_edge(self, holder: str, target: str) -> None:
         """A link between two fetched pages (unknown pages are ignored)."""
@@ -376,6 +409,8 @@ class LinkValueModel:
         the page count of :attr:`retrain_due` either way."""
         self._pending_pages = 0
         self.retrains_ += 1
+        if self.label_rule != "fixed":
+            self.relabel(self.label_rule)
         v = self.labels()
         pos, neg = v > 0.0, v < 1.0
         if (self.classifier_ is None and
@@ -471,6 +506,8 @@ class LinkValueModel:
         return state
 
     def __setstate__(self, state: dict) -> None:
+        state.setdefault("label_rule", "fixed")
+        state.setdefault("_prob", [float(r) for r in state.get("_relevant", b"")])
         self.__dict__.update(state)
         self._hasher = FeatureHasher(n_features=self.n_features, input_type="string", alternate_sign=False)
         self._index = {}

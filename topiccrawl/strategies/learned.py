@@ -35,7 +35,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from topiccrawl.learning.linkvalue import LinkFeatures, LinkValueModel, url_tokens
+from topiccrawl.learning.linkvalue import LABEL_RULES, LinkFeatures, LinkValueModel, url_tokens
 from topiccrawl.strategies.base import FrontierBase, Link, StrategyOptions, option_field
 from topiccrawl.strategies.wanglandau import clip01
 
@@ -242,6 +242,11 @@ class LearnedFrontier(FrontierBase):
                 else:
                     self._remember(self._incoming, target, (row, url, value, version))
 
+    def page_probabilities(self, probabilities: dict[str, float]) -> None:
+        """Fetched pages' P(relevant) under a refitted page classifier (URL -> P): the link labels
+        follow them from the next retrain (``label_rule`` of the model)."""
+        self.model.set_probabilities(probabilities)
+
     def feedback(self, url: str, domain: str, relevance: float, beta: float | None = None) -> None:
         """The HarvestPipeline's hook for each counted page: records a page :meth:`observe_page` did
         not see (relevant when relevance ≥ β, or relevance ≥ the model's threshold without β)."""
@@ -370,12 +375,13 @@ class LearnedOptions(StrategyOptions):
     learned_rescore_top: int = option_field(128, low=0)
     learned_rescore_sample: int = option_field(128, low=0)
     learned_seed: int = 0
+    learned_labels: str = option_field("count", choices=LABEL_RULES)
 
     def kwargs(self) -> dict:
         """The :class:`LearnedFrontier` arguments (its model included)."""
         model = LinkValueModel(k=self.learned_hops, gamma=self.learned_gamma, threshold=self.learned_threshold,
                                retrain_every=self.learned_retrain_every, buffer_size=self.learned_buffer,
-                               random_state=self.learned_seed)
+                               random_state=self.learned_seed, label_rule=self.learned_labels)
         return {"model": model, "epsilon": self.learned_epsilon, "rescore_all": self.learned_rescore_all,
                 "rescore_top": self.learned_rescore_top, "rescore_sample": self.learned_rescore_sample,
                 "seed": self.learned_seed}
