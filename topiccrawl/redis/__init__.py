@@ -8,6 +8,8 @@ Modules, small and focused like scrapy-redis's:
 ``wl``          :class:`RedisWLFrontier`: one shared Wang–Landau sampler, a decision = one Lua script
 ``annealing``   ``sa`` / ``fcsa-host``: one shared annealing chain (and host memory), a decision = one
                 Lua script; ``make_redis_frontier`` picks the frontier of a strategy
+``learned``     :class:`RedisLearnedFrontier`: the ``learned`` queue scored by link values, the
+                workers' labels in one event list, one published model version (trainer lease)
 ``bandit``      :class:`RedisBandit`: the DWDBRM UCB1 statistics, atomic updates
 ``discovery``   the discovery spiders' scheduler: own iteration queue, shared duplicates, bandit
                 (with pending plays) and page limit
@@ -21,7 +23,8 @@ Modules, small and focused like scrapy-redis's:
 
 Which strategies the store runs is the ``redis`` flag of each entry of
 :data:`topiccrawl.strategies.base.STRATEGIES`: the memory order in a ZSET, the shared WL sampler,
-the shared annealing chains, and the site finder's shared tasks (``sites``, ``sitefinder``).
+the shared annealing chains, the shared labels and model of ``learned``, and the site finder's
+shared tasks (``sites``, ``sitefinder``).
 
 See docs/deploy.md ("Running N workers on one crawl", "Redis settings", "Recovery").
 """

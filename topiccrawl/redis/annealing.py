@@ -40,6 +40,7 @@ from collections import deque
 
 from topiccrawl.crawl.settings import ConfigError
 from topiccrawl.redis.frontier import RedisFrontier, sortable_hex
+from topiccrawl.redis.learned import RedisLearnedFrontier
 from topiccrawl.redis.wanglandau import RedisWLFrontier
 from topiccrawl.strategies.annealing import FCSAHostOptions, SAOptions, make_fcsa_host, make_sa
 from topiccrawl.strategies.base import Link
@@ -175,7 +176,8 @@ def make_redis_frontier(client, keys: dict[str, str], strategy: str, options, is
     """The shared frontier of ``strategy`` (``options``: its options object, from
     ``crawl.settings.strategy_options``, or a settings mapping); ``lease``: lease_seconds, budget,
     worker. Bad options raise the memory factories' one-line errors (FrontierError / ConfigError)."""
-    kinds = {"wl": RedisWLFrontier, "sa": RedisSAFrontier, "fcsa-host": RedisFCSAHostFrontier}
+    kinds = {"wl": RedisWLFrontier, "sa": RedisSAFrontier, "fcsa-host": RedisFCSAHostFrontier,
+             "learned": RedisLearnedFrontier}
     if strategy in kinds:
         return kinds[strategy].from_options(client, keys, options, **lease)
     return RedisFrontier(client, keys, strategy, is_relevant, **lease)

@@ -265,3 +265,7 @@ class RedisFrontier(FrontierBase):
     def counters(self) -> dict[str, int]:
         """The global counters (``stats`` hash)."""
         return {k: int(v) for k, v in self.r.hgetall(self.keys["stats"]).items()}
+
+    def leave(self) -> None:
+        """This worker stops (the scheduler's close, after its leases went back): a strategy's last
+        shared step; none here (``learned`` sends its last labels and gives up the trainer lease)."""

@@ -21,6 +21,8 @@ focused spiders). What differs from the memory scheduler:
   ``TOPICCRAWL_IDLE_TIMEOUT`` seconds while other workers hold leases; it closes at the budget;
 * strategy ``wl`` runs one shared WL sampler (:class:`~topiccrawl.redis.wanglandau.RedisWLFrontier`); its
   ``topiccrawl/wl/*`` stats are the global ones; WL options the store lacks refuse the crawl;
+* strategy ``learned`` shares labels and one model version (:mod:`topiccrawl.redis.learned`); at
+  ``close`` the frontier's ``leave`` sends its last labels and gives the trainer lease up;
 * ``close`` (budget, Ctrl-C, SIGTERM) gives this worker's leases back to the queue, so a restart
   continues where everything stopped; JOBDIR is not used for the frontier;
 * start requests are queued with a member that sorts before every link (``bfs``, ``bestfirst``,
@@ -210,6 +212,7 @@ class RedisScheduler(RedisWorker, TopicScheduler):
             self.flush()
             released = self.frontier.release(self.leases)
             self.leases.clear()
+            self.frontier.leave()
             self.stats.set_value("topiccrawl/redis/released_on_close", released)
             s = self.frontier.status()
             self._global_stats()

@@ -1,0 +1,447 @@
+"""The ``learned`` strategy in Redis: N workers share one queue, their labels and one model version.
+
+The memory strategy :class:`topiccrawl.strategies.learned.LearnedFrontier` (docs/learned.md, "On
+Redis") with its shared parts under the crawl's key prefix (``topiccrawl:<crawl_id>:``):
+
+* **Queue.** The frontier's ``requests`` ZSET, scored with −value (the link value the pushing
+  worker computed with its model copy, R(l) until the first fit; ties in seq order, as the memory
+  heap), with the push and lease scripts of :class:`~topiccrawl.redis.frontier.RedisFrontier`.
+  The encoded feature row (:meth:`LinkValueModel.encode`) and the holder page travel with the
+  request, so the worker that fetches a link labels it. A decision is ONE Lua script
+  (``lua/learned_pop.lua``): the best link, or with probability ε the link of a uniform rank
+  (the uniforms come from the worker's seeded Python RNG).
+* **Labels.** Each worker appends its training events to one Redis LIST (``learned:events``):
+  a fetched page (URL, P(relevant), the holder it was fetched through, the row of that link), the
+  rows of its links to pages fetched before (labelled examples and graph edges), and the fetched
+  pages' P(relevant) after a refit of its page classifier (``page_probabilities``). Every worker
+  applies every event, its own included, in list order to its local
+  :class:`~topiccrawl.learning.linkvalue.LinkValueModel`, so all workers hold the same graph,
+  replay buffer and host counts. Appending and reading are one script (``lua/learned_sync.lua``)
+  per fetched page, which also answers the published model version: the cheap version check.
+* **One model version.** The worker holding the trainer lease (:mod:`topiccrawl.redis.leases`,
+  one member ``trainer``, renewed at each of its pages, taken over when it expires) retrains every
+  ``retrain_every`` pages of the whole crawl and publishes the weights (numpy arrays, no pickle)
+  under a version number (``lua/learned_publish.lua``: only the lease holder, only a newer
+  version, and not once the global budget is spent). The others load a newer version as soon as
+  their next step sees it; a worker that joins loads it before its first push.
+* **Re-scoring** after a retrain, by the trainer, bounded: the whole queue on the first fit or
+  when it holds at most ``rescore_all`` links, else the ``rescore_top`` best and ``rescore_sample``
+  random queued links (ZRANDMEMBER); a link popped meanwhile keeps its value
+  (``lua/learned_rescore.lua``).
+
+Keys besides the frontier's (``learned:`` + name): ``prio`` HASH member -> ZSET score, ``rows``
+HASH member -> ``base64(row) holder``, ``state`` HASH (options JSON, explored, rescored,
+trainer_expired), ``events`` LIST, ``model`` HASH (version, weights, meta), ``trainer`` /
+``trainer:owner`` the trainer's lease set. All of them live as long as the crawl id: a restarted
+worker replays the events and loads the model; JOBDIR is not used.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import random
+import time
+from collections import Counter, OrderedDict
+from dataclasses import asdict
+
+import numpy as np
+
+from topiccrawl.crawl.settings import ConfigError
+from topiccrawl.learning.linkvalue import LinkFeatures, LinkValueModel, url_tokens
+from topiccrawl.redis.frontier import RedisFrontier
+from topiccrawl.strategies.base import Link
+from topiccrawl.strategies.learned import LearnedOptions, make_learned
+from topiccrawl.strategies.wanglandau import clip01
+
+#: the learned keys (``learned:`` + name) after the frontier's in the queue scripts, in the order
+#: ``lua/learned.lua`` names them
+NAMES = ("prio", "rows", "state")
+#: the keys of ``lua/learned_sync.lua`` (the frontier's ``stats`` follows)
+SYNC_NAMES = ("events", "model", "trainer", "trainer:owner", "state")
+#: events read per script call (a joining worker replays the list in chunks of this size)
+CHUNK = 10_000
+
+
+def _b64(row: bytes) -> str:
+    return base64.b64encode(row).decode("ascii")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.b64decode(text)
+
+
+def _score(value: float) -> str:
+    """The ZSET score of a link value: −value, exact."""
+    return repr(-float(value) + 0.0)
+
+
+def pack_weights(model: LinkValueModel) -> str:
+    """The fitted weights of ``model`` as base64 ``.npz`` (no pickle): the non-zero coefficients,
+    the intercept and the SGD step count ``t_`` (so another worker can continue ``partial_fit``)."""
+    coef = np.asarray(model.coef_, dtype=np.float64)
+    idx = np.flatnonzero(coef).astype(np.uint32)
+    t = float(getattr(model.classifier_, "t_", 1.0))
+    buf = io.BytesIO()
+    np.savez(buf, idx=idx, val=coef[idx], intercept=np.array([model.intercept_]), t=np.array([t]),
+             width=np.array([coef.size]))
+    return _b64(buf.getvalue())
+
+
+def unpack_weights(model: LinkValueModel, weights: str, meta: dict) -> None:
+    """Load published weights and ``meta`` (version, blend) into ``model``: its prediction and its
+    ``classifier_``, ready to continue ``partial_fit`` when this worker becomes the trainer."""
+    from sklearn.linear_model import SGDClassifier
+
+    with np.load(io.BytesIO(_unb64(weights)), allow_pickle=False) as z:
+        width = int(z["width"][0])
+        coef = np.zeros(width)
+        coef[z["idx"].astype(np.int64)] = z["val"]
+        intercept, t = float(z["intercept"][0]), float(z["t"][0])
+    clf = model.classifier_
+    if clf is None:  # the estimator LinkValueModel.retrain builds
+        clf = SGDClassifier(loss="log_loss", alpha=model.alpha, random_state=model.random_state)
+    clf.classes_ = np.array([0.0, 1.0])
+    clf.coef_ = coef.reshape(1, -1).copy()
+    clf.intercept_ = np.array([intercept])
+    clf.t_ = t
+    clf.n_features_in_ = width
+    model.classifier_ = clf
+    model.coef_ = coef
+    model.intercept_ = intercept
+    model.blend_ = float(meta["blend"])
+    model.blend_auc_ = {float(w): float(auc) for w, auc in meta.get("blend_auc", [])}
+    model.version_ = int(meta["version"])
+    refresh = getattr(model, "_set_weights", None)  # the derived prediction weights
+    if refresh is not None:
+        refresh()
+    else:
+        model.__setstate__(model.__getstate__())
+
+
+class RedisLearnedFrontier(RedisFrontier):
+    """``learned`` over Redis (module docstring); the arguments are those of
+    :class:`~topiccrawl.strategies.learned.LearnedFrontier` plus RedisFrontier's lease arguments.
+
+    ``rng`` gives this worker's uniforms (default ``random.Random(f"{seed}|{worker}")``);
+    ``options``: the crawl's learned options (a worker with other options is refused).
+    """
+
+    STRATEGIES = ("learned",)
+    LIB = ("learned.lua",)
+
+    def __init__(self, client, keys: dict[str, str], *, model: LinkValueModel | None = None, epsilon: float = 0.05,
+                 rescore_all: int = 4096, rescore_top: int = 128, rescore_sample: int = 128, seed: int = 0,
+                 max_pending: int = 20_000, host_strength: float = 2.0, rng: random.Random | None = None,
+                 options: dict | None = None, lease_seconds: float = 30.0, budget: int = 0,
+                 worker: str = "worker") -> None:
+        self._base = keys["requests"][: -len("requests")] + "learned:"
+        self.learned_keys = {name: self._base + name for name in (*NAMES, *SYNC_NAMES)}
+        super().__init__(client, keys, self.STRATEGIES[0], None, lease_seconds, budget, worker)
+        self.model = model if model is not None else LinkValueModel(random_state=seed)
+        self.epsilon, self.rescore_all, self.rescore_top, self.rescore_sample = \
+            epsilon, rescore_all, rescore_top, rescore_sample
+        self.max_pending, self.host_strength = max_pending, host_strength
+        self.options = options if options is not None else {"seed": seed}
+        self.rng = rng if rng is not None else random.Random(f"{seed}|{worker}")
+        self._decide = self._script("learned_pop.lua")
+        self._rescore_script = self._script("learned_rescore.lua")
+        self._sync_script = self.leases.script("learned_sync.lua")
+        self._publish = self.leases.script("learned_publish.lua")
+        self._sync_keys = [*(self.learned_keys[name] for name in SYNC_NAMES), keys["stats"]]
+        self._publish_keys = [self.learned_keys["model"], self.learned_keys["trainer"],
+                              self.learned_keys["trainer:owner"], keys["stats"]]
+        #: target URL -> (row, holder URL, value, model version) of an observed, not yet pushed link
+        self._incoming: OrderedDict[str, tuple] = OrderedDict()
+        #: URL -> (row, holder URL) of a link this worker leased whose page is not observed yet
+        self._inflight: OrderedDict[str, tuple] = OrderedDict()
+        self._queued: set[str] = set()  # pushed by this worker, not fetched by anyone yet
+        self._outbox: list[str] = []  # events waiting for the next step (a page's labelled out-links)
+        self._applied = 0  # events of the list applied to the model
+        self._hosts: dict[str, list[int]] = {}
+        self._good = self._seen = 0
+        self._by_worker: Counter[str] = Counter()  # pages applied, per fetching worker
+        self.trainer = False
+        self._stale = False  # a publish was refused: load the published model whatever its version
+        self._trained = 0
+        self._retrain_ms = 0.0
+        self._model_meta: dict = {}
+        self._claim()
+        self._step(lease=0)  # replay the crawl's events and load its model before the first push
+        self.start_version = self.model.version_
+
+    @classmethod
+    def from_options(cls, client, keys: dict[str, str], options, **lease) -> RedisLearnedFrontier:
+        """From the ``TOPICCRAWL_LEARNED_*`` options, checked by the memory factory (one-line errors)."""
+        options = LearnedOptions.coerce(options)
+        memory = make_learned(options)
+        inlinks = getattr(memory, "inlinks", "off")
+        if inlinks != "off":
+            raise ConfigError(f"TOPICCRAWL_LEARNED_INLINKS={inlinks!r} is not supported with TOPICCRAWL_STORE=redis "
+                              "(only off)")
+        return cls(client, keys, model=memory.model, epsilon=memory.epsilon, rescore_all=memory.rescore_all,
+                   rescore_top=memory.rescore_top, rescore_sample=memory.rescore_sample, seed=options.learned_seed,
+                   max_pending=memory.max_pending, host_strength=memory.host_strength, options=asdict(options),
+                   **lease)
+
+    def extra_keys(self) -> list[str]:
+        return [self.learned_keys[name] for name in NAMES]
+
+    def _claim(self) -> None:
+        """Join the crawl's model: the first worker sets the options; a worker with others is
+        refused (one model cannot learn with two label rules)."""
+        state = self.learned_keys["state"]
+        mine = json.dumps(self.options, sort_keys=True)
+        self.r.hsetnx(state, "options", mine)
+        theirs = self.r.hget(state, "options")
+        if theirs != mine:
+            raise ConfigError(f"the learned model of this crawl runs with options {theirs}, not {mine} "
+                              "(set TOPICCRAWL_CRAWL_ID to start another crawl)")
+
+    # -- order and the Frontier protocol ----------------------------------------------------------
+    def prefix(self, link: Link) -> str:
+        return ""  # the member is the seq; the ZSET score is the value
+
+    def _fallback_features(self, link: Link) -> LinkFeatures:
+        """Features of a link pushed without observed ones (a seed): URL, depth and R(l) only."""
+        return LinkFeatures(url=url_tokens(link.url), depth=link.depth, score=clip01(link.score),
+                            distance=self.model.k + 1)
+
+    def push_args(self, link: Link) -> list:
+        """The ZSET score (−value) and the row field (``base64(row) holder``) of ``link``."""
+        model = self.model
+        incoming = self._incoming.pop(link.url, None)
+        if incoming is None:
+            row, holder, value = model.encode([self._fallback_features(link)])[0], None, None
+        else:
+            row, holder, value, version = incoming
+            if version != model.version_:
+                value = None
+        if model.fitted:
+            priority = value if value is not None else model.predict_row(row)
+        else:
+            priority = clip01(link.score)
+        if model.page(link.url) is None:
+            self._queued.add(link.url)
+        return [_score(priority), f"{_b64(row)} {holder}" if holder else _b64(row)]
+
+    def pop(self) -> Link | None:
+        """One decision (atomic, leased): the best link, or a random one with probability ε."""
+        explore = bool(self.epsilon) and self.rng.random() < self.epsilon
+        u = self.rng.random() if explore else -1.0
+        res = self._decide(keys=self._keys, args=[self.lease_seconds, self.budget, self.worker, repr(u)])
+        self.last = {"blocked": res[0] == -1, "dp": int(res[1]), "reclaimed": int(res[2]), "queued": int(res[3])}
+        if res[0] != 1:
+            return None
+        link = self._link(res[4], res[5])
+        if res[6]:
+            row, _, holder = res[6].partition(" ")
+            self._remember(self._inflight, link.url, (_unb64(row), holder or None))
+        return link
+
+    @property
+    def queued_urls(self) -> set[str]:
+        """URLs this worker pushed and nobody fetched yet: :meth:`observe_page` ignores out-links
+        to them (read-only)."""
+        return self._queued
+
+    def _remember(self, table: OrderedDict, key: str, value: tuple) -> None:
+        table[key] = value
+        table.move_to_end(key)
+        if len(table) > self.max_pending:
+            table.popitem(last=False)
+
+    # -- what the crawler reports -----------------------------------------------------------------
+    def host_yield(self, domain: str) -> float:
+        """(good + a·g) / (seen + a) of a host over every worker's pages, g = (Σ good + 1) / (Σ seen + 2)."""
+        good, seen = self._hosts.get(domain, (0, 0))
+        g = (self._good + 1.0) / (self._seen + 2.0)
+        return (good + self.host_strength * g) / (seen + self.host_strength)
+
+    def observe_page(self, url: str, domain: str, probability: float, out_links=(), *,
+                     relevant: bool | None = None, seen_links=()) -> None:
+        """A fetched page (as :meth:`LearnedFrontier.observe_page`): its event goes to the shared
+        list and every event not applied yet is applied (one round trip), then its out-links are
+        encoded and valued; those to fetched pages become the next step's event."""
+        model = self.model
+        via = self._inflight.pop(url, None)
+        self._queued.discard(url)
+        holder_value = 0.0
+        if model.page(url) is None:
+            event = ["p", self.worker, url, domain, probability, relevant, via[1] if via else None,
+                     _b64(via[0]) if via else None]
+            self._step(json.dumps(event, ensure_ascii=False, separators=(",", ":")))
+            if via is not None and model.fitted:
+                holder_value = model.predict_row(via[0])
+        targets, features = [], []
+        p, hy, since = clip01(probability), self.host_yield(domain), model.since(url)
+        queued = self._queued
+        for target, f in out_links:
+            if target in queued:
+                continue
+            f.holder_probability, f.host_yield, f.distance, f.holder_value = p, hy, since, holder_value
+            targets.append(target)
+            features.append(f)
+        if not features:
+            return
+        rows = model.encode(features)
+        values = model.predict_rows(rows).tolist() if model.fitted else [None] * len(rows)
+        version, examples = model.version_, []
+        for target, row, value in zip(targets, rows, values, strict=True):
+            if model.page(target) is not None:  # fetched before: an example and an edge, for every worker
+                examples.append([target, _b64(row)])
+            else:
+                self._remember(self._incoming, target, (row, url, value, version))
+        if examples:
+            self._outbox.append(json.dumps(["x", url, examples], ensure_ascii=False, separators=(",", ":")))
+
+    def page_probabilities(self, probabilities: dict[str, float]) -> None:
+        """Fetched pages' P(relevant) under this worker's refitted page classifier (URL -> P): an
+        event for every worker's model (the link labels follow them from the next retrain)."""
+        if probabilities and hasattr(self.model, "set_probabilities"):
+            self._outbox.append(json.dumps(["q", self.worker, probabilities], ensure_ascii=False,
+                                           separators=(",", ":")))
+
+    def feedback(self, url: str, domain: str, relevance: float, beta: float | None = None) -> None:
+        """A counted page :meth:`observe_page` did not see is recorded (as in memory)."""
+        if self.model.page(url) is None:
+            self.observe_page(url, domain, clip01(relevance), relevant=None if beta is None else relevance >= beta)
+
+    # -- the shared labels and model -------------------------------------------------------------
+    def _step(self, *events: str, lease: float | None = None) -> None:
+        """Send the outbox and ``events``, take or renew the trainer lease (``lease`` seconds;
+        default the frontier's; 0 leaves it, −1 gives it up), apply every event not applied yet,
+        load a newer model, and retrain when this worker is the trainer and a retrain is due."""
+        seconds = self.lease_seconds if lease is None else lease
+        send, self._outbox = [*self._outbox, *events], []
+        while True:
+            res = self._sync_script(keys=self._sync_keys, args=[self._applied, self.worker, seconds, *send])
+            send = []
+            trainer, version, dp, entries = bool(res[0]), int(res[1]), int(res[2]), res[3:]
+            for entry in entries:
+                self._apply(json.loads(entry))
+            self._applied += len(entries)
+            if len(entries) < CHUNK:
+                break
+        self.trainer = trainer
+        if self._stale or version > self.model.version_:
+            self._load()
+        if trainer and self.model.retrain_due and not (self.budget and dp >= self.budget):
+            self._train()
+
+    def _apply(self, event: list) -> None:
+        """One training event, in list order (every worker the same)."""
+        model = self.model
+        if event[0] == "p":
+            _, worker, url, domain, probability, relevant, parent, via = event
+            if model.page(url) is not None:  # fetched twice (an expired lease): labelled once
+                return
+            model.add_page(url, probability, relevant=relevant, parent=parent)
+            rel = model.is_relevant(url)
+            host = self._hosts.setdefault(domain, [0, 0])
+            host[0] += bool(rel)
+            host[1] += 1
+            self._good += bool(rel)
+            self._seen += 1
+            self._by_worker[worker] += 1
+            if via:
+                model.add_example(_unb64(via), url)
+            self._queued.discard(url)
+        elif event[0] == "x":
+            _, holder, examples = event
+            for target, row in examples:
+                if model.page(target) is not None:
+                    model.add_example(_unb64(row), target)
+                    model.add_edge(holder, target)
+        elif event[0] == "q" and hasattr(model, "set_probabilities"):
+            model.set_probabilities(event[2])
+
+    def _load(self) -> None:
+        """The published model (weights and version) into the local copy."""
+        version, weights, meta = self.r.hmget(self.learned_keys["model"], "version", "weights", "meta")
+        self._stale = False
+        if version is None or weights is None:
+            return
+        meta = json.loads(meta)
+        unpack_weights(self.model, weights, meta)
+        self._model_meta = meta
+
+    def _train(self) -> None:
+        """Retrain on the shared buffer, publish the version, re-score the shared queue."""
+        model = self.model
+        t0 = time.perf_counter()
+        first = not model.fitted
+        if model.retrain():
+            meta = {"version": model.version_, "blend": model.blend_,
+                    "blend_auc": sorted(model.blend_auc_.items()), "pages": model.n_pages,
+                    "examples": model.n_examples, "events": self._applied, "trainer": self.worker,
+                    "by_worker": dict(self._by_worker)}
+            ok = self._publish(keys=self._publish_keys,
+                               args=[self.worker, model.version_, self.budget, pack_weights(model),
+                                     json.dumps(meta, sort_keys=True)])
+            if ok:
+                self._trained += 1
+                self._model_meta = meta
+                self._rescore(everything=first)
+            else:  # another trainer published meanwhile, or the budget is spent: its model is the one
+                self._stale = True
+                self._load()
+        self._retrain_ms = (time.perf_counter() - t0) * 1e3
+
+    def _rescore(self, everything: bool = False) -> None:
+        """New values for queued links, bounded (module docstring)."""
+        requests = self.keys["requests"]
+        n = self.r.zcard(requests)
+        if everything or n <= max(self.rescore_all, self.rescore_top + self.rescore_sample):
+            chunks = (self.r.zrange(requests, i, i + 4095) for i in range(0, n, 4096))
+        else:
+            top = self.r.zrange(requests, 0, self.rescore_top - 1)
+            sample = self.r.zrandmember(requests, self.rescore_sample) or []
+            chosen = set(top)
+            chunks = iter([top + [m for m in dict.fromkeys(sample) if m not in chosen]])
+        for members in chunks:
+            if not members:
+                continue
+            fields = self.r.hmget(self.learned_keys["rows"], members)
+            pairs = [(m, _unb64(f.partition(" ")[0])) for m, f in zip(members, fields) if f]
+            if not pairs:
+                continue
+            values = self.model.predict_rows([row for _, row in pairs]).tolist()
+            args = []
+            for (member, _), value in zip(pairs, values):
+                args += [member, _score(value)]
+            self._rescore_script(keys=self._keys, args=args)
+
+    def leave(self) -> None:
+        """This worker stops: its last labels are sent, the newest model loaded, the trainer
+        lease given up (another worker takes over at once)."""
+        self._step(lease=-1)
+
+    # -- reporting ---------------------------------------------------------------------------------
+    def stats(self) -> dict:
+        """The memory strategy's ``learned/*`` statistics (explored and rescored: all workers'),
+        and this worker's part: trainer, retrains here, the version it joined at."""
+        m = self.model
+        explored, rescored = self.r.hmget(self.learned_keys["state"], "explored", "rescored")
+        return {
+            "learned/model_version": m.version_,
+            "learned/blend": m.blend_,
+            "learned/retrains": m.version_,
+            "learned/retrain_ms": round(self._retrain_ms, 3),
+            "learned/labelled_links": m.n_examples,
+            "learned/pages": m.n_pages,
+            "learned/relevant_pages": m.n_relevant,
+            "learned/explored": int(explored or 0),
+            "learned/rescored": int(rescored or 0),
+            "learned/trainer": self.trainer,
+            "learned/trained_here": self._trained,
+            "learned/start_version": self.start_version,
+            "learned/model_pages": int(self._model_meta.get("pages", 0)),
+        }
+
+    def model_meta(self) -> dict:
+        """What the published version was trained on: version, pages, examples, events, trainer,
+        and pages per fetching worker (``by_worker``); {} before the first version."""
+        meta = self.r.hget(self.learned_keys["model"], "meta")
+        return json.loads(meta) if meta else {}

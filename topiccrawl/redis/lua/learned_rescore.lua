@@ -1,0 +1,13 @@
+-- After frontier.lua and learned.lua. New values of queued links after a retrain: a member still
+-- queued gets its new score; one popped meanwhile is left alone (it is leased or done).
+-- ARGV: member, score (-value), member, score, ... -> how many were re-scored
+local n = 0
+for i = 1, #ARGV, 2 do
+  if redis.call('ZSCORE', REQUESTS, ARGV[i]) then
+    redis.call('ZADD', REQUESTS, ARGV[i + 1], ARGV[i])
+    redis.call('HSET', PRIO, ARGV[i], ARGV[i + 1])
+    n = n + 1
+  end
+end
+if n > 0 then redis.call('HINCRBY', LSTATE, 'rescored', n) end
+return n
