@@ -316,7 +316,8 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
              redis=True),
     Strategy("fcsa-host", "topiccrawl.strategies.annealing:make_fcsa_host",
              "topiccrawl.strategies.annealing:FCSAHostOptions", redis=True),
-    Strategy("learned", "topiccrawl.strategies.learned:make_learned", "topiccrawl.strategies.learned:LearnedOptions"),
+    Strategy("learned", "topiccrawl.strategies.learned:make_learned", "topiccrawl.strategies.learned:LearnedOptions",
+             redis=True),
     Strategy("sitefinder", "topiccrawl.sitefinder.frontier:make_sitefinder",
              "topiccrawl.sitefinder.frontier:SiteFinderOptions", redis=True),
 )}
