@@ -1,0 +1,244 @@
+"""``learned`` on the Redis store: workers share one queue, their labels and one model version.
+
+The frontier is driven directly over a real redis-server (a synthetic web: links whose anchor holds
+"gold" lead to relevant pages), and end to end by ``scrapy crawl focused`` workers on one web lab."""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import fields
+
+import numpy as np
+import pytest
+
+from redis_fixture import redis_server, start_worker  # noqa: F401
+from topiccrawl.crawl.settings import ConfigError
+from topiccrawl.learning.linkvalue import LinkFeatures, url_tokens
+from topiccrawl.redis import crawl_keys
+from topiccrawl.redis.annealing import make_redis_frontier
+from topiccrawl.redis.learned import RedisLearnedFrontier
+from topiccrawl.strategies.base import Link
+from topiccrawl.strategies.learned import LearnedOptions
+from topiccrawl.weblab.api import WebLab
+
+OPTIONS = {"learned_retrain_every": "20", "learned_epsilon": "0", "learned_seed": "1"}
+LEASE = {"lease_seconds": 30.0, "budget": 0}
+
+
+def _frontier(client, worker: str, crawl: str = "lr", options=None, **lease) -> RedisLearnedFrontier:
+    return make_redis_frontier(client, crawl_keys(crawl), "learned", options or OPTIONS,
+                               **{**LEASE, **lease, "worker": worker})
+
+
+def _page(url: str) -> tuple[bool, list[tuple[str, LinkFeatures]]]:
+    """A synthetic page: relevant when its number is a multiple of 3; its 6 out-links, those to
+    relevant pages with "gold" in the anchor (a signal R(l) does not see: every score is 0.3)."""
+    n = int(url.rsplit("p", 1)[1])
+    rng = random.Random(n)
+    out = []
+    for _ in range(6):
+        t = rng.randrange(1, 4000)
+        target = f"http://s{t % 7}.test/p{t}"
+        anchor = ["gold", "item"] if t % 3 == 0 else ["plain", "item"]
+        out.append((target, LinkFeatures(anchor=anchor, url=url_tokens(target), score=0.3, depth=1)))
+    return n % 3 == 0, out
+
+
+def _crawl(frontiers, pages: int) -> list[str]:
+    """Frontiers take turns: pop, observe the page, push its new out-links (deduplicated across
+    all, as the shared dupefilter would)."""
+    seen = {link.url for f in frontiers for link in f.state()["links"]}
+    fetched = []
+    for i in range(pages):
+        f = frontiers[i % len(frontiers)]
+        link = f.pop()
+        assert link is not None
+        relevant, out = _page(link.url)
+        f.observe_page(link.url, link.url.split("/")[2], 0.9 if relevant else 0.1, out)
+        fetched.append(link.url)
+        for target, feat in out:
+            if target not in seen:
+                seen.add(target)
+                f.push(Link(target, feat.score, depth=1, domain=target.split("/")[2], payload=None))
+    return fetched
+
+
+def _seed(frontier) -> None:
+    for n in (3, 5, 7):
+        frontier.push(Link(f"http://s{n % 7}.test/p{n}", 0.3, domain=f"s{n % 7}.test", payload=None))
+
+
+def test_two_workers_share_labels_and_one_model_version(redis_server):
+    client = redis_server.client()
+    a, b = _frontier(client, "a"), _frontier(client, "b")
+    _seed(a)
+    _crawl([a, b], 120)
+    for f in (a, b, a):  # each sends its last labels and loads the newest model; a then reads b's
+        f.leave()
+    meta = a.model_meta()
+    assert meta["version"] >= 1 and meta["trainer"] == "a"  # the first to step holds the trainer lease
+    assert a.model.version_ == b.model.version_ == meta["version"]
+    assert np.array_equal(a.model.coef_, b.model.coef_) and a.model.blend_ == b.model.blend_
+    # every worker applied every label: the same graph and replay buffer
+    assert a.model.n_pages == b.model.n_pages == 120
+    assert a.model.n_examples == b.model.n_examples > 120
+    assert a.model.labels().tolist() == b.model.labels().tolist()
+    assert meta["by_worker"]["a"] > 0 and meta["by_worker"]["b"] > 0  # trained on both workers' pages
+    assert a.stats()["learned/trained_here"] >= 1 and b.stats()["learned/trained_here"] == 0
+    # the signal the words cannot see was learned: a "gold" link is worth more than a plain one
+    gold, plain = (LinkFeatures(anchor=[w, "item"], url=["s1", "test", "#4"], score=0.3, depth=1,
+                                distance=a.model.k + 1) for w in ("gold", "plain"))
+    assert a.model.predict(gold) > a.model.predict(plain)
+    # re-scored after the retrains: the shared queue holds model values, not R(l) = 0.3 only
+    k = a.learned_keys
+    scores = {float(s) for _, s in client.zrange(a.keys["requests"], 0, -1, withscores=True)}
+    assert len(scores) > 1 and int(client.hget(k["state"], "rescored")) > 0
+
+
+def test_a_worker_joining_after_a_retrain_loads_the_model_before_its_first_push(redis_server):
+    client = redis_server.client()
+    a = _frontier(client, "a")
+    _seed(a)
+    _crawl([a], 60)
+    published = a.model_meta()["version"]
+    assert published >= 1
+    late = _frontier(client, "late")
+    assert late.stats()["learned/start_version"] == late.model.version_ == published
+    assert np.array_equal(late.model.coef_, a.model.coef_)
+    assert late.model.n_pages == 60  # the labels replayed too
+    # its first push is valued by the published model, not by R(l)
+    link = Link("http://s2.test/p9999", 0.3, domain="s2.test", payload=None)
+    member = late.push(link)
+    want = late.model.predict(late._fallback_features(link))
+    assert want != 0.3
+    assert client.zscore(late.keys["requests"], member) == pytest.approx(-want)
+
+
+def test_the_trainer_lease_moves_on_and_training_continues(redis_server):
+    client = redis_server.client()
+    a, b = _frontier(client, "a"), _frontier(client, "b")
+    _seed(a)
+    _crawl([a, b], 60)
+    before = a.model_meta()["version"]
+    assert before >= 1 and a.trainer and not b.trainer
+    a.leave()  # gives the lease up: b takes it at its next page and continues the same model
+    _crawl([b], 60)
+    meta = b.model_meta()
+    assert meta["trainer"] == "b" and meta["version"] > before and b.model.version_ == meta["version"]
+    assert meta["pages"] >= 100 and b.stats()["learned/trained_here"] >= 1
+    # b dies holding the lease (its expiry moved to the past, as after TOPICCRAWL_LEASE_SECONDS):
+    # the next worker to fetch a page takes over, and b's late publish is refused
+    k = b.learned_keys
+    client.zadd(k["trainer"], {"trainer": 0})
+    c = _frontier(client, "c")
+    _crawl([c], 40)
+    assert c.trainer and c.model_meta()["trainer"] == "c" and client.hget(k["state"], "trainer_expired") == "1"
+    assert b._publish(keys=b._publish_keys, args=["b", 10**6, 0, "", "{}"]) == 0  # not the trainer any more
+    assert c._publish(keys=c._publish_keys, args=["c", c.model.version_, 0, "", "{}"]) == 0  # not newer
+    client.hset(c.keys["stats"], "dp", 40)  # the global budget of 40 pages is spent: no new version
+    assert c._publish(keys=c._publish_keys, args=["c", c.model.version_ + 1, 40, "", "{}"]) == 0
+
+
+def test_the_global_budget_and_leases_hold_and_exploration_is_seeded(redis_server):
+    client = redis_server.client()
+    f = _frontier(client, "a", budget=2)
+    for n in range(5):
+        f.push(Link(f"http://x.test/p{n}", n / 10, domain="x.test", payload=None))
+    first, second = f.pop(), f.pop()
+    assert (first.url, second.url) == ("http://x.test/p4", "http://x.test/p3")  # best first
+    assert f.pop() is None and f.last["blocked"]  # two leased: the budget is used up
+    assert f.release([f.member(first), f.member(second)]) == 2  # back with their values
+    f2 = _frontier(client, "b")
+    assert f2.pop().url == "http://x.test/p4"
+    explore = {"learned_epsilon": "1", "learned_seed": "1", "learned_retrain_every": "20"}
+    orders = []
+    for crawl in ("e1", "e2"):
+        g = _frontier(client, "w", crawl, explore)
+        for n in range(8):
+            g.push(Link(f"http://x.test/p{n}", n / 10, domain="x.test", payload=None))
+        orders.append([g.pop().url for _ in range(8)])
+        assert g.stats()["learned/explored"] == 8
+    assert orders[0] == orders[1] and orders[0] != [f"http://x.test/p{n}" for n in range(7, -1, -1)]
+
+
+def test_other_options_or_inlinks_are_refused_with_one_line(redis_server):
+    client = redis_server.client()
+    _frontier(client, "a")
+    with pytest.raises(ConfigError, match="learned model of this crawl runs with options"):
+        _frontier(client, "b", options={**OPTIONS, "learned_hops": "2"})
+    inlinks = next((f for f in fields(LearnedOptions) if f.name == "learned_inlinks"), None)
+    if inlinks is not None:  # a memory option the store lacks
+        rule = next(c for c in inlinks.metadata["choices"] if c != "off")
+        with pytest.raises(ConfigError, match=rf"^TOPICCRAWL_LEARNED_INLINKS='{rule}' is not supported with "
+                                              r"TOPICCRAWL_STORE=redis \(only off\)$"):
+            _frontier(client, "c", "inl", {**OPTIONS, "learned_inlinks": rule})
+
+
+# -- end to end -------------------------------------------------------------------------------------
+
+WEB = "generated:zh-disaster?pages=5000&seed=11"
+
+
+@pytest.fixture(scope="module")
+def slow_lab():
+    """Every answer 0.1 s late, so both workers fetch a share of the budget (tests/test_redis_crawl.py)."""
+    with WebLab(WEB, faults="latency=0.1@1") as running:
+        yield running
+
+
+def _start(tmp_path, name: str, redis_url: str, proxy: str, budget: int):
+    settings = {"TOPICCRAWL_STORE": "redis", "TOPICCRAWL_REDIS_URL": redis_url, "TOPICCRAWL_CRAWL_ID": "lrn",
+                "TOPICCRAWL_WEB": WEB, "TOPICCRAWL_WEB_PROXY": proxy, "TOPICCRAWL_PROGRESS_INTERVAL": "0",
+                "TOPICCRAWL_PLOT_ENABLED": "false", "TOPICCRAWL_IDLE_TIMEOUT": "30",
+                "TOPICCRAWL_LEARNED_RETRAIN_EVERY": "50", "CONCURRENT_REQUESTS": "4"}
+    return start_worker(tmp_path, name, "focused",
+                        ["-a", "topic=台风灾害", "-a", "strategy=learned", "-a", f"max_pages={budget}"], settings)
+
+
+def _finish(procs) -> list[dict]:
+    for p in procs:
+        p.wait(300)
+        assert p.returncode == 0, p.log.read_text()[-3000:]
+    return [json.loads((p.out / "stats.json").read_text(encoding="utf-8")) for p in procs]
+
+
+def _urls(proc) -> list[str]:
+    path = proc.out / "pages.jsonl"
+    return [json.loads(line)["url"] for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_two_scrapy_workers_crawl_with_one_model_and_a_late_worker_starts_from_it(tmp_path, redis_server, slow_lab):
+    workers = [_start(tmp_path, f"w{i}", redis_server.url, slow_lab.proxy_url, 300) for i in range(2)]
+    stats = _finish(workers)
+    feeds = [_urls(w) for w in workers]
+    union = [u for feed in feeds for u in feed]
+    assert len(union) == len(set(union)) == 300 and all(feeds), [len(f) for f in feeds]
+    client = redis_server.client()
+    meta = json.loads(client.hget("topiccrawl:lrn:learned:model", "meta"))
+    # one model version, the same in both workers at the end, trained on both workers' pages
+    versions = {s["topiccrawl/learned/model_version"] for s in stats}
+    assert versions == {meta["version"]} and meta["version"] >= 1
+    assert len(meta["by_worker"]) == 2 and all(n > 0 for n in meta["by_worker"].values())
+    # every worker applied every worker's labels: all counted pages (a page is labelled before it
+    # is counted); the last to stop has every page of the list
+    events = [json.loads(e) for e in client.lrange("topiccrawl:lrn:learned:events", 0, -1)]
+    labelled = {e[2] for e in events if e[0] == "p"}
+    assert set(union) <= labelled
+    assert min(s["topiccrawl/learned/pages"] for s in stats) >= 300
+    assert max(s["topiccrawl/learned/pages"] for s in stats) == len(labelled)
+    assert sum(s["topiccrawl/learned/trained_here"] for s in stats) >= 1
+    assert all(s["finish_reason"] == "topiccrawl_max_pages" for s in stats)
+
+    # a worker started now (a larger budget: the crawl goes on) joins with the published model
+    late = _start(tmp_path, "late", redis_server.url, slow_lab.proxy_url, 340)
+    (after,) = _finish([late])
+    assert after["topiccrawl/learned/start_version"] == meta["version"]
+    assert after["topiccrawl/global/dp"] == 340 and after["topiccrawl/learned/model_version"] >= meta["version"]
+    assert set(_urls(late)).isdisjoint(union)
+    print(f"2 workers, learned, 300 pages: version {meta['version']} trained on {meta['pages']} pages "
+          f"{meta['by_worker']}; pages per worker {[len(f) for f in feeds]}; "
+          f"rescored {stats[0]['topiccrawl/learned/rescored']}, explored {stats[0]['topiccrawl/learned/explored']}; "
+          f"Redis bytes: events {client.memory_usage('topiccrawl:lrn:learned:events')} for "
+          f"{client.llen('topiccrawl:lrn:learned:events')} events, "
+          f"model {client.memory_usage('topiccrawl:lrn:learned:model')}")
