@@ -45,7 +45,11 @@ def test_a_topic_with_examples_and_no_words_learns_its_words(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     stats = _stats(out)
     assert stats["topiccrawl/examples/fetched"] == 5
-    assert stats["topiccrawl/dp"] == 200  # the examples are fetches, not found pages
+    # the seeds were fetched with the examples as the words' background, and crawled as seeds after
+    background = stats["topiccrawl/examples/background"]
+    assert background >= 1
+    assert stats["topiccrawl/dp"] == 200  # the examples and the background are fetches, not found pages
+    assert sum(p["depth"] == 0 for p in _pages(out)) == background
     words = stats["topiccrawl/examples/words"]
     assert "[words]" in words and "copy them into a topic file" in proc.stderr
     # the derived words are what the user would copy: a topic file made of them loads and scores

@@ -241,6 +241,14 @@ def test_topic_words_edge_cases():
     assert words[0] == ("storm", 1.0) and "and" not in dict(words)
     assert format_words_toml([("storm", 0.0004), ("风暴潮", 0.5), ("don't", 1)]) == (
         '[words]\nstorm = 0.01\n"风暴潮" = 0.50\n"don\'t" = 1.00\n')
+    # a word of every page of the web (site boilerplate) tops the examples' own counts; against a
+    # background of ordinary pages of the same web (the seeds) the topic's own words come first
+    examples = ["wikipedia wikipedia saffron spice crocus", "wikipedia wikipedia celery leaf stalk saffron",
+                "wikipedia wikipedia saffron celery"]
+    background = ["wikipedia wikipedia earth planet", "wikipedia wikipedia country state", "wikipedia wikipedia map"]
+    assert topic_words(examples, [], k=3)[0][0] == "wikipedia"
+    ranked = [w for w, _ in topic_words(examples, background, k=3)]
+    assert ranked[:2] == ["saffron", "celery"] and "wikipedia" not in ranked[:2]
     # Traditional examples give Simplified topic words
     trad = topic_words([TRADITIONAL, TRADITIONAL.replace("海燕", "莫拉克")], ["今天天气晴朗，适合出游。"], k=5)
     assert trad[0][0] == "台风"

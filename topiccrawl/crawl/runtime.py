@@ -186,6 +186,7 @@ class TopicCrawl:
         self.learns = self.config.strategy == "learned"
         self._example_terms: list[list[str]] = []
         self._counter_terms: list[list[str]] = []
+        self._background_terms: list[list[str]] = []
         self.lab = None
         self.corpus = None
         self.ground_truth: GroundTruth | None = None
@@ -370,12 +371,18 @@ class TopicCrawl:
             self.focus.add_example(terms)
             self._example_terms.append(terms)
 
+    def add_background(self, terms: list[str]) -> None:
+        """A background page (a seed fetched with the examples): words typical of every page of
+        the web (site boilerplate) are not topic words."""
+        self._background_terms.append(terms)
+
     def learn_words(self, k: int = 30) -> list[tuple[str, float]]:
         """Derive weighted topic words from the example pages (counter-examples as background);
         a topic without words of its own is scored with them from now on."""
         from topiccrawl.learning.examples import topic_words
 
-        words = topic_words(self._example_terms, self._counter_terms, k=k) if self._example_terms else []
+        background = self._counter_terms + self._background_terms
+        words = topic_words(self._example_terms, background, k=k) if self._example_terms else []
         if words and not self.topic.words:
             self._use_words(dict(words))
             self.scorer = RelevanceScorer(self.topic, anchor_weight=self.config.anchor_weight)

@@ -99,18 +99,28 @@ class FocusedSpider(scrapy.Spider):
         requests = [scrapy.Request(url, callback=self.parse_example, errback=self.example_failed, dont_filter=True,
                                    meta={META_KEY: {"score": 2.0, "depth": 0}, "counter_example": counter})
                     for url, counter in urls]
+        if (requests or tc.focus is not None and tc.focus.n_examples) and tc.config.examples_background == "seeds":
+            # the seed pages, as ordinary pages of this web, are the background the words are
+            # derived against (docs/learned.md); fetched again later as seeds, then they count
+            requests += [scrapy.Request(url, callback=self.parse_example, errback=self.example_failed,
+                                        dont_filter=True, meta={META_KEY: {"score": 2.0, "depth": 0}, "background": True})
+                         for url in tc.seed_arg(self.seed_arg)]
         if requests:
             self._waiting = len(requests)
             self._examples_done = Deferred()
         return requests
 
     def parse_example(self, response):
-        """An example page: it trains the classifier; no item, no links."""
+        """An example page (it trains the classifier) or a background page; no item, no links."""
         counter = response.meta.get("counter_example", False)
         if isinstance(response, TextResponse):
             _, terms = self.tc.page_terms(response)
-            self.tc.add_example(terms, counter=counter)
-            self.crawler.stats.inc_value("topiccrawl/examples/fetched")
+            if response.meta.get("background"):
+                self.tc.add_background(terms)
+                self.crawler.stats.inc_value("topiccrawl/examples/background")
+            else:
+                self.tc.add_example(terms, counter=counter)
+                self.crawler.stats.inc_value("topiccrawl/examples/fetched")
         else:
             self.crawler.stats.inc_value("topiccrawl/examples/not_html")
         self._example_settled()
