@@ -30,7 +30,7 @@ from scrapy import signals
 
 from topiccrawl.crawl.errors import ConfigError
 from topiccrawl.crawl.items import PageItem
-from topiccrawl.crawl.settings import TopicCrawlConfig
+from topiccrawl.crawl.settings import TopicCrawlConfig, parse_url_list
 from topiccrawl.learning.focus import PageFocus
 from topiccrawl.learning.linkvalue import LinkFeatures, quick_terms, url_tokens
 from topiccrawl.scoring.dmoz import TreeError
@@ -253,16 +253,16 @@ class TopicCrawl:
         """Seed URLs from a spider argument: comma-separated URLs, or ``truth:N`` on an offline
         web — N truly relevant pages (a seeded random pick from the labels) standing in for the
         representative examples a user would give; empty: :meth:`seeds`."""
-        arg = (arg or "").strip()
-        if not arg.startswith("truth:"):
-            return [s.strip() for s in arg.split(",") if s.strip()] or self.seeds()
-        return self._truth_sample(arg, seed=0)
+        pages = parse_url_list("seeds", arg)
+        if pages.truth is None:
+            return list(pages.urls) or self.seeds()
+        return self._truth_sample(pages.truth, seed=0)
 
-    def _truth_sample(self, arg: str, seed: int) -> list[str]:
+    def _truth_sample(self, n: int, seed: int) -> list[str]:
         if self.corpus is None or not self.topic.labels:
-            raise ValueError(f"{arg} needs an offline web and a topic with evaluation labels")
+            raise ValueError(f"truth:{n} needs an offline web and a topic with evaluation labels")
         relevant = [u for u in self.corpus.search_sample(20000) if self.corpus.labels(u) & self.topic.labels]
-        return random.Random(seed).sample(relevant, min(int(arg[6:]), len(relevant)))
+        return random.Random(seed).sample(relevant, min(n, len(relevant)))
 
     def use_shared_store(self, shared, graph) -> None:
         """Count pages and keep the link graph in a shared store (the Redis scheduler at open):
@@ -356,10 +356,10 @@ class TopicCrawl:
         """Example pages to fetch first: ``-a examples=URL,URL`` or ``truth:N`` (N truly relevant
         pages of the offline web, a seeded pick different from ``seeds=truth:N``'s), else the
         topic's ``examples``."""
-        arg = (arg or "").strip()
-        if arg.startswith("truth:"):
-            return self._truth_sample(arg, seed=1)
-        return [s.strip() for s in arg.split(",") if s.strip()] or list(self.topic.examples)
+        pages = parse_url_list("examples", arg)
+        if pages.truth is not None:
+            return self._truth_sample(pages.truth, seed=1)
+        return list(pages.urls) or list(self.topic.examples)
 
     def add_example(self, terms: list[str], counter: bool = False) -> None:
         if self.focus is None:

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import get_type_hints
+from urllib.parse import urlsplit
 
 from topiccrawl.crawl.addresses import parse_allow_hosts
 from topiccrawl.crawl.errors import ConfigError
@@ -219,3 +220,30 @@ def build_frontier(settings, strategy: str, is_relevant: Callable[[str], bool] |
         raise ConfigError(f"strategy {strategy!r} needs ground truth: set TOPICCRAWL_GROUND_TRUTH or crawl an "
                           "offline web (TOPICCRAWL_WEB) and give the topic evaluation labels")
     return spec.build(is_relevant, options)
+
+
+@dataclass(frozen=True)
+class UrlList:
+    """A spider argument naming pages (``-a seeds=``, ``-a examples=``): URLs, or ``truth:N`` —
+    N truly relevant pages of an offline web, picked by the crawl (``truth``)."""
+
+    urls: tuple[str, ...] = ()
+    truth: int | None = None
+
+
+def parse_url_list(name: str, value: str | None, offline: bool = True) -> UrlList:
+    """The one reading of ``-a seeds=`` / ``-a examples=``: comma-separated http(s) URLs, or
+    ``truth:N`` (N ≥ 1) on an offline web; empty: no URLs. ConfigError (one line) otherwise."""
+    value = (value or "").strip()
+    if value.startswith("truth:"):
+        if not value[6:].isdigit() or int(value[6:]) < 1:
+            raise ConfigError(f"spider argument {name}={value!r}: truth:N needs a whole number N >= 1")
+        if not offline:
+            raise ConfigError(f"spider argument {name}={value!r}: truth:N needs an offline web (TOPICCRAWL_WEB)")
+        return UrlList(truth=int(value[6:]))
+    urls = tuple(filter(None, (u.strip() for u in value.split(","))))
+    for url in urls:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ConfigError(f"spider argument {name}: {url!r} is not an http(s) URL (expected URL,URL,… or truth:N)")
+    return UrlList(urls)

@@ -22,7 +22,7 @@ from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 
 from topiccrawl.crawl.errors import redact_text
 from topiccrawl.crawl.runtime import OVERRIDABLE, check_output_dir, output_path, output_template
-from topiccrawl.crawl.settings import ConfigError, TopicCrawlConfig
+from topiccrawl.crawl.settings import ConfigError, TopicCrawlConfig, parse_url_list
 from topiccrawl.discovery.pages import DWDBRMError
 from topiccrawl.discovery.search import SearchBackendError
 from topiccrawl.scoring.dmoz import TreeError
@@ -110,28 +110,13 @@ def check_argument_names(spidercls, spargs: dict) -> None:
                           f"{spidercls.name}; expected one of: {', '.join(sorted(known - {'name'}))}")
 
 
-def check_url_list(name: str, value: str, offline: bool) -> None:
-    """``-a seeds=`` / ``-a examples=``: comma-separated http(s) URLs, or ``truth:N`` on an offline web."""
-    value = value.strip()
-    if value.startswith("truth:"):
-        if not value[6:].isdigit() or int(value[6:]) < 1:
-            raise ConfigError(f"spider argument {name}={value!r}: truth:N needs a whole number N >= 1")
-        if not offline:
-            raise ConfigError(f"spider argument {name}={value!r}: truth:N needs an offline web (TOPICCRAWL_WEB)")
-        return
-    for url in filter(None, (u.strip() for u in value.split(","))):
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ConfigError(f"spider argument {name}: {url!r} is not an http(s) URL (expected URL,URL,… or truth:N)")
-
-
 def check_seeds(spidercls, spargs: dict, cfg: TopicCrawlConfig, topic) -> None:
     """Seeds that are not URLs, and no seeds at all where the spider needs them: a spider with
     ``topiccrawl_seeds = "required"`` needs ``-a seeds`` or the topic's seeds, one with ``"web"``
     falls back to the offline web's entry pages (so only a live crawl needs seeds)."""
     for name in ("seeds", "examples"):
         if spargs.get(name):
-            check_url_list(name, spargs[name], cfg.offline)
+            parse_url_list(name, spargs[name], cfg.offline)
     need = getattr(spidercls, "topiccrawl_seeds", None)
     if spargs.get("seeds") or need is None or topic is None or topic.seeds:
         return
