@@ -181,6 +181,7 @@ class LinkValueModel:
         # below (≤ k, else _INF), hops since the last relevant page on its crawl path, in-links
         self._ids: dict[str, int] = {}
         self._prob: list[float] = []  # P(relevant) per page: as added, or as last re-scored
+        self._dirty = False  # pages or probabilities changed since the last relabel
         self._relevant = bytearray()
         self._dist = bytearray()
         self._since = bytearray()
@@ -285,16 +286,18 @@ class LinkValueModel:
         if up is not None:
             self._edge(up, node)
         self._pending_pages += 1
+        self._dirty = True
         return node
 
     def set_probabilities(self, probabilities: dict[str, float]) -> None:
         """New P(relevant) of fetched pages (a page classifier's refit); unknown URLs are ignored.
-        They take effect at the next :meth:`relabel`."""
+        They take effect at the next :meth:`relabel` (:meth:`labels` and :meth:`retrain` make it)."""
         ids, prob = self._ids, self._prob
         for url, p in probabilities.items():
             node = ids.get(url)
             if node is not None:
                 prob[node] = p
+                self._dirty = True
 
     def relabel(self, rule: str = "threshold") -> int:
         """Relevant pages from the stored probabilities, and the distances from them again:
@@ -308,6 +311,7 @@ class LinkValueModel:
                 rel[np.argsort(-p, kind="stable")[:n]] = True
         else:
             rel = p >= self.threshold
+        self._dirty = False
         self._relevant = bytearray(rel.astype(np.uint8).tobytes())
         self._dist = bytearray([_INF]) * len(p)
         for node in np.flatnonzero(rel).tolist():
@@ -397,7 +401,10 @@ class LinkValueModel:
         return self.coef_ is not None
 
     def labels(self) -> np.ndarray:
-        """v(l) of the links in the replay buffer, from the current graph."""
+        """v(l) of the links in the replay buffer, from the current graph (relabelled first by
+        ``label_rule`` when pages or probabilities changed since the last relabel)."""
+        if self.label_rule != "fixed" and self._dirty:
+            self.relabel(self.label_rule)
         if not self._buffer:
             return np.zeros(0)
         targets = np.fromiter((t for _, t in self._buffer), dtype=np.int64, count=len(self._buffer))
@@ -409,8 +416,6 @@ class LinkValueModel:
         the page count of :attr:`retrain_due` either way."""
         self._pending_pages = 0
         self.retrains_ += 1
-        if self.label_rule != "fixed":
-            self.relabel(self.label_rule)
         v = self.labels()
         pos, neg = v > 0.0, v < 1.0
         if (self.classifier_ is None and
@@ -462,15 +467,26 @@ class LinkValueModel:
     # -- prediction ---------------------------------------------------------------------------------
     def predict_rows(self, rows: Sequence[bytes]) -> np.ndarray:
         """Values in [0, 1] of encoded rows: (1 − w)·R(l) + w·model, w = :attr:`blend_` (R(l) while
-        unfitted)."""
-        if not rows:
+        unfitted). Read straight from the packed rows (the model's X·coef without a sparse matrix)."""
+        n = len(rows)
+        if not n:
             return np.zeros(0)
-        X = self.matrix(rows)
-        score = np.asarray(X[:, self.n_features + _F - 1].todense()).ravel()
-        if self.coef_ is None:
+        words = np.fromiter(map(len, rows), dtype=np.int64, count=n) // 4
+        buf = np.frombuffer(b"".join(rows), dtype=np.uint32)
+        ends = np.cumsum(words)
+        slots = ends[:, None] - np.arange(_F, 0, -1)[None, :]  # the dense columns of each row
+        dense = buf.view(np.float32)[slots].astype(np.float64)
+        score = dense[:, _F - 1]
+        coef = self.coef_
+        if coef is None:
             return score
+        hashed = np.ones(len(buf), dtype=bool)
+        hashed[slots.ravel()] = False
+        owner = np.repeat(np.arange(n), words - _F)
+        z = np.bincount(owner, weights=coef.take(buf[hashed]), minlength=n)
+        z += dense @ coef[self.n_features:] + self.intercept_
         w = self.blend_
-        return (1.0 - w) * score + w * expit(X @ self.coef_ + self.intercept_)
+        return (1.0 - w) * score + w * expit(z)
 
     def predict_row(self, row: bytes) -> float:
         """Value of one encoded row, without building a matrix."""
@@ -507,6 +523,7 @@ class LinkValueModel:
 
     def __setstate__(self, state: dict) -> None:
         state.setdefault("label_rule", "fixed")
+        state.setdefault("_dirty", True)
         state.setdefault("_prob", [float(r) for r in state.get("_relevant", b"")])
         self.__dict__.update(state)
         self._hasher = FeatureHasher(n_features=self.n_features, input_type="string", alternate_sign=False)
