@@ -16,7 +16,10 @@ value as CONCURRENT_REQUESTS (the Wikispeedia web is one host).
 Writes ``results.md`` (per strategy and configuration: relevant pages at 100 / 250 fetches, mean
 over topics and repetitions, their ratio to the same strategy at concurrency 1, pages/s and its
 ratio to eager dispatch at the same concurrency, holds and seconds held), ``results.json`` and
-``tradeoff.png`` (relevant at 250 against pages/s, one marker per configuration) into ``--out``.
+``tradeoff.png`` (relevant at 250 against pages/s, one marker per configuration) into ``--out``
+(``results.json`` after every run, so ``--summarise`` can report an interrupted benchmark).
+``--variant NAME:K=V,...`` adds a concurrency-16 patient configuration with other dispatch settings
+(e.g. another rule) next to the others; ``--web``/``--topics`` pick a development web.
 """
 
 from __future__ import annotations
@@ -66,25 +69,44 @@ def main() -> None:
     ap.add_argument("--web", help="generated: another corpus spec (e.g. a development web)")
     ap.add_argument("-s", "--setting", dest="settings", action="append", default=[], metavar="NAME=VALUE",
                     help="a setting for every run (repeatable), e.g. TOPICCRAWL_DISPATCH_MARGIN=1.5")
+    ap.add_argument("--variant", dest="variants", action="append", default=[], metavar="NAME:K=V,K=V",
+                    help="an extra concurrency-16 patient configuration c16-patient-NAME with these settings "
+                    "(repeatable), run next to the others, e.g. p35:TOPICCRAWL_DISPATCH_RULE=probability,"
+                    "TOPICCRAWL_DISPATCH_P=0.35")
     ap.add_argument("--strategies", default="bestfirst,learned,oracle")
     ap.add_argument("--configs", default=",".join(c[0] for c in CONFIGS))
     ap.add_argument("--pages", type=int, default=250)
     ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--once", default="", metavar="[STRATEGY:]CONFIG,...",
+                    help="run these only in the first repetition (e.g. bestfirst:c1,oracle:c1, deterministic "
+                    "at concurrency 1; c16-eager as the pages/s reference): saves time on a busy machine")
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--summarise", action="store_true",
+                    help="no crawls: rebuild results.md and tradeoff.png from --out/results.json (e.g. an interrupted run)")
     args = ap.parse_args()
     web, topics = corpus(args)
     strategies = args.strategies.split(",")
-    configs = [c for c in CONFIGS if c[0] in args.configs.split(",")]
+    configs = [(*c, ()) for c in CONFIGS if c[0] in args.configs.split(",")]
+    for variant in args.variants:
+        name, _, extra = variant.partition(":")
+        configs.append((f"c16-patient-{name}", 16, "patient", tuple(x for x in extra.split(",") if x)))
+    once = {x for x in args.once.split(",") if x}
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.summarise:
+        runs = json.loads((args.out / "results.json").read_text(encoding="utf-8"))
+        report(args, web, topics, strategies, configs, runs)
+        return
     runs: list[dict] = []
     with WebLab(web) as lab:
         for rep in range(args.repeats):
             for topic in topics:
                 for strategy in strategies:
-                    for name, conc, dispatch in configs:
+                    for name, conc, dispatch, extra in configs:
+                        if rep and ({name, f"{strategy}:{name}"} & once):
+                            continue
                         out = args.out / "runs" / Path(topic).stem / f"{strategy}-{name}-{rep}"
                         settings = [f"CONCURRENT_REQUESTS={conc}", f"CONCURRENT_REQUESTS_PER_DOMAIN={conc}",
-                                    f"TOPICCRAWL_DISPATCH={dispatch}", f"TOPICCRAWL_LEARNED_SEED={rep}", *args.settings]
+                                    f"TOPICCRAWL_DISPATCH={dispatch}", f"TOPICCRAWL_LEARNED_SEED={rep}", *args.settings, *extra]
                         try:
                             res = run_strategy(web, lab.proxy_url, topic, strategy, args.pages, out, settings=settings)
                         except CrawlFailed as exc:
@@ -97,9 +119,16 @@ def main() -> None:
                                      "holds": stats.get("topiccrawl/dispatch/holds", 0),
                                      "held_s": stats.get("topiccrawl/dispatch/held_seconds", 0.0)})
                         print(json.dumps(runs[-1], ensure_ascii=False), flush=True)
+                        (args.out / "results.json").write_text(json.dumps(runs, ensure_ascii=False, indent=1),
+                                                               encoding="utf-8")  # so far: an interrupted run keeps them
     (args.out / "results.json").write_text(json.dumps(runs, ensure_ascii=False, indent=1), encoding="utf-8")
+    report(args, web, topics, strategies, configs, runs)
+
+
+def report(args, web: str, topics: list[str], strategies: list[str], configs: list[tuple], runs: list[dict]) -> None:
     table = summarise(runs, strategies, [c[0] for c in configs])
-    header = (f"Corpus `{web.split(':', 1)[0]}`, {len(topics)} topic(s), {args.repeats} repetition(s), "
+    reps = len({r["rep"] for r in runs})
+    header = (f"Corpus `{web.split(':', 1)[0]}`, {len(topics)} topic(s), {reps} repetition(s), {len(runs)} runs, "
               f"{args.pages} pages per run; relevant = truly relevant pages among the first N fetches, "
               "mean over topics and repetitions.\n\n")
     (args.out / "results.md").write_text(header + table + "\n", encoding="utf-8")
@@ -124,7 +153,7 @@ def summarise(runs: list[dict], strategies: list[str], configs: list[str]) -> st
                 continue
             rel = {n: _mean(r[f"relevant@{n}"] for r in rs) for n in AT}
             pps = _mean(r["pages_per_s"] for r in rs)
-            eager = c.replace("patient", "eager")
+            eager = c if "-" not in c else c.split("-", 1)[0] + "-eager"
             e_pps = _mean(r["pages_per_s"] for r in mine if r["config"] == eager)
             cells = [f"{rel[n]:.1f}" if rel[n] is not None else "–" for n in AT]
             cells += [f"{rel[n] / base[n]:.2f}" if rel[n] is not None and base[n] else "–" for n in AT]
@@ -148,7 +177,7 @@ def plot(runs: list[dict], strategies: list[str], configs: list[str], path: Path
             x, y = _mean(r["pages_per_s"] for r in rs), _mean(r["relevant@250"] for r in rs)
             if x is None or y is None:
                 continue
-            ax.scatter(x, y, marker=markers.get(c, "o"), color=f"C{i}", s=70,
+            ax.scatter(x, y, marker=markers.get(c, "P"), color=f"C{i}", s=70,
                        label=f"{s} {c}")
     ax.set_xlabel("pages/s")
     ax.set_ylabel("truly relevant among the first 250 fetches")

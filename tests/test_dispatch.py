@@ -36,7 +36,7 @@ def test_holds_a_weak_head_while_a_strong_page_is_in_flight():
 
 
 def test_the_expectation_is_learned_from_pages_done_and_never_from_weaker_ones():
-    d = PatientDispatch(margin=1.0, min_samples=4, neighbours=8)
+    d = PatientDispatch(margin=1.0, min_samples=4, neighbours=8, rule="median")
     for i in range(20):  # pages of value 0.1 brought nothing better than 0.1
         d.started(f"w{i}", 0.1, now=0.0)
         d.child(f"w{i}", 0.1)
@@ -80,6 +80,73 @@ def test_margin_zero_never_holds_and_bad_settings_are_refused():
         TopicCrawlConfig(dispatch="fast").validate()
     assert TopicCrawlConfig(web="live").dispatch_scope_resolved == "slot"
     assert TopicCrawlConfig().dispatch_scope_resolved == "crawl"
+
+
+def _record(d: PatientDispatch, value: float, best_children) -> None:
+    """Pages of ``value`` done, each with one of ``best_children`` as its best queued link."""
+    for i, child in enumerate(best_children):
+        key = f"{value}-{i}-{child}-{len(d._recent)}"
+        d.started(key, value, now=0.0)
+        d.child(key, child)
+        d.finished(key)
+
+
+def test_probability_rule_holds_when_better_children_are_likely_enough():
+    d = PatientDispatch(margin=1.0, max_wait=1.0, rule="probability", p=0.3)
+    _record(d, 0.5, [0.9] * 6 + [0.1] * 10)  # 6 of 16 pages of value 0.5 brought a link better than 0.6
+    assert d.p_better(0.5, 0.6) == pytest.approx(6 / 16) and d.expected(0.5) == pytest.approx(0.1)
+    d.started("x", 0.5, now=0.0)
+    assert not d.decide(0.6, "", now=0.1)  # P = 0.375 >= 0.3: hold, although the median (0.1) would not
+    assert d.decide(0.95, "", now=0.2)  # no page of that bin ever brought better than 0.95
+    strict = PatientDispatch(rule="probability", p=0.5)
+    _record(strict, 0.5, [0.9] * 6 + [0.1] * 10)
+    strict.started("x", 0.5, now=0.0)
+    assert strict.decide(0.6, "", now=0.1)  # 0.375 < 0.5: hand it out
+    median = PatientDispatch(rule="median")
+    _record(median, 0.5, [0.9] * 6 + [0.1] * 10)
+    median.started("x", 0.5, now=0.0)
+    assert median.decide(0.6, "", now=0.1)
+
+
+def test_probability_rule_reads_only_the_in_flight_pages_own_bin():
+    d = PatientDispatch(rule="probability", p=0.3, neighbours=8, min_samples=4)
+    _record(d, 0.2, [0.9] * 8)  # weak pages that happened to bring strong links
+    _record(d, 0.7, [0.1] * 8)  # strong pages that brought nothing
+    assert d.p_better(0.7, 0.5) == 0.0 and d.p_better(0.2, 0.5) == 1.0
+    d.started("strong", 0.7, now=0.0)
+    assert d.decide(0.5, "", now=0.0)  # the strong page's bin says no; the weak pages do not speak for it
+    assert d.p_better(0.95, 0.99) == 0.0 and d.p_better(0.95, 0.9) == 1.0  # too few pages ≥ 0.95: v > bar?
+    assert d.p_better(None, 10.0) == 1.0  # a seed
+
+
+def test_any_rule_holds_when_the_pages_in_flight_together_are_likely_to_bring_a_better_link():
+    d = PatientDispatch(rule="any", p=0.8, max_wait=1.0)
+    _record(d, 0.5, [0.9] * 5 + [0.1] * 11)  # each page of value 0.5: P(better than 0.6) = 5/16
+    d.started("a", 0.5, now=0.0)
+    assert d.decide(0.6, "", now=0.1)  # one such page: 0.31 < 0.8
+    for key in ("b", "c", "d", "e"):
+        d.started(key, 0.5, now=0.0)
+    assert not d.decide(0.6, "", now=0.1)  # five: 1 - (11/16)^5 = 0.85 >= 0.8
+    assert d.decide(0.95, "", now=0.1)  # none of them ever brought better than 0.95
+    assert d.decide(0.6, "", now=1.0) and d.stats.timeouts == 5  # waited max_wait for them: released
+    d.started("seed", None, now=1.0)
+    assert not d.decide(0.6, "", now=1.1)  # a seed in flight
+
+
+def test_probability_rule_waits_at_most_max_wait_and_refuses_bad_settings():
+    d = PatientDispatch(max_wait=0.5, rule="probability", p=0.2)
+    _record(d, 0.5, [0.9] * 16)
+    d.started("slow", 0.5, now=0.0)
+    assert not d.decide(0.1, "", now=0.2) and d.wait_left(0.2) == pytest.approx(0.3)
+    assert d.decide(0.1, "", now=0.5) and d.stats.timeouts == 1  # given up on "slow"
+    d.finished("slow")
+    for bad in ({"rule": "mean"}, {"p": 0.0}, {"p": 1.5}):
+        with pytest.raises(ValueError):
+            PatientDispatch(**bad)
+    with pytest.raises(ConfigError, match="TOPICCRAWL_DISPATCH_RULE='mean'"):
+        TopicCrawlConfig(dispatch_rule="mean").validate()
+    with pytest.raises(ConfigError, match="TOPICCRAWL_DISPATCH_P"):
+        TopicCrawlConfig(dispatch_p=0.0).validate()
 
 
 def test_strategies_value_their_queue_head():
@@ -183,8 +250,9 @@ def _first(web, prefix: str) -> float:
     return min(t for t, path in web.hits if path.startswith(prefix))
 
 
-def test_patient_dispatch_waits_for_the_page_with_the_strong_links(tmp_path, web):
-    proc, stats = _crawl(tmp_path, web, "patient")
+@pytest.mark.parametrize("rule", ["any", "probability", "median"])
+def test_patient_dispatch_waits_for_the_page_with_the_strong_links(tmp_path, web, rule):
+    proc, stats = _crawl(tmp_path, web, "patient", TOPICCRAWL_DISPATCH_RULE=rule)
     order = _order(web)
     strong = [i for i, p in enumerate(order) if STRONG.match(p)]
     weak = [i for i, p in enumerate(order) if p.startswith("/w")]

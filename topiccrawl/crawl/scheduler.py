@@ -49,7 +49,8 @@ def make_dispatch(config) -> PatientDispatch | None:
     """The dispatch policy of a crawl's settings: None for ``eager``."""
     if config.dispatch != "patient":
         return None
-    return PatientDispatch(config.dispatch_margin, config.dispatch_max_wait, config.dispatch_scope_resolved)
+    return PatientDispatch(config.dispatch_margin, config.dispatch_max_wait, config.dispatch_scope_resolved,
+                           rule=config.dispatch_rule, p=config.dispatch_p)
 
 
 class TopicScheduler(BaseScheduler):

@@ -74,6 +74,8 @@ class TopicCrawlConfig:
     dispatch_margin: float = 1.0
     dispatch_max_wait: float = 1.0
     dispatch_scope: str = "auto"
+    dispatch_rule: str = "any"
+    dispatch_p: float = 0.95
 
     @property
     def offline(self) -> bool:
@@ -160,6 +162,10 @@ class TopicCrawlConfig:
             raise ConfigError("TOPICCRAWL_DISPATCH_MARGIN and TOPICCRAWL_DISPATCH_MAX_WAIT must be >= 0")
         if self.dispatch_scope not in ("auto", "crawl", "slot"):
             raise ConfigError(f"TOPICCRAWL_DISPATCH_SCOPE={self.dispatch_scope!r}: expected auto, crawl or slot")
+        if self.dispatch_rule not in ("median", "probability", "any"):
+            raise ConfigError(f"TOPICCRAWL_DISPATCH_RULE={self.dispatch_rule!r}: expected median, probability or any")
+        if not 0.0 < self.dispatch_p <= 1.0:
+            raise ConfigError("TOPICCRAWL_DISPATCH_P must lie in (0, 1]")
         if self.trap_guard_depth < 1:
             raise ConfigError("TOPICCRAWL_TRAP_GUARD_DEPTH must be >= 1")
         if self.checkpoint_interval < 0:

@@ -9,19 +9,25 @@ Values are the strategy's own ranking values (higher = fetched earlier; ``Fronti
 ``Frontier.value``), assumed ≥ 0: R(l) for ``bestfirst``, 1/0 (truly relevant target or not) for
 ``oracle``, the learned link value for ``learned``. What a page in flight "can be expected to
 bring" is learned from the crawl itself: for every page done, the value of the page's own link and
-the best value among the links it queued; the expectation for a page in flight of value v is the
-median best child value of the ``neighbours`` recent pages with the lowest values ≥ v (a window of
-the last ``window`` pages, so it follows a strategy whose scale changes, as ``learned``'s does at
-its first fit; never values below v, which would let weak pages speak for strong ones). With fewer
-than ``min_samples`` such pages, a page is expected to bring links as good as its own. A page
-without a value (a seed: nothing queued is known to be better than what it brings) is expected to
-bring more than anything queued.
+the best value among the links it queued. A page in flight of value v is judged by its bin, the
+``neighbours`` recent pages with the lowest values ≥ v (a window of the last ``window`` pages, so it
+follows a strategy whose scale changes, as ``learned``'s does at its first fit; never values below
+v, which would let weak pages speak for strong ones): p_i = the share of the bin whose best child
+value exceeded the bar h / ``margin``, for a queue head of value h. With fewer than ``min_samples``
+pages in the bin, p_i = 1 if v > the bar, else 0 ("as good as its own link"). A page without a
+value (a seed: nothing queued is known to be better than what it brings) has p_i = 1.
 
-Rule: hand out the queue head of value h unless some page in flight (in the head's download slot
-with ``scope="slot"``), handed out less than ``max_wait`` seconds ago, is expected to bring more
-than h / ``margin``: E[best child | v] > h / margin. Otherwise hold — return nothing — until such a
-page is done (the caller asks again) or ``max_wait`` seconds after it was handed out: the longest
-the crawl waits for any one page.
+Rule: hand out the queue head unless the pages in flight (in the head's download slot with
+``scope="slot"``), handed out less than ``max_wait`` seconds ago, are likely enough to bring a
+better link. Otherwise hold — return nothing — until such a page is done (the caller asks again)
+or ``max_wait`` seconds after it was handed out: the longest the crawl waits for any one page.
+"Likely enough" depends on ``rule``:
+
+* ``"any"``: 1 − Π_i (1 − p_i) ≥ ``p`` (pages taken as independent): some page in flight is
+  likely enough to bring a better link, although none alone may be;
+* ``"probability"``: p_i ≥ ``p`` for some page i;
+* ``"median"``: the median best child value of some page's bin exceeds the bar (about
+  ``"probability"`` with ``p`` = 0.5).
 """
 
 from __future__ import annotations
@@ -52,14 +58,24 @@ class PatientDispatch:
     ``margin``: hand out the head when its value ≥ margin × the expected best child of the best
     page in flight (0 = never hold); ``max_wait``: longest hold, seconds; ``scope``: ``"crawl"``
     (every page in flight counts) or ``"slot"`` (only pages in flight in the head's download slot,
-    so other hosts keep their concurrency); ``window``, ``neighbours``, ``min_samples``: the
-    expectation's recent pages, how many nearest ones it averages, and the cold-start count.
+    so other hosts keep their concurrency); ``rule``: ``"any"``, ``"probability"`` or ``"median"``
+    and ``p``, the threshold of the first two, in (0, 1] (module docstring); ``window``, ``neighbours``,
+    ``min_samples``: the expectation's recent pages, how many nearest ones it uses, and the
+    cold-start count.
     """
 
+    RULES = ("median", "probability", "any")
+
     def __init__(self, margin: float = 1.0, max_wait: float = 1.0, scope: str = "crawl", *,
+                 rule: str = "any", p: float = 0.95,
                  window: int = 256, neighbours: int = 16, min_samples: int = 8) -> None:
         if scope not in ("crawl", "slot"):
             raise ValueError(f"scope must be 'crawl' or 'slot', not {scope!r}")
+        if rule not in self.RULES:
+            raise ValueError(f"rule must be 'median', 'probability' or 'any', not {rule!r}")
+        if not 0.0 < p <= 1.0:
+            raise ValueError(f"p must lie in (0, 1], not {p!r}")
+        self.rule, self.p = rule, float(p)
         self.margin, self.max_wait, self.scope = float(margin), float(max_wait), scope
         self.window, self.neighbours, self.min_samples = int(window), int(neighbours), int(min_samples)
         #: key -> (value or None, slot, time handed out) of a page in flight that may be waited for
@@ -118,6 +134,24 @@ class PatientDispatch:
             return value
         return statistics.median(chunk)
 
+    def p_better(self, value: float | None, bar: float) -> float:
+        """Empirical probability that a page of ``value`` brings a link of value > ``bar``: the share
+        of the recent pages with the lowest values ≥ ``value`` whose best child beat ``bar``; with
+        too few of them 1 or 0 (``value`` > ``bar`` or not); 1 for None (a seed)."""
+        if value is None:
+            return 1.0
+        i = bisect.bisect_left(self._values, value)
+        chunk = self._children[i:i + self.neighbours]
+        if len(chunk) < self.min_samples:
+            return 1.0 if value > bar else 0.0
+        return sum(c > bar for c in chunk) / len(chunk)
+
+    def waits_for(self, value: float | None, bar: float) -> bool:
+        """Whether a page in flight of ``value`` can hold back a head whose value is ``bar`` × margin."""
+        if self.rule == "probability":
+            return self.p_better(value, bar) >= self.p
+        return self.expected(value) > bar
+
     # -- the decision ----------------------------------------------------------------------------
     def decide(self, head_value: float | None, head_slot: str, now: float) -> bool:
         """True: hand out the head now; False: hold it (ask again when a page is done, or after
@@ -126,18 +160,28 @@ class PatientDispatch:
             return self._release(now)
         bar = head_value / self.margin
         self._until = None
+        joint = self.rule == "any"
+        none_better = 1.0  # "any": P(no page in flight brings a link better than the bar)
         for key, (value, slot, since) in self.inflight.items():
             if self.scope == "slot" and slot != head_slot:
                 continue
-            if self.expected(value) <= bar:
+            if joint:
+                p_i = self.p_better(value, bar)
+                if p_i <= 0.0:
+                    continue
+            elif not self.waits_for(value, bar):
                 continue
             if now - since >= self.max_wait:  # waited long enough for this one
                 if key not in self._gave_up:
                     self._gave_up.add(key)
                     self.stats.timeouts += 1
                 continue
+            if joint:
+                none_better *= 1.0 - p_i
             until = since + self.max_wait
             self._until = until if self._until is None else min(self._until, until)
+        if joint and 1.0 - none_better < self.p:
+            self._until = None
         if self._until is None:
             return self._release(now)
         if self._hold_since is None:
