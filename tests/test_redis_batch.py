@@ -216,3 +216,17 @@ def test_entries_of_an_older_crawl_still_pop(redis_server):
     link = f.pop()
     assert (link.url, link.score, link.depth, link.domain, link.potential, link.payload, link.seq) == \
         ("http://a.test/1", 0.5, 2, "a.test", True, {"url": "http://a.test/1"}, 0)
+
+
+def test_example_pages_stay_with_the_worker_that_asked_for_them(redis_server):
+    from topiccrawl.crawl.meta import LOCAL_META
+
+    a, b = _scheduler(redis_server.url, "learned"), _scheduler(redis_server.url, "learned")
+    example = scrapy.Request("http://h1.test/example.html", callback=a.spider.parse_example, dont_filter=True,
+                             meta={META_KEY: {"score": 2.0, "depth": 0}, LOCAL_META: True})
+    assert a.enqueue_request(example) and a.enqueue_request(_request(a.spider, 7))
+    a.flush()
+    assert _queued(a) == 1  # the link went to the shared queue, the example did not
+    assert b.next_request().url == "http://h3.test/7.html" and b.next_request() is None
+    got = a.next_request()
+    assert got is example and got.callback == a.spider.parse_example  # fetched here, no lease

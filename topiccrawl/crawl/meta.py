@@ -18,7 +18,8 @@ lease      str     Redis store only: the queue member this worker leases (settle
 ========== ======= =====================================================================
 
 Beside it, Scrapy's own ``meta["depth"]`` and :data:`TRAP_META` (the spider-trap guard's count
-of consecutive same-shape URLs) travel with a queued request. The memory packing and the Redis
+of consecutive same-shape URLs) travel with a queued request; :data:`LOCAL_META` marks a request
+that never enters a shared queue. The memory packing and the Redis
 JSON form (:mod:`topiccrawl.crawl.codec`) store exactly these keys.
 """
 
@@ -29,6 +30,10 @@ META_KEY = "topiccrawl"
 
 #: the spider-trap guard's chain length (``crawl.middlewares.TrapGuardMiddleware``)
 TRAP_META = "topiccrawl_trap_chain"
+
+#: ``meta[LOCAL_META] = True``: a request only the process that made it may fetch (a topic's
+#: example pages and their background pages): the Redis scheduler keeps it out of the shared queue
+LOCAL_META = "topiccrawl_local"
 
 #: keys of ``meta[META_KEY]`` the spiders set
 LINK_KEYS = ("score", "depth", "potential", "parent", "anchor")

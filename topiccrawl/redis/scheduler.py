@@ -46,7 +46,7 @@ from twisted.internet import task
 
 from topiccrawl.crawl.codec import decode, encode
 from topiccrawl.crawl.engine import default_callback
-from topiccrawl.crawl.meta import META_KEY
+from topiccrawl.crawl.meta import LOCAL_META, META_KEY
 from topiccrawl.crawl.runtime import TopicCrawl
 from topiccrawl.crawl.scheduler import TopicScheduler
 from topiccrawl.crawl.settings import ConfigError, strategy_options
@@ -176,7 +176,7 @@ class RedisScheduler(RedisWorker, TopicScheduler):
             frontier = RedisFrontier(client, self.keys, "bfs", **lease)
         super().__init__(crawler, df, jobdir, stats, frontier=frontier)
         self.leases: dict[str, Request] = {}  # member -> request, for this worker's leases
-        self.local: list[Request] = []  # retries and redirects of leased requests (same lease)
+        self.local: list[Request] = []  # retries and redirects of leased requests (same lease), LOCAL_META requests
         self.buffer: list[tuple[Request, Link, list]] = []  # (request, link, push entry) to flush
         self.responding: dict[str, str] = {}  # page URL -> member until its item is counted
         self._renewal: task.LoopingCall | None = None
@@ -239,6 +239,9 @@ class RedisScheduler(RedisWorker, TopicScheduler):
         rare, and a redirect to a page already seen settles the lease)."""
         if self.refused:
             return False
+        if request.meta.get(LOCAL_META):  # this worker's example pages: never another worker's
+            self.local.append(request)
+            return True
         meta = request.meta.get(META_KEY) or {}
         lease = meta.get("lease")
         if lease in self.leases:  # a retry or redirect of a leased request keeps its lease

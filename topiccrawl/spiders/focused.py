@@ -9,7 +9,7 @@ from scrapy.http import TextResponse
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred
 
-from topiccrawl.crawl.meta import META_KEY
+from topiccrawl.crawl.meta import LOCAL_META, META_KEY
 from topiccrawl.crawl.runtime import TopicCrawl
 from topiccrawl.scoring.text import document_terms, extract
 
@@ -97,13 +97,16 @@ class FocusedSpider(scrapy.Spider):
         urls = [(u, False) for u in tc.example_urls(self.examples_arg)]
         urls += [(u, True) for u in topic.counter_examples]
         requests = [scrapy.Request(url, callback=self.parse_example, errback=self.example_failed, dont_filter=True,
-                                   meta={META_KEY: {"score": 2.0, "depth": 0}, "counter_example": counter})
+                                   meta={META_KEY: {"score": 2.0, "depth": 0}, "counter_example": counter,
+                                         LOCAL_META: True})
                     for url, counter in urls]
-        if (requests or tc.focus is not None and tc.focus.n_examples) and tc.config.examples_background == "seeds":
+        has_examples = any(not counter for _, counter in urls) or (tc.focus is not None and tc.focus.n_examples)
+        if has_examples and tc.config.examples_background == "seeds":
             # the seed pages, as ordinary pages of this web, are the background the words are
             # derived against (docs/learned.md); fetched again later as seeds, then they count
             requests += [scrapy.Request(url, callback=self.parse_example, errback=self.example_failed,
-                                        dont_filter=True, meta={META_KEY: {"score": 2.0, "depth": 0}, "background": True})
+                                        dont_filter=True, meta={META_KEY: {"score": 2.0, "depth": 0}, "background": True,
+                                                                LOCAL_META: True})
                          for url in tc.seed_arg(self.seed_arg)]
         if requests:
             self._waiting = len(requests)
@@ -127,8 +130,10 @@ class FocusedSpider(scrapy.Spider):
         return []
 
     def example_failed(self, failure):
-        self.crawler.stats.inc_value("topiccrawl/examples/failed")
-        self.logger.warning("example page %s could not be fetched: %s", failure.request.url, failure.value)
+        background = failure.request.meta.get("background", False)
+        self.crawler.stats.inc_value("topiccrawl/examples/background_failed" if background else "topiccrawl/examples/failed")
+        self.logger.warning("%s page %s could not be fetched: %s", "background" if background else "example",
+                            failure.request.url, failure.value)
         self._example_settled()
 
     def _example_settled(self) -> None:
