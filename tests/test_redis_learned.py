@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import random
-from dataclasses import fields
 
 import numpy as np
 import pytest
@@ -19,7 +18,6 @@ from topiccrawl.redis import crawl_keys
 from topiccrawl.redis.annealing import make_redis_frontier
 from topiccrawl.redis.learned import RedisLearnedFrontier
 from topiccrawl.strategies.base import Link
-from topiccrawl.strategies.learned import LearnedOptions
 from topiccrawl.weblab.api import WebLab
 
 OPTIONS = {"learned_retrain_every": "20", "learned_epsilon": "0", "learned_seed": "1"}
@@ -162,17 +160,11 @@ def test_the_global_budget_and_leases_hold_and_exploration_is_seeded(redis_serve
     assert orders[0] == orders[1] and orders[0] != [f"http://x.test/p{n}" for n in range(7, -1, -1)]
 
 
-def test_other_options_or_inlinks_are_refused_with_one_line(redis_server):
+def test_other_options_are_refused_with_one_line(redis_server):
     client = redis_server.client()
     _frontier(client, "a")
     with pytest.raises(ConfigError, match="learned model of this crawl runs with options"):
         _frontier(client, "b", options={**OPTIONS, "learned_hops": "2"})
-    inlinks = next((f for f in fields(LearnedOptions) if f.name == "learned_inlinks"), None)
-    if inlinks is not None:  # a memory option the store lacks
-        rule = next(c for c in inlinks.metadata["choices"] if c != "off")
-        with pytest.raises(ConfigError, match=rf"^TOPICCRAWL_LEARNED_INLINKS='{rule}' is not supported with "
-                                              r"TOPICCRAWL_STORE=redis \(only off\)$"):
-            _frontier(client, "c", "inl", {**OPTIONS, "learned_inlinks": rule})
 
 
 # -- end to end -------------------------------------------------------------------------------------
@@ -242,3 +234,32 @@ def test_two_scrapy_workers_crawl_with_one_model_and_a_late_worker_starts_from_i
           f"Redis bytes: events {client.memory_usage('topiccrawl:lrn:learned:events')} for "
           f"{client.llen('topiccrawl:lrn:learned:events')} events, "
           f"model {client.memory_usage('topiccrawl:lrn:learned:model')}")
+
+
+def _fitted_constant(frontier, value_logit: float) -> None:
+    """A fitted model that values every link expit(value_logit) (blend 1: the model alone)."""
+    m = frontier.model
+    m.coef_ = np.zeros(m.n_features + 4)
+    m.intercept_, m.blend_ = value_logit, 1.0
+    m._set_weights()
+
+
+def test_rescoring_covers_the_whole_queue_above_one_chunk_and_honours_a_zero_top(redis_server):
+    client = redis_server.client()
+    f = _frontier(client, "a", options={**OPTIONS, "learned_rescore_all": "0"})
+    for i in range(5000):  # more than one 4,096-member chunk, all at R(l) = 0.3
+        f.push(Link(f"http://s{i % 7}.test/q{i}", 0.3, domain=f"s{i % 7}.test", payload=None))
+    _fitted_constant(f, 2.0)
+    f._rescore(everything=True)  # the first fit: every queued link gets the model's value
+    want = -f.model.predict(LinkFeatures(score=0.3))
+    scores = [s for _, s in client.zrange(f.keys["requests"], 0, -1, withscores=True)]
+    assert len(scores) == 5000 and sorted(set(scores)) == [pytest.approx(want)], sorted(set(scores))[:5]
+    # a later retrain with no top links (rescore_top = 0) re-scores the random sample only
+    g = _frontier(client, "b", crawl="lr0", options={**OPTIONS, "learned_rescore_all": "0", "learned_rescore_top": "0",
+                                                      "learned_rescore_sample": "50"})
+    for i in range(1000):
+        g.push(Link(f"http://s{i % 7}.test/r{i}", 0.3, domain=f"s{i % 7}.test", payload=None))
+    _fitted_constant(g, 2.0)
+    g._rescore()
+    changed = sum(s == pytest.approx(want) for _, s in client.zrange(g.keys["requests"], 0, -1, withscores=True))
+    assert 0 < changed <= 50

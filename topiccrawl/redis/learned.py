@@ -113,6 +113,8 @@ def unpack_weights(model: LinkValueModel, weights: str, meta: dict) -> None:
     model.blend_ = float(meta["blend"])
     model.blend_auc_ = {float(w): float(auc) for w, auc in meta.get("blend_auc", [])}
     model.version_ = int(meta["version"])
+    # the links the published model trained on are not fresh for this worker's validation
+    model._fresh = max(0, model.n_examples - int(meta.get("examples", model.n_examples)))
     refresh = getattr(model, "_set_weights", None)  # the derived prediction weights
     if refresh is not None:
         refresh()
@@ -176,10 +178,6 @@ class RedisLearnedFrontier(RedisFrontier):
         """From the ``TOPICCRAWL_LEARNED_*`` options, checked by the memory factory (one-line errors)."""
         options = LearnedOptions.coerce(options)
         memory = make_learned(options)
-        inlinks = getattr(memory, "inlinks", "off")
-        if inlinks != "off":
-            raise ConfigError(f"TOPICCRAWL_LEARNED_INLINKS={inlinks!r} is not supported with TOPICCRAWL_STORE=redis "
-                              "(only off)")
         return cls(client, keys, model=memory.model, epsilon=memory.epsilon, rescore_all=memory.rescore_all,
                    rescore_top=memory.rescore_top, rescore_sample=memory.rescore_sample, seed=options.learned_seed,
                    max_pending=memory.max_pending, host_strength=memory.host_strength, options=asdict(options),
@@ -394,9 +392,11 @@ class RedisLearnedFrontier(RedisFrontier):
         requests = self.keys["requests"]
         n = self.r.zcard(requests)
         if everything or n <= max(self.rescore_all, self.rescore_top + self.rescore_sample):
-            chunks = (self.r.zrange(requests, i, i + 4095) for i in range(0, n, 4096))
+            # the members read once: re-scoring a chunk moves the ranks of the next ones
+            queued = self.r.zrange(requests, 0, -1)
+            chunks = (queued[i:i + 4096] for i in range(0, len(queued), 4096))
         else:
-            top = self.r.zrange(requests, 0, self.rescore_top - 1)
+            top = self.r.zrange(requests, 0, self.rescore_top - 1) if self.rescore_top else []
             sample = self.r.zrandmember(requests, self.rescore_sample) or []
             chosen = set(top)
             chunks = iter([top + [m for m in dict.fromkeys(sample) if m not in chosen]])
