@@ -97,3 +97,19 @@ def test_corpus_spec_check_needs_no_corpus():
         with pytest.raises(CorpusError, match=message):
             check_spec(spec)
     assert check_spec("generated:zh-disaster?pages=50000000").params == {"pages": "50000000"}
+
+
+def test_url_lists_are_read_once_and_refused_in_one_line():
+    from topiccrawl.crawl.errors import ConfigError
+    from topiccrawl.crawl.settings import UrlList, parse_url_list
+
+    assert parse_url_list("seeds", " http://a.test/x , https://[::1]:8080/y ") == UrlList(
+        ("http://a.test/x", "https://[::1]:8080/y"))
+    assert parse_url_list("examples", "truth:5") == UrlList(truth=5)
+    assert parse_url_list("seeds", "") == parse_url_list("seeds", None) == UrlList()
+    for bad, said in (("truth:0", "whole number"), ("truth:²", "whole number"), ("http://[x", r"not an http\(s\) URL"),
+                      ("a.test/x", r"not an http\(s\) URL")):
+        with pytest.raises(ConfigError, match=said):
+            parse_url_list("seeds", bad)
+    with pytest.raises(ConfigError, match="offline web"):
+        parse_url_list("examples", "truth:3", offline=False)

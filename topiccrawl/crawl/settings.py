@@ -242,14 +242,18 @@ def parse_url_list(name: str, value: str | None, offline: bool = True) -> UrlLis
     ``truth:N`` (N ≥ 1) on an offline web; empty: no URLs. ConfigError (one line) otherwise."""
     value = (value or "").strip()
     if value.startswith("truth:"):
-        if not value[6:].isdigit() or int(value[6:]) < 1:
+        if not (value[6:].isascii() and value[6:].isdigit()) or int(value[6:]) < 1:
             raise ConfigError(f"spider argument {name}={value!r}: truth:N needs a whole number N >= 1")
         if not offline:
             raise ConfigError(f"spider argument {name}={value!r}: truth:N needs an offline web (TOPICCRAWL_WEB)")
         return UrlList(truth=int(value[6:]))
     urls = tuple(filter(None, (u.strip() for u in value.split(","))))
     for url in urls:
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
+        try:
+            parts = urlsplit(url)
+            hostname = parts.hostname
+        except ValueError:  # e.g. an unclosed [IPv6 literal
+            hostname = None
+        if not hostname or parts.scheme not in ("http", "https"):
             raise ConfigError(f"spider argument {name}: {url!r} is not an http(s) URL (expected URL,URL,… or truth:N)")
     return UrlList(urls)
