@@ -338,6 +338,9 @@ class RedisSiteScheduler(RedisWorker, TopicScheduler):
     def _idle(self, spider) -> None:
         if self.refused:
             raise CloseSpider("redis_refused")
+        if self.held and self.read_late_hits():  # hits found meanwhile: the held sites go on
+            self._idle_since = None
+            raise DontCloseSpider
         if self.held:  # nothing of ours is in flight: these tasks cannot progress here any more
             stuck = [t for t in self.held.values() if t["kind"] == "site"]
             for t in stuck:  # a site that stopped without a verdict (e.g. every page ignored)
