@@ -34,11 +34,9 @@ Feedback re-scores one host entry in O(log hosts), as in memory.
 
 from __future__ import annotations
 
-import json
 import random
 from collections import deque
 
-from topiccrawl.crawl.settings import ConfigError
 from topiccrawl.redis.frontier import RedisFrontier, sortable_hex
 from topiccrawl.redis.learned import RedisLearnedFrontier
 from topiccrawl.redis.wanglandau import RedisWLFrontier
@@ -92,12 +90,7 @@ class RedisSAFrontier(RedisFrontier):
         """Join the crawl's chain: the first worker sets T = t0 and the options; a worker with
         other options is refused (one chain cannot cool on two schedules)."""
         state = self.sa_keys["state"]
-        mine = json.dumps(self.options, sort_keys=True)
-        self.r.hsetnx(state, "options", mine)
-        theirs = self.r.hget(state, "options")
-        if theirs != mine:
-            raise ConfigError(f"the {self.name} chain of this crawl runs with options {theirs}, not {mine} "
-                              "(set TOPICCRAWL_CRAWL_ID to start another crawl)")
+        self.claim_options(state, f"the {self.name} chain")
         self.r.hsetnx(state, "t", repr(float(self.t0)))
         self.r.hset(state, mapping={k: repr(float(v)) for k, v in params.items()})
 

@@ -42,6 +42,7 @@ import json
 import struct
 from collections.abc import Callable, Iterable, Sequence
 
+from topiccrawl.crawl.errors import ConfigError
 from topiccrawl.redis.leases import Leases
 from topiccrawl.strategies.base import FrontierBase, Link
 
@@ -265,6 +266,17 @@ class RedisFrontier(FrontierBase):
     def counters(self) -> dict[str, int]:
         """The global counters (``stats`` hash)."""
         return {k: int(v) for k, v in self.r.hgetall(self.keys["stats"]).items()}
+
+    def claim_options(self, state: str, what: str) -> None:
+        """Join a crawl's shared strategy state: the first worker writes its ``options`` (JSON) into
+        the HASH ``state``; a worker with other options is refused in one line (one shared sampler,
+        chain or model cannot run two configurations)."""
+        mine = json.dumps(self.options, sort_keys=True)
+        self.r.hsetnx(state, "options", mine)
+        theirs = self.r.hget(state, "options")
+        if theirs != mine:
+            raise ConfigError(f"{what} of this crawl runs with options {theirs}, not {mine} "
+                              "(set TOPICCRAWL_CRAWL_ID to start another crawl)")
 
     def leave(self) -> None:
         """This worker stops (the scheduler's close, after its leases went back): a strategy's last

@@ -37,7 +37,6 @@ update cost O(log n_domain) hash operations, not a scan of the domain.
 
 from __future__ import annotations
 
-import json
 import random
 from collections import deque
 
@@ -105,13 +104,8 @@ class RedisWLFrontier(RedisFrontier):
         """Join the crawl's sampler: the first worker sets ln f₀ and the options; a worker with
         other WL options is refused (one chain cannot run two schedules)."""
         state = self._base + "state"
-        mine = json.dumps(self.options, sort_keys=True)
-        self.r.hsetnx(state, "options", mine)
+        self.claim_options(state, "the WL sampler")
         self.r.hsetnx(state, "lnf", repr(float(self.options["lnf0"])))
-        theirs = self.r.hget(state, "options")
-        if theirs != mine:
-            raise ConfigError(f"the WL sampler of this crawl runs with options {theirs}, not {mine} "
-                              "(set TOPICCRAWL_CRAWL_ID to start another crawl)")
 
     # -- order and the Frontier protocol ----------------------------------------------------------
     def prefix(self, link: Link) -> str:
