@@ -48,11 +48,17 @@ from dataclasses import asdict
 
 import numpy as np
 
-from topiccrawl.crawl.settings import ConfigError
-from topiccrawl.learning.linkvalue import LinkFeatures, LinkValueModel, url_tokens
+from topiccrawl.learning.linkvalue import LinkFeatures, LinkValueModel
 from topiccrawl.redis.frontier import RedisFrontier
 from topiccrawl.strategies.base import Link
-from topiccrawl.strategies.learned import LearnedOptions, make_learned
+from topiccrawl.strategies.learned import (
+    LearnedOptions,
+    fallback_features,
+    make_learned,
+    push_value,
+    remember,
+    smoothed_yield,
+)
 from topiccrawl.strategies.wanglandau import clip01
 
 #: the learned keys (``learned:`` + name) after the frontier's in the queue scripts, in the order
@@ -189,37 +195,19 @@ class RedisLearnedFrontier(RedisFrontier):
     def _claim(self) -> None:
         """Join the crawl's model: the first worker sets the options; a worker with others is
         refused (one model cannot learn with two label rules)."""
-        state = self.learned_keys["state"]
-        mine = json.dumps(self.options, sort_keys=True)
-        self.r.hsetnx(state, "options", mine)
-        theirs = self.r.hget(state, "options")
-        if theirs != mine:
-            raise ConfigError(f"the learned model of this crawl runs with options {theirs}, not {mine} "
-                              "(set TOPICCRAWL_CRAWL_ID to start another crawl)")
+        self.claim_options(self.learned_keys["state"], "the learned model")
 
     # -- order and the Frontier protocol ----------------------------------------------------------
     def prefix(self, link: Link) -> str:
         return ""  # the member is the seq; the ZSET score is the value
 
     def _fallback_features(self, link: Link) -> LinkFeatures:
-        """Features of a link pushed without observed ones (a seed): URL, depth and R(l) only."""
-        return LinkFeatures(url=url_tokens(link.url), depth=link.depth, score=clip01(link.score),
-                            distance=self.model.k + 1)
+        return fallback_features(link, self.model.k)
 
     def push_args(self, link: Link) -> list:
         """The ZSET score (−value) and the row field (``base64(row) holder``) of ``link``."""
         model = self.model
-        incoming = self._incoming.pop(link.url, None)
-        if incoming is None:
-            row, holder, value = model.encode([self._fallback_features(link)])[0], None, None
-        else:
-            row, holder, value, version = incoming
-            if version != model.version_:
-                value = None
-        if model.fitted:
-            priority = value if value is not None else model.predict_row(row)
-        else:
-            priority = clip01(link.score)
+        row, holder, priority = push_value(model, self._incoming, link)
         if model.page(link.url) is None:
             self._queued.add(link.url)
         return [_score(priority), f"{_b64(row)} {holder}" if holder else _b64(row)]
@@ -245,20 +233,15 @@ class RedisLearnedFrontier(RedisFrontier):
         return self._queued
 
     def _remember(self, table: OrderedDict, key: str, value: tuple) -> None:
-        table[key] = value
-        table.move_to_end(key)
-        if len(table) > self.max_pending:
-            table.popitem(last=False)
+        remember(table, key, value, self.max_pending)
 
     # -- what the crawler reports -----------------------------------------------------------------
     def host_yield(self, domain: str) -> float:
         """(good + a·g) / (seen + a) of a host over every worker's pages, g = (Σ good + 1) / (Σ seen + 2)."""
-        good, seen = self._hosts.get(domain, (0, 0))
-        g = (self._good + 1.0) / (self._seen + 2.0)
-        return (good + self.host_strength * g) / (seen + self.host_strength)
+        return smoothed_yield(self._hosts, self._good, self._seen, domain, self.host_strength)
 
     def observe_page(self, url: str, domain: str, probability: float, out_links=(), *,
-                     relevant: bool | None = None, seen_links=()) -> None:
+                     relevant: bool | None = None) -> None:
         """A fetched page (as :meth:`LearnedFrontier.observe_page`): its event goes to the shared
         list and every event not applied yet is applied (one round trip), then its out-links are
         encoded and valued; those to fetched pages become the next step's event."""

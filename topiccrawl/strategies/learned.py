@@ -32,12 +32,50 @@ import heapq
 import random
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from topiccrawl.learning.linkvalue import LABEL_RULES, LinkFeatures, LinkValueModel, url_tokens
 from topiccrawl.strategies.base import FrontierBase, Link, StrategyOptions, option_field
 from topiccrawl.strategies.wanglandau import clip01
+
+
+def fallback_features(link: Link, k: int) -> LinkFeatures:
+    """Features of a link pushed without observed ones (a seed): URL, depth and R(l) only; the
+    distance is "none within ``k`` hops"."""
+    return LinkFeatures(url=url_tokens(link.url), depth=link.depth, score=clip01(link.score), distance=k + 1)
+
+
+def push_value(model: LinkValueModel, incoming: OrderedDict, link: Link) -> tuple[bytes, str | None, float]:
+    """The encoded row, holder page and priority of ``link`` at its push: the row ``observe_page``
+    left in ``incoming`` (taken out), else one from :func:`fallback_features`; the priority is the
+    model's value (the one computed at observation if the model did not change since), or R(l)
+    while the model is unfitted."""
+    entry = incoming.pop(link.url, None)
+    if entry is None:
+        row, holder, value = model.encode([fallback_features(link, model.k)])[0], None, None
+    else:
+        row, holder, value, version = entry
+        if version != model.version_:
+            value = None
+    if model.fitted:
+        return row, holder, value if value is not None else model.predict_row(row)
+    return row, holder, clip01(link.score)
+
+
+def remember(table: OrderedDict, key: str, value: tuple, limit: int) -> None:
+    """``table[key] = value`` as the newest entry; the oldest go beyond ``limit`` entries."""
+    table[key] = value
+    table.move_to_end(key)
+    if len(table) > limit:
+        table.popitem(last=False)
+
+
+def smoothed_yield(hosts: Mapping[str, Sequence[int]], good: int, seen: int, domain: str, strength: float) -> float:
+    """(good_h + a·g) / (seen_h + a) of host ``domain``, g = (Σ good + 1) / (Σ seen + 2), a = ``strength``."""
+    good_h, seen_h = hosts.get(domain, (0, 0))
+    g = (good + 1.0) / (seen + 2.0)
+    return (good_h + strength * g) / (seen_h + strength)
 
 
 class _Entry:
@@ -116,9 +154,7 @@ class LearnedFrontier(FrontierBase):
                 return t[3]
 
     def _fallback_features(self, link: Link) -> LinkFeatures:
-        """Features of a link pushed without observed ones (a seed): URL, depth and R(l) only."""
-        return LinkFeatures(url=url_tokens(link.url), depth=link.depth, score=clip01(link.score),
-                            distance=self.model.k + 1)
+        return fallback_features(link, self.model.k)
 
     def _add(self, link: Link, row: bytes, holder: str | None, priority: float) -> None:
         entry = _Entry(link, row, holder, priority)
@@ -131,18 +167,7 @@ class LearnedFrontier(FrontierBase):
         if link.seq < 0:
             link.seq = self._next_seq
             self._next_seq += 1
-        model = self.model
-        incoming = self._incoming.pop(link.url, None)
-        if incoming is None:
-            row, holder, value = model.encode([self._fallback_features(link)])[0], None, None
-        else:
-            row, holder, value, version = incoming
-            if version != model.version_:
-                value = None
-        if model.fitted:
-            priority = value if value is not None else model.predict_row(row)
-        else:
-            priority = clip01(link.score)
+        row, holder, priority = push_value(self.model, self._incoming, link)
         self._queued_urls.add(link.url)
         self._add(link, row, holder, priority)
 
@@ -181,17 +206,12 @@ class LearnedFrontier(FrontierBase):
         return max(last.priority, 0.0) if last is not None and last.link is link else None
 
     def _remember(self, table: OrderedDict, key: str, value: tuple) -> None:
-        table[key] = value
-        table.move_to_end(key)  # the newest
-        if len(table) > self.max_pending:
-            table.popitem(last=False)
+        remember(table, key, value, self.max_pending)
 
     # -- what the crawler reports -------------------------------------------------------------------------
     def host_yield(self, domain: str) -> float:
         """(good + a·g) / (seen + a) of a host, g = (Σ good + 1) / (Σ seen + 2)."""
-        good, seen = self._hosts.get(domain, (0, 0))
-        g = (self._good + 1.0) / (self._seen + 2.0)
-        return (good + self.host_strength * g) / (seen + self.host_strength)
+        return smoothed_yield(self._hosts, self._good, self._seen, domain, self.host_strength)
 
     def observe_page(self, url: str, domain: str, probability: float,
                      out_links: Iterable[tuple[str, LinkFeatures]] = (), *, relevant: bool | None = None) -> None:
