@@ -90,3 +90,17 @@ def test_dwdbrm_with_extra_rankers_and_score_combination(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     ranked = _read(out, "ranked.jsonl")
     assert set(ranked[0]["positions"]) == {"cosine", "jaccard", "bsets", "pagerank"}
+
+
+def test_a_crawl_whose_last_iteration_emits_nothing_still_closes_as_discovery_finished(tmp_path):
+    """The close reason does not depend on whether the last iteration found pages: here no seed
+    can be fetched, so the first iteration already ends the crawl with nothing to emit (on Redis,
+    another worker may likewise take every page of a worker's last iteration)."""
+    proc, out = run_crawl(tmp_path, "dwdbrm", args={"seeds": "http://nowhere.test/missing.html", "pages": 20},
+                          settings=BASE)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr
+    stats = json.loads((out / "stats.json").read_text(encoding="utf-8"))
+    assert stats["finish_reason"] == "discovery_finished"
+    assert stats["topiccrawl/dwdbrm/finished"] == "no seed page could be fetched"
+    assert not (out / "pages.jsonl").exists() or not _read(out, "pages.jsonl")

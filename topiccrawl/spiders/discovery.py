@@ -222,17 +222,19 @@ class DiscoverySpider(scrapy.Spider):
     def spider_idle(self, spider) -> None:
         if getattr(self, "ctl", None) is None:
             return
-        if self.ctl.finished:
-            raise CloseSpider("discovery_finished")
-        emitted, planned = self.ctl.end_iteration()
-        self._emit(emitted)
-        for p in planned:
-            self.crawler.engine.crawl(self._request(p))
-        if self.ctl.finished:
-            self.logger.info("discovery finished: %s", self.ctl.finished)
-        if planned or emitted:  # let the last items through the pipelines before closing
-            raise DontCloseSpider
+        if not self.ctl.finished:
+            emitted, planned = self.ctl.end_iteration()
+            self._emit(emitted)
+            for p in planned:
+                self.crawler.engine.crawl(self._request(p))
+            if self.ctl.finished:
+                self.logger.info("discovery finished: %s", self.ctl.finished)
+            if planned or emitted:  # let the last items through the pipelines before closing
+                raise DontCloseSpider
+        # an empty plan always sets `finished`; the reason is the same whether the last
+        # iteration emitted pages or not (another worker may have taken them all)
         self.crawler.stats.set_value("topiccrawl/dwdbrm/finished", self.ctl.finished)
+        raise CloseSpider("discovery_finished")
 
     def _emit(self, pages: list[DiscoveredPage]) -> None:
         for page in pages:
