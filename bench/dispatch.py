@@ -17,7 +17,8 @@ Writes ``results.md`` (per strategy and configuration: relevant pages at 100 / 2
 over topics and repetitions, their ratio to the same strategy at concurrency 1, pages/s and its
 ratio to eager dispatch at the same concurrency, holds and seconds held), ``results.json`` and
 ``tradeoff.png`` (relevant at 250 against pages/s, one marker per configuration) into ``--out``
-(``results.json`` after every run, so ``--summarise`` can report an interrupted benchmark).
+(``results.json`` after every run, so ``--summarise`` can report an interrupted benchmark and
+``--resume`` run only what is missing, e.g. more repetitions).
 ``--variant NAME:K=V,...`` adds a concurrency-16 patient configuration with other dispatch settings
 (e.g. another rule) next to the others; ``--web``/``--topics`` pick a development web.
 """
@@ -81,6 +82,9 @@ def main() -> None:
                     help="run these only in the first repetition (e.g. bestfirst:c1,oracle:c1, deterministic "
                     "at concurrency 1; c16-eager as the pages/s reference): saves time on a busy machine")
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--resume", action="store_true",
+                    help="keep the runs already in --out/results.json and run only the missing ones (e.g. more "
+                    "repetitions: --repeats 6 after --repeats 3)")
     ap.add_argument("--summarise", action="store_true",
                     help="no crawls: rebuild results.md and tradeoff.png from --out/results.json (e.g. an interrupted run)")
     args = ap.parse_args()
@@ -97,12 +101,17 @@ def main() -> None:
         report(args, web, topics, strategies, configs, runs)
         return
     runs: list[dict] = []
+    if args.resume and (args.out / "results.json").exists():
+        runs = json.loads((args.out / "results.json").read_text(encoding="utf-8"))
+    done = {(r["topic"], r["strategy"], r["config"], r["rep"]) for r in runs}
     with WebLab(web) as lab:
         for rep in range(args.repeats):
             for topic in topics:
                 for strategy in strategies:
                     for name, conc, dispatch, extra in configs:
                         if rep and ({name, f"{strategy}:{name}"} & once):
+                            continue
+                        if (Path(topic).stem, strategy, name, rep) in done:
                             continue
                         out = args.out / "runs" / Path(topic).stem / f"{strategy}-{name}-{rep}"
                         settings = [f"CONCURRENT_REQUESTS={conc}", f"CONCURRENT_REQUESTS_PER_DOMAIN={conc}",
