@@ -1,12 +1,16 @@
 """Decision cost of the ``learned`` frontier at a 10^6-link queue (docs/benchmarks.md, "Learned focus").
 
-    python -m bench.learned_decisions [QUEUED=1000000] [PAGES=5000] [M=R=128]
+    python -m bench.learned_decisions [QUEUED=1000000] [PAGES=5000] [M=R=128] [--no-freeze]
 
 Fills the queue through the public path (``observe_page`` with 50 out-links per page, then
 ``push``), fits the model on a planted signal, then runs a steady crawl: pop one link, observe its
 page (10 out-links), push them, a retrain (with its bounded re-scoring of M + R links) every 100
 pages. Prints CPU time (``time.process_time``) per part, and best-first's at the same size.
+As in ``bench.bench_decisions``, the filled queue is moved out of the cyclic GC's view
+(``gc.freeze``) before the steady state, so full collections re-scanning the set-up objects do not
+count; ``--no-freeze`` includes them.
 """
+import gc
 import random
 import resource
 import sys
@@ -17,9 +21,11 @@ from topiccrawl.strategies.base import Link
 from topiccrawl.strategies.learned import LearnedFrontier
 from topiccrawl.strategies.simple import BestFirstFrontier
 
-N = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
-STEPS = int(sys.argv[2]) if len(sys.argv) > 2 else 5_000
-M = int(sys.argv[3]) if len(sys.argv) > 3 else 128
+FREEZE = "--no-freeze" not in sys.argv
+argv = [a for a in sys.argv[1:] if a != "--no-freeze"]
+N = int(argv[0]) if len(argv) > 0 else 1_000_000
+STEPS = int(argv[1]) if len(argv) > 1 else 5_000
+M = int(argv[2]) if len(argv) > 2 else 128
 rng = random.Random(0)
 V = [f"w{i}" for i in range(20_000)]
 clock = time.process_time
@@ -69,6 +75,10 @@ print(f"fill {len(f):,} links: {fill:.1f} s CPU ({fill / len(f) * 1e6:.1f} us/li
 print(f"max RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
 
 # steady state
+gc.collect()
+if FREEZE:
+    gc.freeze()  # as bench_decisions: new objects still count, the 10^6 set-up ones are not re-scanned
+print(f"gc.freeze of the filled queue: {'yes' if FREEZE else 'no (--no-freeze)'}")
 f.model.retrain_every = 100
 rescore_time = [0.0]
 orig = f._rescore
@@ -118,6 +128,9 @@ print(f"max RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} 
 b = BestFirstFrontier()
 for i in range(N):
     b.push(Link(f"http://b.test/{i}", rng.random()))
+gc.collect()
+if FREEZE:
+    gc.freeze()
 t_pop = t_push = 0.0
 for step in range(STEPS):
     t0 = clock()
