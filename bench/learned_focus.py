@@ -30,7 +30,7 @@ Reported per topic and averaged over topics: target recall and true harvest rate
 recall to the oracle's at 100 and 250, the self-assessed harvest rate (Accuracy = LP/DP, and the page
 classifier's mean P(relevant) when on) against the true one at the last checkpoint, example pages
 fetched, pages/s (DP / Scrapy's elapsed time) next to a plain Scrapy BFS spider run on the same lab
-in the same session, and each run's close reason. A Friedman test over topics (blocks) compares the
+in the same session (``--plain-repeats N`` runs it N times), and each run's close reason. A Friedman test over topics (blocks) compares the
 variants' mean recall at 250 pages (or the largest checkpoint below it). Writes ``results.md``,
 ``results.json``, ``recall.png`` (recall curves, one panel per topic) and ``ratio.png`` (ratio to
 the oracle) into ``--out``; runs go to ``--out/runs/<topic>/<variant>-<rep>/`` and ``--resume``
@@ -453,6 +453,7 @@ class Session:
     failures: list[dict] = field(default_factory=list)
     sha: list[str] = field(default_factory=list)
     plain: float = 0.0
+    plain_runs: list[float] = field(default_factory=list)
     plain_ci: float = 0.0
     lab_pages: int = 0
     seconds: float = 0.0
@@ -514,13 +515,15 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--args", dest="spider_args", action="append", default=[], type=name_value,
                     metavar="NAME=VALUE", help="a spider argument for every run (repeatable)")
     ap.add_argument("--resume", action="store_true", help="reuse runs under --out/runs that wrote stats.json")
+    ap.add_argument("--plain-repeats", type=int, default=1,
+                    help="runs of the plain Scrapy spider after the crawls (the × plain columns use their mean)")
     args = ap.parse_args(argv)
     variants = list(dict.fromkeys(v.strip() for v in args.variants.split(",") if v.strip()))
     unknown = [v for v in variants if v not in VARIANTS]
     if unknown:
         raise SystemExit(f"unknown variant {unknown[0]!r}: choose from {', '.join(VARIANTS)}")
-    if args.pages < 1 or args.repeats < 1:
-        raise SystemExit("--pages and --repeats must be >= 1")
+    if args.pages < 1 or args.repeats < 1 or args.plain_repeats < 1:
+        raise SystemExit("--pages, --repeats and --plain-repeats must be >= 1")
     spec = corpus_spec(args)
     if spec is None:
         return
@@ -564,7 +567,8 @@ def main(argv: list[str] | None = None) -> None:
         with WebLab(spec) as lab:
             results, ses.failures = execute(jobs, spec, lab.proxy_url, args.pages, args.jobs, args.resume)
             seeds = list(next(iter(ses.topics.values())).seeds) or lab.info.get("seeds", [])[:5]
-            ses.plain = run_plain(lab.proxy_url, seeds, args.pages)
+            ses.plain_runs = [run_plain(lab.proxy_url, seeds, args.pages) for _ in range(args.plain_repeats)]
+            ses.plain = mean(ses.plain_runs)
             ses.plain_ci = run_plain(lab.proxy_url, seeds, args.pages, (f"CONCURRENT_ITEMS={CONCURRENT_ITEMS}",))
             ses.lab_pages = lab.pages
         ses.seconds = time.monotonic() - t0
@@ -628,7 +632,8 @@ def report_lines(ses: Session) -> list[str]:
     lines += ["", "### Friedman test", ""] + friedman_lines(ses.friedman, variants, ses.friedman_at)
     lines += ["", "### Throughput", "",
               f"Plain Scrapy BFS spider (bench/plain_spider.py) on the same lab, same session, {args.pages} pages: "
-              f"{ses.plain:.0f} pages/s with Scrapy's defaults (the × columns), {ses.plain_ci:.0f} pages/s with the "
+              f"{mean_sd(ses.plain_runs, 0) if len(ses.plain_runs) > 1 else f'{ses.plain:.0f}'} pages/s with Scrapy's "
+              f"defaults ({len(ses.plain_runs)} run(s); the × columns), {ses.plain_ci:.0f} pages/s with the "
               "project's CONCURRENT_ITEMS.", "", "| variant | pages/s | × plain |", "|---|---|---|"]
     for v in variants:
         pps = [p for t in names for p in per[t][v]["pages_per_s"] if p]
@@ -669,7 +674,7 @@ def results_json(ses: Session) -> dict:
                              "args": list(VARIANTS[v].args), "words": VARIANTS[v].words} for v in ses.variants},
             "topics": {t: topic.path for t, topic in ses.topics.items()}, "examples_workaround": ses.workaround,
             "code_sha1": ses.sha, "session_s": round(ses.seconds, 1),
-            "plain_pages_per_s": ses.plain, "plain_ci_pages_per_s": ses.plain_ci,
+            "plain_pages_per_s": ses.plain, "plain_runs_pages_per_s": ses.plain_runs, "plain_ci_pages_per_s": ses.plain_ci,
             "friedman": {"at": ses.friedman_at, **ses.friedman}, "averaged": ses.avg, "per_topic": per_json,
             "runs": runs, "failures": ses.failures}
 
