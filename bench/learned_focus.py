@@ -30,8 +30,9 @@ Reported per topic and averaged over topics: target recall and true harvest rate
 recall to the oracle's at 100 and 250, the self-assessed harvest rate (Accuracy = LP/DP, and the page
 classifier's mean P(relevant) when on) against the true one at the last checkpoint, example pages
 fetched, pages/s (DP / Scrapy's elapsed time) next to a plain Scrapy BFS spider run on the same lab
-in the same session (``--plain-repeats N`` runs it N times), and each run's close reason. A Friedman test over topics (blocks) compares the
-variants' mean recall at 250 pages (or the largest checkpoint below it). Writes ``results.md``,
+in the same session (``--plain-repeats N`` runs it N times), and each run's close reason. A
+Friedman test over topics (blocks) compares the variants' mean recall at 250 pages (or the largest
+checkpoint below it). Writes ``results.md``,
 ``results.json``, ``recall.png`` (recall curves, one panel per topic) and ``ratio.png`` (ratio to
 the oracle) into ``--out``; runs go to ``--out/runs/<topic>/<variant>-<rep>/`` and ``--resume``
 reuses those that finished.
