@@ -301,10 +301,14 @@ class TopicCrawl:
                 hook = getattr(self.frontier, "page_probabilities", None)
                 if hook is not None:
                     hook(self.focus.reservoir_probabilities)
+        # the page term of R(l) (eq. 5): R(P), or P(relevant) once the page classifier is fitted
+        mode = self.config.holder_score
+        holder = probability if probability is not None and self.focus.fitted and (
+            mode == "probability" or (mode == "auto" and self.learns and self.focus.n_examples)) else relevance
         best: dict[str, ScoredLink] = {}
         anchors: dict[str, object] = {}  # the anchor that gave each link its best score
         for a in ex.anchors:
-            score = self.scorer.link_relevance(self.scorer.anchor_relevance(f"{a.text} {a.context}"), relevance)
+            score = self.scorer.link_relevance(self.scorer.anchor_relevance(f"{a.text} {a.context}"), holder)
             if a.url not in best or score > best[a.url].score:
                 best[a.url] = ScoredLink(a.url, score, a.text.strip()[:200])
                 anchors[a.url] = a

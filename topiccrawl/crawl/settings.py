@@ -70,6 +70,7 @@ class TopicCrawlConfig:
     classifier_pseudo: str = "top"
     classifier_share: float = 0.03
     examples_background: str = "seeds"
+    holder_score: str = "auto"
     dispatch: str = "eager"
     dispatch_margin: float = 1.0
     dispatch_max_wait: float = 1.0
@@ -150,6 +151,8 @@ class TopicCrawlConfig:
             raise ConfigError(f"TOPICCRAWL_CLASSIFIER_PSEUDO={self.classifier_pseudo!r}: expected top or beta")
         if self.examples_background not in ("seeds", "none"):
             raise ConfigError(f"TOPICCRAWL_EXAMPLES_BACKGROUND={self.examples_background!r}: expected seeds or none")
+        if self.holder_score not in ("auto", "relevance", "probability"):
+            raise ConfigError(f"TOPICCRAWL_HOLDER_SCORE={self.holder_score!r}: expected auto, relevance or probability")
         if not 0.0 < self.classifier_share <= 1.0:
             raise ConfigError("TOPICCRAWL_CLASSIFIER_SHARE must lie in (0, 1]")
         if not 0.0 <= self.classifier_quantile < 1.0:
