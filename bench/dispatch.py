@@ -96,13 +96,14 @@ def main() -> None:
         configs.append((f"c16-patient-{name}", 16, "patient", tuple(x for x in extra.split(",") if x)))
     once = {x for x in args.once.split(",") if x}
     args.out.mkdir(parents=True, exist_ok=True)
+    saved = args.out / "results.json"
+    if args.summarise and not saved.exists():
+        raise SystemExit(f"--summarise: no {saved}")
+    runs: list[dict] = json.loads(saved.read_text(encoding="utf-8")) if args.summarise or (
+        args.resume and saved.exists()) else []
     if args.summarise:
-        runs = json.loads((args.out / "results.json").read_text(encoding="utf-8"))
         report(args, web, topics, strategies, configs, runs)
         return
-    runs: list[dict] = []
-    if args.resume and (args.out / "results.json").exists():
-        runs = json.loads((args.out / "results.json").read_text(encoding="utf-8"))
     done = {(r["topic"], r["strategy"], r["config"], r["rep"]) for r in runs}
     with WebLab(web) as lab:
         for rep in range(args.repeats):
@@ -128,9 +129,9 @@ def main() -> None:
                                      "holds": stats.get("topiccrawl/dispatch/holds", 0),
                                      "held_s": stats.get("topiccrawl/dispatch/held_seconds", 0.0)})
                         print(json.dumps(runs[-1], ensure_ascii=False), flush=True)
-                        (args.out / "results.json").write_text(json.dumps(runs, ensure_ascii=False, indent=1),
-                                                               encoding="utf-8")  # so far: an interrupted run keeps them
-    (args.out / "results.json").write_text(json.dumps(runs, ensure_ascii=False, indent=1), encoding="utf-8")
+                        saved.write_text(json.dumps(runs, ensure_ascii=False, indent=1),
+                                         encoding="utf-8")  # so far: an interrupted run keeps them
+    saved.write_text(json.dumps(runs, ensure_ascii=False, indent=1), encoding="utf-8")
     report(args, web, topics, strategies, configs, runs)
 
 
