@@ -29,6 +29,22 @@ def test_english_tokens_lowercase_without_stopwords_or_single_letters():
         "hurricane's", "eye-wall", "2005", "storm", "winds"]
 
 
+def test_latin_tokens_are_lower_cased_one_by_one_where_the_text_would_differ():
+    # İ lower-cases to two characters and Σ to ς or σ depending on what follows: the token keeps
+    # the form it has alone (the same terms whether the text or each token is lower-cased)
+    assert tokenize("İzmir ODOS ΟΔΟΣ.Α Straße ÆSIR") == ["i̇zmir", "odos", "οδος", "straße", "æsir"]
+    assert tokenize("ΣΟΦΙΑ ΟΔΟΣ " * 30) == ["σοφια", "οδος"] * 30
+    assert tokenize("NAÏVE Café " * 30) == ["naïve", "café"] * 30
+
+
+def test_extracted_text_has_whitespace_runs_as_one_space():
+    page = ("<html><head><title>\n A\u3000 title\t</title><meta name=description content=' x \n y '>"
+            "</head><body><p>one\u00a0\u00a0two\u2003three</p><a href='/b'> lab\n el </a></body></html>")
+    ex = extract(page.encode(), "http://h.example/", "text/html; charset=utf-8")
+    assert ex.title == "A title" and ex.description == "x y"
+    assert ex.text.startswith("one two three") and ex.anchors[0].text == "lab el"
+
+
 def test_mixed_text_and_language_detection():
     assert tokenize("GB18030编码的台风新闻") == ["gb18030", "编码", "台风", "新闻"]
     assert detect_language("台风“海葵”在福建登陆 Typhoon") == "zh"

@@ -94,7 +94,11 @@ def tokenize(text: str, stopwords: frozenset[str] = STOPWORDS) -> list[str]:
 
 def _tokenize(text: str, stopwords: frozenset[str]) -> list[str]:
     if not _CJK_RE.search(text):  # Latin-only text: one C-level findall, same terms as the loop
-        return [tok for tok in map(str.lower, _TOKEN_RE.findall(text)) if len(tok) > 1 and tok not in stopwords]
+        if "\u0130" in text or "\u03a3" in text:  # İ and Σ lower-case by context: token by token
+            return [tok for tok in map(str.lower, _TOKEN_RE.findall(text)) if len(tok) > 1 and tok not in stopwords]
+        # every other character lower-cases to one character of the same class, so lower-casing
+        # the text first gives the same tokens
+        return [tok for tok in _TOKEN_RE.findall(text.lower()) if len(tok) > 1 and tok not in stopwords]
     text = to_simplified(text)  # jieba's dictionary is Simplified: Traditional runs fall apart
     out: list[str] = []
     for m in _TOKEN_RE.finditer(text):
@@ -157,7 +161,6 @@ _HTML_TYPES = ("text/html", "application/xhtml+xml", "text/xml", "application/xm
 _XML_DECL = re.compile(r"^\s*<\?xml[^>]*\?>")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 _KEYWORD_SEP = re.compile(r"[,，;；、|/]")
-_SPACE = re.compile(r"\s+")
 
 
 def _garbled(text: str) -> bool:
@@ -203,7 +206,13 @@ def _is_html(body: bytes, content_type: str | None) -> bool:
 
 def _text(el) -> str:
     """Whitespace-normalised text of an element; text nodes are joined with spaces (<p>a</p><p>b)."""
-    return _SPACE.sub(" ", " ".join(el.itertext())).strip()
+    return _squeeze(" ".join(el.itertext()))
+
+
+def _squeeze(s: str) -> str:
+    """``s`` with runs of whitespace as one space, stripped, as ``re.sub(r"\\s+", " ", s).strip()``
+    (``str.split`` splits at exactly the characters ``\\s`` matches) without a regular expression."""
+    return " ".join(s.split())
 
 
 def document_terms(ex: Extracted) -> list[str]:
@@ -238,7 +247,7 @@ def extract(body: bytes, url: str, content_type: str | None = None,
     for meta in root.iter("meta"):
         key = (meta.get("name") or meta.get("property") or "").strip().lower()
         if key and key not in metas:
-            metas[key] = _SPACE.sub(" ", meta.get("content") or "").strip()
+            metas[key] = _squeeze(meta.get("content") or "")
     keywords = [k.strip() for k in _KEYWORD_SEP.split(metas.get("keywords", "")) if k.strip()]
     description = metas.get("description") or metas.get("og:description", "")
 
@@ -281,7 +290,7 @@ def _anchors(root, base: str, context_words: int) -> list[Anchor]:
             link = _link(base, href)
             label = (_text(el) or el.get("title") or el.get("alt")
                      or " ".join(el.xpath(".//img/@alt")))
-            label = _SPACE.sub(" ", label).strip()
+            label = _squeeze(label)
             chunks.append(label)
             if link:
                 found.append((link, label, len(chunks) - 1))
