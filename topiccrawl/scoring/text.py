@@ -94,11 +94,11 @@ def tokenize(text: str, stopwords: frozenset[str] = STOPWORDS) -> list[str]:
 
 def _tokenize(text: str, stopwords: frozenset[str]) -> list[str]:
     if not _CJK_RE.search(text):  # Latin-only text: one C-level findall, same terms as the loop
-        if "\u0130" in text or "\u03a3" in text:  # İ and Σ lower-case by context: token by token
-            return [tok for tok in map(str.lower, _TOKEN_RE.findall(text)) if len(tok) > 1 and tok not in stopwords]
-        # every other character lower-cases to one character of the same class, so lower-casing
-        # the text first gives the same tokens
-        return [tok for tok in _TOKEN_RE.findall(text.lower()) if len(tok) > 1 and tok not in stopwords]
+        # every character but İ and Σ (lower-cased by context) lower-cases to one character of the
+        # same class, so lower-casing the text first gives the same tokens
+        tokens = (map(str.lower, _TOKEN_RE.findall(text)) if "\u0130" in text or "\u03a3" in text
+                  else _TOKEN_RE.findall(text.lower()))
+        return [tok for tok in tokens if len(tok) > 1 and tok not in stopwords]
     text = to_simplified(text)  # jieba's dictionary is Simplified: Traditional runs fall apart
     out: list[str] = []
     for m in _TOKEN_RE.finditer(text):
