@@ -74,10 +74,16 @@ fill = clock() - t
 print(f"fill {len(f):,} links: {fill:.1f} s CPU ({fill / len(f) * 1e6:.1f} us/link incl. encoding; push alone {t_push / len(f) * 1e6:.2f} us)")  # noqa: E501
 print(f"max RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
 
+def settle() -> None:
+    """Collect, then (unless --no-freeze) freeze the set-up objects as bench_decisions does: new
+    objects still count, the 10^6 set-up ones are not re-scanned."""
+    gc.collect()
+    if FREEZE:
+        gc.freeze()
+
+
 # steady state
-gc.collect()
-if FREEZE:
-    gc.freeze()  # as bench_decisions: new objects still count, the 10^6 set-up ones are not re-scanned
+settle()
 print(f"gc.freeze of the filled queue: {'yes' if FREEZE else 'no (--no-freeze)'}")
 f.model.retrain_every = 100
 rescore_time = [0.0]
@@ -128,9 +134,7 @@ print(f"max RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} 
 b = BestFirstFrontier()
 for i in range(N):
     b.push(Link(f"http://b.test/{i}", rng.random()))
-gc.collect()
-if FREEZE:
-    gc.freeze()
+settle()
 t_pop = t_push = 0.0
 for step in range(STEPS):
     t0 = clock()
