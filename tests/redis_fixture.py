@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
+import socketserver
 import subprocess
+import threading
 import time
 from dataclasses import dataclass
 
@@ -97,3 +100,58 @@ def start_worker(tmp_path, name: str, spider: str, args: list[str], settings: di
                             env={**os.environ, "TOPICCRAWL_CACHE": str(tmp_path / "cache")})
     proc.out, proc.log = out, tmp_path / f"{name}.log"
     return proc
+
+
+class StartGate:
+    """A loopback TCP forwarder to ``upstream`` (``host:port`` or ``http://host:port``) that holds
+    every connection until :meth:`open`: workers started one after the other begin fetching at the
+    same moment, whatever the skew of their process start-up."""
+
+    def __init__(self, upstream: str):
+        host, port = upstream.split("//")[-1].rstrip("/").rsplit(":", 1)
+        self.upstream, self.opened = (host, int(port)), threading.Event()
+        gate = self
+
+        class Handler(socketserver.BaseRequestHandler):
+            def handle(self):
+                gate.opened.wait(120)
+                with socket.create_connection(gate.upstream) as up:
+                    back = threading.Thread(target=_pipe, args=(up, self.request), daemon=True)
+                    back.start()
+                    _pipe(self.request, up)
+                    back.join(120)
+
+        self.server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def open(self) -> None:
+        self.opened.set()
+
+    def close(self) -> None:
+        self.opened.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _pipe(src: socket.socket, dst: socket.socket) -> None:
+    """Copy ``src`` to ``dst`` until ``src`` closes, then half-close ``dst``."""
+    try:
+        while data := src.recv(65536):
+            dst.sendall(data)
+        dst.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass
+
+
+def wait_for_log(procs, text: str, timeout: float = 120) -> None:
+    """Wait until every worker's log contains ``text`` (fail if one exits or the time runs out)."""
+    deadline = time.monotonic() + timeout
+    while not all(text in p.log.read_text() for p in procs):
+        for p in procs:
+            if p.poll() is not None:
+                pytest.fail(f"{p.log.name} exited ({p.returncode}) before {text!r}: {p.log.read_text()[-2000:]}")
+        if time.monotonic() > deadline:
+            pytest.fail(f"no {text!r} in every worker's log after {timeout} s")
+        time.sleep(0.1)

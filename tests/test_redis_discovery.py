@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 
 from conftest import run_crawl
-from redis_fixture import redis_server, start_worker  # noqa: F401
+from redis_fixture import StartGate, redis_server, start_worker, wait_for_log  # noqa: F401
 from topiccrawl.redis import crawl_keys
 from topiccrawl.weblab.api import WebLab
 
@@ -20,8 +20,7 @@ OPS = ("KS", "RS", "FC", "BC")
 
 @pytest.fixture(scope="module")
 def lab():
-    """Every answer 0.05 s late, so one worker cannot fill the exact page limit alone before the
-    other has started (its process takes a few seconds to start)."""
+    """Every answer 0.05 s late."""
     with WebLab(WEB, faults="latency=0.05@1") as running:
         yield running
 
@@ -42,9 +41,18 @@ def _read(path) -> list[dict]:
 
 
 def test_two_dwdbrm_workers_share_duplicates_bandit_and_page_limit(tmp_path, redis_server, lab):
-    workers = [_start(tmp_path, f"w{i}", redis_server.url, lab.proxy_url) for i in range(2)]
+    # the web is reached through a gate opened once both workers have joined: a worker whose
+    # process starts seconds late would otherwise find the page limit already reached
+    gate = StartGate(lab.proxy_url)
+    try:
+        workers = [_start(tmp_path, f"w{i}", redis_server.url, gate.url) for i in range(2)]
+        wait_for_log(workers, "discovery worker joined crawl")
+        gate.open()
+        for w in workers:
+            w.wait(300)
+    finally:
+        gate.close()
     for w in workers:
-        w.wait(300)
         assert w.returncode == 0, w.log.read_text()[-3000:]
     feeds = [[p["url"] for p in _read(w.out / "pages.jsonl")] for w in workers]
     iterations = [_read(w.out / "iterations.jsonl") for w in workers]
