@@ -104,8 +104,14 @@ def start_worker(tmp_path, name: str, spider: str, args: list[str], settings: di
 
 class StartGate:
     """A loopback TCP forwarder to ``upstream`` (``host:port`` or ``http://host:port``) that holds
-    every connection until :meth:`open`: workers started one after the other begin fetching at the
-    same moment, whatever the skew of their process start-up."""
+    every connection until it opens: workers started one after the other begin fetching at the
+    same moment, whatever the skew of their process start-up. A context manager::
+
+        with StartGate(lab.proxy_url) as gate:
+            workers = [start_worker(... proxy=gate.url ...) for ...]
+            gate.open_when(workers, "Spider opened")
+            ...wait for the workers...
+    """
 
     def __init__(self, upstream: str):
         host, port = upstream.split("//")[-1].rstrip("/").rsplit(":", 1)
@@ -126,10 +132,23 @@ class StartGate:
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
-    def open(self) -> None:
+    def open_when(self, procs, text: str, timeout: float = 120) -> None:
+        """Open once every worker's log contains ``text`` (fail if one exits or the time runs out)."""
+        deadline = time.monotonic() + timeout
+        while not all(text in p.log.read_text() for p in procs):
+            for p in procs:
+                if p.poll() is not None:
+                    pytest.fail(f"{p.log.name} exited ({p.returncode}) before {text!r}: "
+                                f"{p.log.read_text()[-2000:]}")
+            if time.monotonic() > deadline:
+                pytest.fail(f"no {text!r} in every worker's log after {timeout} s")
+            time.sleep(0.1)
         self.opened.set()
 
-    def close(self) -> None:
+    def __enter__(self) -> StartGate:
+        return self
+
+    def __exit__(self, *exc) -> None:
         self.opened.set()
         self.server.shutdown()
         self.server.server_close()
@@ -144,14 +163,3 @@ def _pipe(src: socket.socket, dst: socket.socket) -> None:
     except OSError:
         pass
 
-
-def wait_for_log(procs, text: str, timeout: float = 120) -> None:
-    """Wait until every worker's log contains ``text`` (fail if one exits or the time runs out)."""
-    deadline = time.monotonic() + timeout
-    while not all(text in p.log.read_text() for p in procs):
-        for p in procs:
-            if p.poll() is not None:
-                pytest.fail(f"{p.log.name} exited ({p.returncode}) before {text!r}: {p.log.read_text()[-2000:]}")
-        if time.monotonic() > deadline:
-            pytest.fail(f"no {text!r} in every worker's log after {timeout} s")
-        time.sleep(0.1)

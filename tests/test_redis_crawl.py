@@ -11,7 +11,7 @@ import time
 import pytest
 
 from conftest import run_crawl
-from redis_fixture import PASSWORD, redis_server, redis_server_auth, start_worker  # noqa: F401
+from redis_fixture import PASSWORD, StartGate, redis_server, redis_server_auth, start_worker  # noqa: F401
 from topiccrawl.redis import crawl_keys
 from topiccrawl.weblab.api import WebLab
 
@@ -27,8 +27,8 @@ def lab():
 @pytest.fixture(scope="module")
 def slow_lab():
     """Every answer 0.1 s late: with 4 requests in flight a worker fetches at most 40 pages/s, so
-    one worker alone would need 7.5 s for 300 pages and every worker joins before the budget is
-    gone, however late its process starts."""
+    one worker alone would need 7.5 s for 300 pages; workers that begin together through a
+    ``StartGate`` each take a share."""
     with WebLab(WEB, faults="latency=0.1@1") as running:
         yield running
 
@@ -76,9 +76,10 @@ def _worker_id(proc) -> str:
 
 
 def test_three_workers_share_one_crawl(tmp_path, redis_server, slow_lab):
-    lab = slow_lab
-    workers = [_start(tmp_path, f"w{i}", redis_server.url, lab.proxy_url, CONCURRENT_REQUESTS=4) for i in range(3)]
-    _wait(workers)
+    with StartGate(slow_lab.proxy_url) as gate:  # all three begin together (tests/redis_fixture.py)
+        workers = [_start(tmp_path, f"w{i}", redis_server.url, gate.url, CONCURRENT_REQUESTS=4) for i in range(3)]
+        gate.open_when(workers, "Spider opened")
+        _wait(workers)
     feeds = [_urls(w.out) for w in workers]
     union = [u for feed in feeds for u in feed]
     assert len(union) == len(set(union)) == 300, "a page was fetched twice or the budget missed"
@@ -93,7 +94,7 @@ def test_three_workers_share_one_crawl(tmp_path, redis_server, slow_lab):
     assert sum(v.startswith("counted|") for v in ledger["done"].values()) == 300
 
     single, out = run_crawl(tmp_path / "single", args={"topic": "台风灾害", "strategy": "bfs", "max_pages": 300},
-                            settings={"TOPICCRAWL_WEB": WEB, "TOPICCRAWL_WEB_PROXY": lab.proxy_url,
+                            settings={"TOPICCRAWL_WEB": WEB, "TOPICCRAWL_WEB_PROXY": slow_lab.proxy_url,
                                       "TOPICCRAWL_PLOT_ENABLED": "false", "CONCURRENT_REQUESTS": 12})
     assert single.returncode == 0, single.stderr[-3000:]
     depth = {}

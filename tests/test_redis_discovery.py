@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 
 from conftest import run_crawl
-from redis_fixture import StartGate, redis_server, start_worker, wait_for_log  # noqa: F401
+from redis_fixture import StartGate, redis_server, start_worker  # noqa: F401
 from topiccrawl.redis import crawl_keys
 from topiccrawl.weblab.api import WebLab
 
@@ -43,15 +43,11 @@ def _read(path) -> list[dict]:
 def test_two_dwdbrm_workers_share_duplicates_bandit_and_page_limit(tmp_path, redis_server, lab):
     # the web is reached through a gate opened once both workers have joined: a worker whose
     # process starts seconds late would otherwise find the page limit already reached
-    gate = StartGate(lab.proxy_url)
-    try:
+    with StartGate(lab.proxy_url) as gate:
         workers = [_start(tmp_path, f"w{i}", redis_server.url, gate.url) for i in range(2)]
-        wait_for_log(workers, "discovery worker joined crawl")
-        gate.open()
+        gate.open_when(workers, "discovery worker joined crawl")
         for w in workers:
             w.wait(300)
-    finally:
-        gate.close()
     for w in workers:
         assert w.returncode == 0, w.log.read_text()[-3000:]
     feeds = [[p["url"] for p in _read(w.out / "pages.jsonl")] for w in workers]

@@ -11,7 +11,7 @@ import random
 import numpy as np
 import pytest
 
-from redis_fixture import redis_server, start_worker  # noqa: F401
+from redis_fixture import StartGate, redis_server, start_worker  # noqa: F401
 from topiccrawl.crawl.settings import ConfigError
 from topiccrawl.learning.linkvalue import LinkFeatures, url_tokens
 from topiccrawl.redis import crawl_keys
@@ -174,7 +174,8 @@ WEB = "generated:zh-disaster?pages=5000&seed=11"
 
 @pytest.fixture(scope="module")
 def slow_lab():
-    """Every answer 0.1 s late, so both workers fetch a share of the budget (tests/test_redis_crawl.py)."""
+    """Every answer 0.1 s late, so both workers (begun together through a ``StartGate``) fetch a
+    share of the budget (tests/test_redis_crawl.py)."""
     with WebLab(WEB, faults="latency=0.1@1") as running:
         yield running
 
@@ -201,8 +202,10 @@ def _urls(proc) -> list[str]:
 
 
 def test_two_scrapy_workers_crawl_with_one_model_and_a_late_worker_starts_from_it(tmp_path, redis_server, slow_lab):
-    workers = [_start(tmp_path, f"w{i}", redis_server.url, slow_lab.proxy_url, 300) for i in range(2)]
-    stats = _finish(workers)
+    with StartGate(slow_lab.proxy_url) as gate:  # both begin together (tests/redis_fixture.py)
+        workers = [_start(tmp_path, f"w{i}", redis_server.url, gate.url, 300) for i in range(2)]
+        gate.open_when(workers, "Spider opened")
+        stats = _finish(workers)
     feeds = [_urls(w) for w in workers]
     union = [u for feed in feeds for u in feed]
     assert len(union) == len(set(union)) == 300 and all(feeds), [len(f) for f in feeds]
