@@ -259,6 +259,21 @@ def test_rescoring_is_bounded_to_the_top_and_a_sample():
     assert len(queue_order(f)) == 100 == len(f)
 
 
+def test_every_decision_takes_the_best_live_link_across_retrains_and_rescoring():
+    """Without exploration, each pop is the live link of highest priority (ties: first pushed), with
+    bounded re-scoring and stale heap entries in between."""
+    f = LearnedFrontier(LinkValueModel(n_features=2**14, retrain_every=10, min_positive=1), epsilon=0.0,
+                        rescore_all=20, rescore_top=5, rescore_sample=5, seed=4)
+    rng = random.Random(4)
+    for i in range(5):
+        f.push(Link(f"http://s.test/{i}", 0.5, 0, "s.test"))
+    seen = {f"http://s.test/{i}" for i in range(5)}
+    for step in range(300):
+        best = min(f._live, key=lambda e: (-e.priority, e.link.seq))
+        assert synthetic_step(f, rng, step, seen) == best.link.url
+    assert f.stats()["learned/retrains"] > 5 and len(f) > 20  # bounded re-scoring ran
+
+
 # -- the planted signal ----------------------------------------------------------------------------------
 
 TOPIC = ("alpha", "beta", "gamma", "delta", "omega")
