@@ -148,10 +148,29 @@ class StartGate:
     def __enter__(self) -> StartGate:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def close(self) -> None:
+        if self.opened.is_set() and self.server.socket.fileno() < 0:
+            return
         self.opened.set()
         self.server.shutdown()
         self.server.server_close()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+@pytest.fixture
+def start_gate():
+    """``start_gate(upstream)`` makes a :class:`StartGate`; every gate is closed after the test."""
+    gates = []
+
+    def make(upstream: str) -> StartGate:
+        gates.append(StartGate(upstream))
+        return gates[-1]
+
+    yield make
+    for gate in gates:
+        gate.close()
 
 
 def _pipe(src: socket.socket, dst: socket.socket) -> None:

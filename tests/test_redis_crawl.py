@@ -11,7 +11,7 @@ import time
 import pytest
 
 from conftest import run_crawl
-from redis_fixture import PASSWORD, StartGate, redis_server, redis_server_auth, start_worker  # noqa: F401
+from redis_fixture import PASSWORD, StartGate, redis_server, redis_server_auth, start_gate, start_worker  # noqa: F401
 from topiccrawl.redis import crawl_keys
 from topiccrawl.weblab.api import WebLab
 
@@ -114,11 +114,13 @@ def test_three_workers_share_one_crawl(tmp_path, redis_server, slow_lab):
           f"{sum(d == last for d in shared.values())} pages")
 
 
-def test_kill_9_of_a_worker_loses_nothing(tmp_path, redis_server, lab):
+def test_kill_9_of_a_worker_loses_nothing(tmp_path, redis_server, lab, start_gate):
     client = redis_server.client()
     k = crawl_keys("e2e")
     settings = {"TOPICCRAWL_LEASE_SECONDS": "2", "CONCURRENT_REQUESTS": "4", "DOWNLOAD_DELAY": "0.02"}
-    workers = [_start(tmp_path, f"w{i}", redis_server.url, lab.proxy_url, budget=600, **settings) for i in range(3)]
+    gate = start_gate(lab.proxy_url)  # all three begin together: a late victim might never hold a lease
+    workers = [_start(tmp_path, f"w{i}", redis_server.url, gate.url, budget=600, **settings) for i in range(3)]
+    gate.open_when(workers, "Spider opened")
     victim = workers[0]
     deadline = time.monotonic() + 120
     held: set[str] = set()
@@ -154,11 +156,13 @@ def test_kill_9_of_a_worker_loses_nothing(tmp_path, redis_server, lab):
           f"{sum(_stats(w.out).get('topiccrawl/redis/duplicate_fetch', 0) for w in survivors)} fetched twice")
 
 
-def test_sigint_and_restart_resume_the_same_crawl(tmp_path, redis_server, lab):
+def test_sigint_and_restart_resume_the_same_crawl(tmp_path, redis_server, lab, start_gate):
     client = redis_server.client()
     k = crawl_keys("e2e")
     settings = {"CONCURRENT_REQUESTS": "4", "DOWNLOAD_DELAY": "0.02"}
-    first = [_start(tmp_path, f"a{i}", redis_server.url, lab.proxy_url, **settings) for i in range(2)]
+    gate = start_gate(lab.proxy_url)  # both begin together: a SIGINT must not reach a worker still starting
+    first = [_start(tmp_path, f"a{i}", redis_server.url, gate.url, **settings) for i in range(2)]
+    gate.open_when(first, "Spider opened")
     deadline = time.monotonic() + 120
     while int(client.hget(k["stats"], "dp") or 0) < 100:
         assert time.monotonic() < deadline, first[0].log.read_text()[-3000:]
@@ -172,7 +176,9 @@ def test_sigint_and_restart_resume_the_same_crawl(tmp_path, redis_server, lab):
     assert 100 <= paused["stats"]["dp"] < 300 and paused["queued"]
     assert all(_stats(w.out)["finish_reason"] == "shutdown" for w in first)
 
-    second = [_start(tmp_path, f"b{i}", redis_server.url, lab.proxy_url, **settings) for i in range(2)]
+    gate = start_gate(lab.proxy_url)  # both resume their share of the queue
+    second = [_start(tmp_path, f"b{i}", redis_server.url, gate.url, **settings) for i in range(2)]
+    gate.open_when(second, "Spider opened")
     _wait(second)
     urls = [u for w in first + second for u in _urls(w.out)]
     assert len(urls) == len(set(urls)) == 300, "a page was fetched twice or lost across the restart"

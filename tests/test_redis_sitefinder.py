@@ -11,7 +11,7 @@ import time
 import pytest
 
 from conftest import run_crawl
-from redis_fixture import redis_server, start_worker  # noqa: F401
+from redis_fixture import redis_server, start_gate, start_worker  # noqa: F401
 from topiccrawl.redis import crawl_keys
 from topiccrawl.redis.sites import site_keys
 from topiccrawl.weblab.api import WebLab
@@ -108,9 +108,11 @@ def _check_shared_crawl(workers, client, single):
     return feeds, state
 
 
-def test_three_workers_verify_each_site_once(tmp_path, redis_server, lab, single):
-    workers = [_start(tmp_path, f"w{i}", redis_server.url, lab.proxy_url, CONCURRENT_REQUESTS="4")
+def test_three_workers_verify_each_site_once(tmp_path, redis_server, lab, single, start_gate):
+    gate = start_gate(lab.proxy_url)  # all three begin together (tests/redis_fixture.py)
+    workers = [_start(tmp_path, f"w{i}", redis_server.url, gate.url, CONCURRENT_REQUESTS="4")
                for i in range(3)]
+    gate.open_when(workers, "Spider opened")
     _wait(workers)
     feeds, state = _check_shared_crawl(workers, redis_server.client(), single)
     assert sum(len(f) > 0 for f in feeds) >= 2, [len(f) for f in feeds]  # the work was shared
@@ -119,10 +121,12 @@ def test_three_workers_verify_each_site_once(tmp_path, redis_server, lab, single
     assert searched == state["stats"]["offered"]  # every search page fetched once, by one worker
 
 
-def test_kill_9_of_a_worker_gives_its_sites_to_the_others(tmp_path, redis_server, lab, single):
+def test_kill_9_of_a_worker_gives_its_sites_to_the_others(tmp_path, redis_server, lab, single, start_gate):
     client = redis_server.client()
     settings = {"TOPICCRAWL_LEASE_SECONDS": "2", "CONCURRENT_REQUESTS": "2", "DOWNLOAD_DELAY": "0.05"}
-    workers = [_start(tmp_path, f"w{i}", redis_server.url, lab.proxy_url, **settings) for i in range(3)]
+    gate = start_gate(lab.proxy_url)  # all three begin together: a late victim might never hold a site
+    workers = [_start(tmp_path, f"w{i}", redis_server.url, gate.url, **settings) for i in range(3)]
+    gate.open_when(workers, "Spider opened")
     victim = workers[0]
     victim_id = f"{socket.gethostname()}:{victim.pid}"
     deadline = time.monotonic() + 120
