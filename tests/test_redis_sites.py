@@ -34,16 +34,16 @@ def test_offers_are_once_per_crawl_and_queries_accumulate(redis_server):
 
 
 def test_an_expired_lease_goes_back_first_and_its_verdict_counts_once(redis_server):
-    a, b = _tasks(redis_server, "a", lease=0.3), _tasks(redis_server, "b", lease=30)
+    a, b = _tasks(redis_server, "a", lease=1.0), _tasks(redis_server, "b", lease=30)
     a.offer_site("one.cn", "http://one.cn/")
     a.offer_site("two.cn", "http://two.cn/")
     member, _ = a.claim()
     assert json.loads(member)["site"] == "one.cn"
-    time.sleep(0.2)
-    assert a.renew([member]) == 1  # renewed: still a's after the first lease period
-    time.sleep(0.2)
+    time.sleep(0.3)
+    assert a.renew([member]) == 1  # renewed: a's until 1.3 s
+    time.sleep(0.3)
     assert b.renew([member]) == 0  # not b's to renew
-    time.sleep(0.4)  # a died: no renewal
+    time.sleep(1.2)  # a died: no renewal
     again, reclaimed = b.claim()
     assert again == member and reclaimed == 1  # back at the head of the list, before two.cn
     assert b.done(member, "one.cn", {"site": "one.cn", "verdict": "relevant"})

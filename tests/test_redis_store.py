@@ -90,11 +90,11 @@ def test_expired_lease_returns_with_its_priority_and_is_counted(redis_server):
 
 
 def test_renewed_lease_does_not_expire(redis_server):
-    a = _frontier(redis_server, "bfs", lease_seconds=0.4, worker="a")
+    a = _frontier(redis_server, "bfs", lease_seconds=1.0, worker="a")
     a.push(Link("http://x.test/1"))
     link = a.pop()
-    for _ in range(4):
-        time.sleep(0.2)
+    for _ in range(4):  # 1.2 s in all: past the first lease period, 0.7 s margin per renewal
+        time.sleep(0.3)
         assert a.renew([a.member(link)]) == 1
     assert a.status()["leased"] == 1 and a.status()["queued"] == 0
 
