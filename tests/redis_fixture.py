@@ -4,6 +4,10 @@ with ``requirepass``). Import the fixtures into a test module:
 
 No persistence (``--save "" --appendonly no``), a temporary working directory, killed after the
 test. A missing ``redis-server`` fails the test: it is part of the project's setup (README).
+
+For tests with several ``scrapy crawl`` workers: ``start_worker`` runs one in the background, and
+``StartGate`` (or the ``start_gate`` fixture) lets them begin fetching together, so a worker whose
+process starts late on a loaded machine still gets its share.
 """
 
 from __future__ import annotations
@@ -105,7 +109,8 @@ def start_worker(tmp_path, name: str, spider: str, args: list[str], settings: di
 class StartGate:
     """A loopback TCP forwarder to ``upstream`` (``host:port`` or ``http://host:port``) that holds
     every connection until it opens: workers started one after the other begin fetching at the
-    same moment, whatever the skew of their process start-up. A context manager::
+    same moment, whatever the skew of their process start-up. A context manager (or the
+    ``start_gate`` fixture, which closes its gates after the test)::
 
         with StartGate(lab.proxy_url) as gate:
             workers = [start_worker(... proxy=gate.url ...) for ...]
@@ -115,7 +120,7 @@ class StartGate:
 
     def __init__(self, upstream: str):
         host, port = upstream.split("//")[-1].rstrip("/").rsplit(":", 1)
-        self.upstream, self.opened = (host, int(port)), threading.Event()
+        self.upstream, self.opened, self._closed = (host, int(port)), threading.Event(), False
         gate = self
 
         class Handler(socketserver.BaseRequestHandler):
@@ -149,11 +154,12 @@ class StartGate:
         return self
 
     def close(self) -> None:
-        if self.opened.is_set() and self.server.socket.fileno() < 0:
-            return
+        """Open (held connections go on), stop accepting; closing twice is harmless."""
         self.opened.set()
-        self.server.shutdown()
-        self.server.server_close()
+        if not self._closed:
+            self._closed = True
+            self.server.shutdown()
+            self.server.server_close()
 
     def __exit__(self, *exc) -> None:
         self.close()
