@@ -20,7 +20,7 @@ OPS = ("KS", "RS", "FC", "BC")
 
 @pytest.fixture(scope="module")
 def lab():
-    """Every answer 0.05 s late."""
+    """Every answer 0.05 s late, so the workers' iterations overlap."""
     with WebLab(WEB, faults="latency=0.05@1") as running:
         yield running
 
