@@ -245,6 +245,42 @@ def test_retrain_reorders_the_queued_links():
     assert f.stats()["learned/rescored"] == 10
 
 
+def test_first_fit_holdout_lets_a_model_that_ranks_unseen_links_better_take_over_at_once():
+    """first_blend="holdout": the first fit validates a model trained on the older links against the
+    newest ones; with the "zq" signal (R(l) ranks those links the wrong way round) it takes over at
+    the first fit, where "none" keeps R(l) until the next retrain."""
+    orders = {}
+    for rule in ("none", "holdout"):
+        f = LearnedFrontier(LinkValueModel(retrain_every=10**6, first_blend=rule), epsilon=0.0)
+        teach_zq(f)
+        m = f.model  # the newest labelled links, both kinds: the held-out part
+        for i in range(100, 130):
+            good, bad = f"http://fresh.test/g{i}", f"http://fresh.test/b{i}"
+            m.add_page(good, relevant=True)
+            m.add_page(bad, relevant=False)
+            m.add_example(m.encode([features(["zq", f"w{i}"], good, 0.1)])[0], good)
+            m.add_example(m.encode([features([f"w{i + 1}"], bad, 0.9)])[0], bad)
+        assert f.retrain()
+        holder = "http://q.test/h"
+        f.push(Link(holder, 1.0))
+        f.pop()
+        links = [(f"http://q.test/z{i}", ["zq", f"w{70 + i}"], 0.2) for i in range(5)]
+        links += [(f"http://q.test/n{i}", [f"w{80 + i}"], 0.8) for i in range(5)]
+        f.observe_page(holder, "q.test", 0.0, [(u, features(a, u, s)) for u, a, s in links])
+        for u, _, s in links:
+            f.push(Link(u, s))
+        orders[rule] = "".join(u.split("/")[-1][0] for u in queue_order(f))
+        if rule == "none":
+            assert f.model.blend_ == 0.0 and not f.model.blend_auc_
+        else:
+            auc = f.model.blend_auc_
+            assert f.model.blend_ >= 0.5 and auc[f.model.blend_] > auc[0.0], auc
+    assert orders == {"none": "nnnnnzzzzz", "holdout": "zzzzznnnnn"}
+    with pytest.raises(ValueError, match="first_blend"):
+        LinkValueModel(first_blend="later")
+    assert make_learned({"learned_first_blend": "holdout"}).model.first_blend == "holdout"
+
+
 def test_rescoring_is_bounded_to_the_top_and_a_sample():
     f = LearnedFrontier(LinkValueModel(retrain_every=10**6), epsilon=0.0, rescore_all=60, rescore_top=3,
                         rescore_sample=2, seed=1)

@@ -53,6 +53,9 @@ from sklearn.utils import murmurhash3_32
 #: which fetched pages the link labels call relevant (:meth:`LinkValueModel.relabel`)
 LABEL_RULES = ("fixed", "threshold", "count")
 
+#: how the first fit sets the blend weight w (:meth:`LinkValueModel.retrain`)
+FIRST_BLENDS = ("none", "holdout")
+
 #: dense columns after the hashed ones, in this order
 NUMERIC = ("holder_probability", "host_yield", "holder_value", "score")
 _F = len(NUMERIC)
@@ -156,8 +159,12 @@ class LinkValueModel:
 
     def __init__(self, *, n_features: int = 2**18, k: int = 3, gamma: float = 0.5, threshold: float = 0.5,
                  retrain_every: int = 100, buffer_size: int = 50_000, min_positive: int = 3,
-                 alpha: float = 1e-3, epochs: int = 3, random_state: int = 0, label_rule: str = "fixed") -> None:
+                 alpha: float = 1e-3, epochs: int = 3, random_state: int = 0, label_rule: str = "fixed",
+                 first_blend: str = "none") -> None:
+        if first_blend not in FIRST_BLENDS:
+            raise ValueError(f"first_blend={first_blend!r}: expected one of {', '.join(FIRST_BLENDS)}")
         self.label_rule = label_rule
+        self.first_blend = first_blend
         self.n_features = n_features
         self.k = k
         self.gamma = gamma
@@ -422,24 +429,60 @@ class LinkValueModel:
                 (int(pos.sum()) < self.min_positive or int(neg.sum()) < self.min_positive)):
             return False
         rows = [row for row, _ in self._buffer]
-        self._validate(rows, v)
-        which = np.concatenate([np.flatnonzero(pos), np.flatnonzero(neg)])  # a row per class it has
-        y = np.concatenate([np.ones(int(pos.sum())), np.zeros(int(neg.sum()))])
-        w = np.concatenate([v[pos], 1.0 - v[neg]])
+        if self.classifier_ is None and self.first_blend == "holdout":
+            self._fresh = 0
+            self._holdout_blend(rows, v)
+        else:
+            self._validate(rows, v)
         if self.classifier_ is None:
             self.classifier_ = SGDClassifier(loss="log_loss", alpha=self.alpha, random_state=self.random_state)
-        X = self.matrix([rows[i] for i in which.tolist()])  # built once, its rows shuffled per epoch
-        for _ in range(self.epochs):
-            order = self._rng.permutation(len(y))
-            self.classifier_.partial_fit(X[order], y[order], classes=np.array([0.0, 1.0]), sample_weight=w[order])
+        self._train(self.classifier_, rows, v)
         self.coef_ = self.classifier_.coef_.ravel().astype(np.float64, copy=True)
         self.intercept_ = float(self.classifier_.intercept_[0])
         self._set_weights()
         self.version_ += 1
         return True
 
+    def _train(self, classifier: SGDClassifier, rows: list[bytes], v: np.ndarray) -> None:
+        """``epochs`` shuffled passes of ``partial_fit`` over ``rows`` with soft labels ``v``."""
+        pos, neg = v > 0.0, v < 1.0
+        which = np.concatenate([np.flatnonzero(pos), np.flatnonzero(neg)])  # a row per class it has
+        y = np.concatenate([np.ones(int(pos.sum())), np.zeros(int(neg.sum()))])
+        w = np.concatenate([v[pos], 1.0 - v[neg]])
+        X = self.matrix([rows[i] for i in which.tolist()])  # built once, its rows shuffled per epoch
+        for _ in range(self.epochs):
+            order = self._rng.permutation(len(y))
+            classifier.partial_fit(X[order], y[order], classes=np.array([0.0, 1.0]), sample_weight=w[order])
+
     #: candidate weights of the model in the blend with R(l)
     BLENDS = (0.0, 0.25, 0.5, 0.75, 1.0)
+
+    #: share of the labelled links held out at the first fit (``first_blend="holdout"``)
+    HOLDOUT = 0.25
+
+    def _holdout_blend(self, rows: list[bytes], v: np.ndarray) -> None:
+        """``first_blend="holdout"``: before the first fit, a model trained on the older links
+        ranks the newest ``HOLDOUT`` share of them (at least 20), which it has not seen, and the
+        AUCs of the blends start :meth:`_validate`'s running means; w = the best (the smallest of
+        ties). No change (w stays 0, R(l) alone) when either part lacks a class."""
+        n = len(rows)
+        cut = n - max(20, int(n * self.HOLDOUT))
+        if cut < 1:
+            return
+        y = v[cut:] > 0.0
+        train = v[:cut]
+        if y.all() or not y.any() or int((train > 0).sum()) < self.min_positive or int((train < 1).sum()) < 1:
+            return
+        from sklearn.metrics import roc_auc_score
+
+        trial = SGDClassifier(loss="log_loss", alpha=self.alpha, random_state=self.random_state)
+        self._train(trial, rows[:cut], train)
+        X = self.matrix(rows[cut:])
+        model = trial.predict_proba(X)[:, 1]
+        score = np.asarray(X[:, self.n_features + _F - 1].todense()).ravel()
+        self.blend_auc_ = {w: float(roc_auc_score(y, (1.0 - w) * score + w * model)) for w in self.BLENDS}
+        best = max(self.blend_auc_.values())
+        self.blend_ = min(w for w, auc in self.blend_auc_.items() if auc >= best - 1e-9)
 
     def _validate(self, rows: list[bytes], v: np.ndarray) -> None:
         """Progressive validation: before the model trains on the links labelled since the last

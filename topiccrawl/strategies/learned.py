@@ -35,7 +35,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from topiccrawl.learning.linkvalue import LABEL_RULES, LinkFeatures, LinkValueModel, url_tokens
+from topiccrawl.learning.linkvalue import FIRST_BLENDS, LABEL_RULES, LinkFeatures, LinkValueModel, url_tokens
 from topiccrawl.strategies.base import FrontierBase, Link, StrategyOptions, option_field
 from topiccrawl.strategies.wanglandau import clip01
 
@@ -396,12 +396,14 @@ class LearnedOptions(StrategyOptions):
     learned_rescore_sample: int = option_field(128, low=0)
     learned_seed: int = 0
     learned_labels: str = option_field("count", choices=LABEL_RULES)
+    learned_first_blend: str = option_field("none", choices=FIRST_BLENDS)
 
     def kwargs(self) -> dict:
         """The :class:`LearnedFrontier` arguments (its model included)."""
         model = LinkValueModel(k=self.learned_hops, gamma=self.learned_gamma, threshold=self.learned_threshold,
                                retrain_every=self.learned_retrain_every, buffer_size=self.learned_buffer,
-                               random_state=self.learned_seed, label_rule=self.learned_labels)
+                               random_state=self.learned_seed, label_rule=self.learned_labels,
+                               first_blend=self.learned_first_blend)
         return {"model": model, "epsilon": self.learned_epsilon, "rescore_all": self.learned_rescore_all,
                 "rescore_top": self.learned_rescore_top, "rescore_sample": self.learned_rescore_sample,
                 "seed": self.learned_seed}
