@@ -218,27 +218,38 @@ def queue_order(frontier):
     return drain(pickle.loads(pickle.dumps(frontier)))
 
 
+def add_fresh_zq(model, start, n):
+    """n labelled "zq" links to relevant pages and n others, alternating: links the model has not
+    trained on."""
+    for i in range(start, start + n):
+        good, bad = f"http://fresh.test/g{i}", f"http://fresh.test/b{i}"
+        model.add_page(good, relevant=True)
+        model.add_page(bad, relevant=False)
+        model.add_example(model.encode([features(["zq", f"w{i}"], good, 0.1)])[0], good)
+        model.add_example(model.encode([features([f"w{i + 1}"], bad, 0.9)])[0], bad)
+
+
+def queue_z_and_n(frontier, word):
+    """Queue five "zq" links of R(l) 0.2 (z…) and five others of R(l) 0.8 (n…) from one page;
+    return the queue's order as a string of z and n."""
+    holder = "http://q.test/h"
+    frontier.push(Link(holder, 1.0))
+    frontier.pop()
+    links = [(f"http://q.test/z{i}", ["zq", f"w{word + i}"], 0.2) for i in range(5)]
+    links += [(f"http://q.test/n{i}", [f"w{word + 10 + i}"], 0.8) for i in range(5)]
+    frontier.observe_page(holder, "q.test", 0.0, [(u, features(a, u, s)) for u, a, s in links])
+    for u, _, s in links:
+        frontier.push(Link(u, s))
+    return "".join(u.split("/")[-1][0] for u in queue_order(frontier))
+
+
 def test_retrain_reorders_the_queued_links():
     f = LearnedFrontier(LinkValueModel(retrain_every=10**6), epsilon=0.0)
     teach_zq(f)
     assert f.retrain() and f.model.blend_ == 0.0  # fitted, but not yet validated: R(l) still rules
-    holder = "http://q.test/h"
-    f.push(Link(holder, 1.0))
-    f.pop()
-    links = [(f"http://q.test/z{i}", ["zq", f"w{50 + i}"], 0.2) for i in range(5)]
-    links += [(f"http://q.test/n{i}", [f"w{60 + i}"], 0.8) for i in range(5)]
-    f.observe_page(holder, "q.test", 0.0, [(u, features(a, u, s)) for u, a, s in links])
-    for u, _, s in links:
-        f.push(Link(u, s))
-    before = queue_order(f)
-    assert [u.split("/")[-1][0] for u in before] == ["n"] * 5 + ["z"] * 5  # R(l) order
-    m = f.model  # fresh labelled links the model has not trained on: they validate it
-    for i in range(100, 140):
-        good, bad = f"http://fresh.test/g{i}", f"http://fresh.test/b{i}"
-        m.add_page(good, relevant=True)
-        m.add_page(bad, relevant=False)
-        m.add_example(m.encode([features(["zq", f"w{i}"], good, 0.1)])[0], good)
-        m.add_example(m.encode([features([f"w{i + 1}"], bad, 0.9)])[0], bad)
+    assert queue_z_and_n(f, 50) == "nnnnnzzzzz"  # R(l) order
+    m = f.model
+    add_fresh_zq(m, 100, 40)  # fresh labelled links the model has not trained on: they validate it
     assert f.retrain() and m.blend_ >= 0.5, m.blend_auc_
     after = queue_order(f)
     assert [u.split("/")[-1][0] for u in after] == ["z"] * 5 + ["n"] * 5  # the model's order
@@ -253,23 +264,9 @@ def test_first_fit_holdout_lets_a_model_that_ranks_unseen_links_better_take_over
     for rule in ("none", "holdout"):
         f = LearnedFrontier(LinkValueModel(retrain_every=10**6, first_blend=rule), epsilon=0.0)
         teach_zq(f)
-        m = f.model  # the newest labelled links, both kinds: the held-out part
-        for i in range(100, 130):
-            good, bad = f"http://fresh.test/g{i}", f"http://fresh.test/b{i}"
-            m.add_page(good, relevant=True)
-            m.add_page(bad, relevant=False)
-            m.add_example(m.encode([features(["zq", f"w{i}"], good, 0.1)])[0], good)
-            m.add_example(m.encode([features([f"w{i + 1}"], bad, 0.9)])[0], bad)
+        add_fresh_zq(f.model, 100, 30)  # the newest labelled links, both kinds: the held-out part
         assert f.retrain()
-        holder = "http://q.test/h"
-        f.push(Link(holder, 1.0))
-        f.pop()
-        links = [(f"http://q.test/z{i}", ["zq", f"w{70 + i}"], 0.2) for i in range(5)]
-        links += [(f"http://q.test/n{i}", [f"w{80 + i}"], 0.8) for i in range(5)]
-        f.observe_page(holder, "q.test", 0.0, [(u, features(a, u, s)) for u, a, s in links])
-        for u, _, s in links:
-            f.push(Link(u, s))
-        orders[rule] = "".join(u.split("/")[-1][0] for u in queue_order(f))
+        orders[rule] = queue_z_and_n(f, 70)
         if rule == "none":
             assert f.model.blend_ == 0.0 and not f.model.blend_auc_
         else:
