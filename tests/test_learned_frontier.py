@@ -276,6 +276,11 @@ def test_first_fit_holdout_lets_a_model_that_ranks_unseen_links_better_take_over
     with pytest.raises(ValueError, match="first_blend"):
         LinkValueModel(first_blend="later")
     assert make_learned({"learned_first_blend": "holdout"}).model.first_blend == "holdout"
+    state = LinkValueModel(first_blend="holdout").__getstate__()
+    del state["first_blend"]  # a model saved (JOBDIR) before the option existed
+    old = LinkValueModel.__new__(LinkValueModel)
+    old.__setstate__(state)
+    assert old.first_blend == "none"
 
 
 def test_rescoring_is_bounded_to_the_top_and_a_sample():

@@ -566,6 +566,7 @@ class LinkValueModel:
 
     def __setstate__(self, state: dict) -> None:
         state.setdefault("label_rule", "fixed")
+        state.setdefault("first_blend", "none")  # a model saved before the option
         state.setdefault("_dirty", True)
         state.setdefault("_prob", [float(r) for r in state.get("_relevant", b"")])
         self.__dict__.update(state)
