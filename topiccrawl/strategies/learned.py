@@ -91,7 +91,8 @@ class LearnedFrontier(FrontierBase):
     """Learned link values with ε-exploration and bounded re-scoring (module docstring).
 
     ``model``: a :class:`LinkValueModel` (default: its defaults with ``random_state=seed``);
-    ``epsilon``: share of random decisions; ``rescore_all``: queue size up to which every link is
+    ``epsilon``: share of random decisions, each the best of ``explore_sample`` uniform picks
+    (1: a uniform pick); ``rescore_all``: queue size up to which every link is
     re-scored after a retrain, ``rescore_top`` (M), ``rescore_sample`` (R): those re-scored above
     it; ``seed``: the exploration and sampling RNG; ``max_pending``: observed out-links (and
     handed-out links) kept waiting for their push (or their page), oldest dropped first;
@@ -103,9 +104,10 @@ class LearnedFrontier(FrontierBase):
 
     def __init__(self, model: LinkValueModel | None = None, *, epsilon: float = 0.05, rescore_all: int = 4096,
                  rescore_top: int = 128, rescore_sample: int = 128, seed: int = 0, max_pending: int = 20_000,
-                 host_strength: float = 2.0) -> None:
+                 host_strength: float = 2.0, explore_sample: int = 1) -> None:
         self.model = model if model is not None else LinkValueModel(random_state=seed)
         self.epsilon = epsilon
+        self.explore_sample = max(1, int(explore_sample))
         self.rescore_all = rescore_all
         self.rescore_top = rescore_top
         self.rescore_sample = rescore_sample
@@ -175,7 +177,12 @@ class LearnedFrontier(FrontierBase):
         if not self._live:
             return None
         if self.epsilon and self._rng.random() < self.epsilon:
-            entry = self._live[self._rng.randrange(len(self._live))]
+            live, rng = self._live, self._rng
+            entry = live[rng.randrange(len(live))]
+            for _ in range(self.explore_sample - 1):  # a tournament: the best of k uniform picks
+                other = live[rng.randrange(len(live))]
+                if other.priority > entry.priority:
+                    entry = other
             self._explored += 1
         else:
             entry = self._pop_best()
@@ -397,6 +404,7 @@ class LearnedOptions(StrategyOptions):
     learned_seed: int = 0
     learned_labels: str = option_field("count", choices=LABEL_RULES)
     learned_first_blend: str = option_field("none", choices=FIRST_BLENDS)
+    learned_explore_sample: int = option_field(1, low=1, high=1024)
 
     def kwargs(self) -> dict:
         """The :class:`LearnedFrontier` arguments (its model included)."""
@@ -406,7 +414,7 @@ class LearnedOptions(StrategyOptions):
                                first_blend=self.learned_first_blend)
         return {"model": model, "epsilon": self.learned_epsilon, "rescore_all": self.learned_rescore_all,
                 "rescore_top": self.learned_rescore_top, "rescore_sample": self.learned_rescore_sample,
-                "seed": self.learned_seed}
+                "seed": self.learned_seed, "explore_sample": self.learned_explore_sample}
 
 
 def make_learned(options: LearnedOptions | Mapping | None = None,
