@@ -2,6 +2,7 @@
 
 import pickle
 import random
+import statistics
 
 import numpy as np
 import pytest
@@ -145,6 +146,21 @@ def test_untrained_frontier_without_exploration_is_exactly_bestfirst():
         if rng.random() < 0.3:
             assert learned.pop().url == best.pop().url
     assert drain(learned) == drain(best)
+
+
+def test_exploration_takes_the_best_of_k_uniform_picks():
+    def picks(k):
+        f = LearnedFrontier(epsilon=1.0, seed=5, explore_sample=k)  # every decision explores
+        for i in range(200):
+            f.push(Link(f"http://t.test/{i}", i / 200))  # R(l) = priority: link 199 is the best
+        return [int(f.pop().url.rsplit("/", 1)[1]) for _ in range(40)]
+
+    uniform, tournament = picks(1), picks(8)
+    assert statistics.mean(uniform) < 130 and min(uniform) < 50  # anywhere in the queue
+    assert statistics.mean(tournament) > statistics.mean(uniform) + 40  # the stronger part, mostly
+    assert any(i < 160 for i in tournament)  # but not greedy: not just the top 40
+    assert make_learned({"learned_explore_sample": "4"}).explore_sample == 4
+    assert make_learned().explore_sample == 1
 
 
 def test_state_round_trip_restores_the_queue_the_model_and_the_next_decisions():

@@ -160,6 +160,20 @@ def test_the_global_budget_and_leases_hold_and_exploration_is_seeded(redis_serve
     assert orders[0] == orders[1] and orders[0] != [f"http://x.test/p{n}" for n in range(7, -1, -1)]
 
 
+def test_exploration_takes_the_best_of_k_uniform_picks(redis_server):
+    client = redis_server.client()
+    picks = {}
+    for k in ("1", "8"):
+        g = _frontier(client, "w", f"k{k}", {"learned_epsilon": "1", "learned_seed": "1",
+                                             "learned_retrain_every": "20", "learned_explore_sample": k})
+        for n in range(200):
+            g.push(Link(f"http://x.test/p{n}", n / 200, domain="x.test", payload=None))
+        picks[k] = [int(g.pop().url.rsplit("p", 1)[1]) for _ in range(40)]
+    assert min(picks["1"]) < 50  # anywhere in the queue
+    assert sum(picks["8"]) / 40 > sum(picks["1"]) / 40 + 40  # the stronger part, mostly
+    assert any(i < 160 for i in picks["8"])  # but not greedy
+
+
 def test_other_options_are_refused_with_one_line(redis_server):
     client = redis_server.client()
     _frontier(client, "a")

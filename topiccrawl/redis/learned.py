@@ -143,7 +143,7 @@ class RedisLearnedFrontier(RedisFrontier):
                  rescore_all: int = 4096, rescore_top: int = 128, rescore_sample: int = 128, seed: int = 0,
                  max_pending: int = 20_000, host_strength: float = 2.0, rng: random.Random | None = None,
                  options: dict | None = None, lease_seconds: float = 30.0, budget: int = 0,
-                 worker: str = "worker") -> None:
+                 worker: str = "worker", explore_sample: int = 1) -> None:
         self._base = keys["requests"][: -len("requests")] + "learned:"
         self.learned_keys = {name: self._base + name for name in (*NAMES, *SYNC_NAMES)}
         super().__init__(client, keys, self.STRATEGIES[0], None, lease_seconds, budget, worker)
@@ -151,6 +151,7 @@ class RedisLearnedFrontier(RedisFrontier):
         self.epsilon, self.rescore_all, self.rescore_top, self.rescore_sample = \
             epsilon, rescore_all, rescore_top, rescore_sample
         self.max_pending, self.host_strength = max_pending, host_strength
+        self.explore_sample = max(1, int(explore_sample))
         self.options = options if options is not None else {"seed": seed}
         self.rng = rng if rng is not None else random.Random(f"{seed}|{worker}")
         self._decide = self._script("learned_pop.lua")
@@ -187,7 +188,7 @@ class RedisLearnedFrontier(RedisFrontier):
         return cls(client, keys, model=memory.model, epsilon=memory.epsilon, rescore_all=memory.rescore_all,
                    rescore_top=memory.rescore_top, rescore_sample=memory.rescore_sample, seed=options.learned_seed,
                    max_pending=memory.max_pending, host_strength=memory.host_strength, options=asdict(options),
-                   **lease)
+                   explore_sample=memory.explore_sample, **lease)
 
     def extra_keys(self) -> list[str]:
         return [self.learned_keys[name] for name in NAMES]
@@ -213,9 +214,11 @@ class RedisLearnedFrontier(RedisFrontier):
         return [_score(priority), f"{_b64(row)} {holder}" if holder else _b64(row)]
 
     def pop(self) -> Link | None:
-        """One decision (atomic, leased): the best link, or a random one with probability ε."""
+        """One decision (atomic, leased): the best link, or with probability ε a random one (the
+        best of ``explore_sample`` uniform picks)."""
         explore = bool(self.epsilon) and self.rng.random() < self.epsilon
-        u = self.rng.random() if explore else -1.0
+        # the best of k uniform picks is the link of rank floor(min(u_1..u_k) · n)
+        u = min(self.rng.random() for _ in range(self.explore_sample)) if explore else -1.0
         res = self._decide(keys=self._keys, args=[self.lease_seconds, self.budget, self.worker, repr(u)])
         self.last = {"blocked": res[0] == -1, "dp": int(res[1]), "reclaimed": int(res[2]), "queued": int(res[3])}
         if res[0] != 1:
