@@ -430,7 +430,6 @@ class LinkValueModel:
             return False
         rows = [row for row, _ in self._buffer]
         if self.classifier_ is None and self.first_blend == "holdout":
-            self._fresh = 0
             self._holdout_blend(rows, v)
         else:
             self._validate(rows, v)
@@ -465,6 +464,7 @@ class LinkValueModel:
         ranks the newest ``HOLDOUT`` share of them (at least 20), which it has not seen, and the
         AUCs of the blends start :meth:`_validate`'s running means; w = the best (the smallest of
         ties). No change (w stays 0, R(l) alone) when either part lacks a class."""
+        self._fresh = 0  # every labelled link is in the first fit
         n = len(rows)
         cut = n - max(20, int(n * self.HOLDOUT))
         if cut < 1:
@@ -473,16 +473,10 @@ class LinkValueModel:
         train = v[:cut]
         if y.all() or not y.any() or int((train > 0).sum()) < self.min_positive or int((train < 1).sum()) < 1:
             return
-        from sklearn.metrics import roc_auc_score
-
         trial = SGDClassifier(loss="log_loss", alpha=self.alpha, random_state=self.random_state)
         self._train(trial, rows[:cut], train)
         X = self.matrix(rows[cut:])
-        model = trial.predict_proba(X)[:, 1]
-        score = np.asarray(X[:, self.n_features + _F - 1].todense()).ravel()
-        self.blend_auc_ = {w: float(roc_auc_score(y, (1.0 - w) * score + w * model)) for w in self.BLENDS}
-        best = max(self.blend_auc_.values())
-        self.blend_ = min(w for w, auc in self.blend_auc_.items() if auc >= best - 1e-9)
+        self._update_blend(X, trial.predict_proba(X)[:, 1], y)
 
     def _validate(self, rows: list[bytes], v: np.ndarray) -> None:
         """Progressive validation: before the model trains on the links labelled since the last
@@ -495,10 +489,15 @@ class LinkValueModel:
         y = v[-fresh:] > 0.0
         if y.all() or not y.any():
             return
+        X = self.matrix(rows[-fresh:])
+        self._update_blend(X, expit(X @ self.coef_ + self.intercept_), y)
+
+    def _update_blend(self, X, model: np.ndarray, y: np.ndarray) -> None:
+        """The running ROC AUC of each blend (1 − w)·R(l) + w·``model`` on links ``X`` the model
+        has not trained on (labels ``y``: leads to a relevant page); :attr:`blend_` becomes the
+        best w (the smallest of ties)."""
         from sklearn.metrics import roc_auc_score
 
-        X = self.matrix(rows[-fresh:])
-        model = expit(X @ self.coef_ + self.intercept_)
         score = np.asarray(X[:, self.n_features + _F - 1].todense()).ravel()
         for w in self.BLENDS:
             auc = float(roc_auc_score(y, (1.0 - w) * score + w * model))
