@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from topiccrawl.learning.linkvalue import NUMERIC, LinkFeatures, LinkValueModel, url_tokens
-from topiccrawl.strategies.base import Link
-from topiccrawl.strategies.learned import LearnedFrontier, LearnedOptions, make_learned
+from topiccrawl.strategies.base import FrontierError, Link, OptionError
+from topiccrawl.strategies.learned import LearnedFrontier, LearnedOptions, make_learned, shifted, sibling_shift
 from topiccrawl.strategies.simple import BestFirstFrontier
 
 WORDS = [f"w{i}" for i in range(300)]
@@ -163,10 +163,11 @@ def test_exploration_takes_the_best_of_k_uniform_picks():
     assert make_learned().explore_sample == 1
 
 
-def test_state_round_trip_restores_the_queue_the_model_and_the_next_decisions():
+@pytest.mark.parametrize("siblings", ["off", "yield"])
+def test_state_round_trip_restores_the_queue_the_model_and_the_next_decisions(siblings):
     def fresh():
         return LearnedFrontier(LinkValueModel(n_features=2**14, retrain_every=15, min_positive=1), epsilon=0.2,
-                               rescore_all=30, rescore_top=4, rescore_sample=4, seed=11)
+                               rescore_all=30, rescore_top=4, rescore_sample=4, seed=11, siblings=siblings)
 
     f = fresh()
     rng = random.Random(11)
@@ -313,11 +314,12 @@ def test_rescoring_is_bounded_to_the_top_and_a_sample():
     assert len(queue_order(f)) == 100 == len(f)
 
 
-def test_every_decision_takes_the_best_live_link_across_retrains_and_rescoring():
+@pytest.mark.parametrize("siblings", ["off", "yield"])
+def test_every_decision_takes_the_best_live_link_across_retrains_and_rescoring(siblings):
     """Without exploration, each pop is the live link of highest priority (ties: first pushed), with
-    bounded re-scoring and stale heap entries in between."""
+    bounded re-scoring, sibling re-prioritisation and stale heap entries in between."""
     f = LearnedFrontier(LinkValueModel(n_features=2**14, retrain_every=10, min_positive=1), epsilon=0.0,
-                        rescore_all=20, rescore_top=5, rescore_sample=5, seed=4)
+                        rescore_all=20, rescore_top=5, rescore_sample=5, seed=4, siblings=siblings)
     rng = random.Random(4)
     for i in range(5):
         f.push(Link(f"http://s.test/{i}", 0.5, 0, "s.test"))
@@ -402,12 +404,13 @@ def simulate(frontier, web, budget, seed):
     return found
 
 
-def test_learned_finds_the_planted_signal_bestfirst_cannot():
+@pytest.mark.parametrize("siblings", ["off", "yield"])
+def test_learned_finds_the_planted_signal_bestfirst_cannot(siblings):
     budget, results = 1500, []
     for seed in (0, 1, 2):
         web = planted_web(seed)
         results.append((simulate(BestFirstFrontier(), web, budget, seed),
-                        simulate(LearnedFrontier(seed=seed), web, budget, seed)))
+                        simulate(LearnedFrontier(seed=seed, siblings=siblings), web, budget, seed)))
     best, learned = (sum(r[i] for r in results) for i in (0, 1))
     assert learned >= 1.3 * best, results
     assert all(l > b for b, l in results), results
@@ -441,3 +444,70 @@ def test_page_probabilities_reach_the_link_labels_through_the_frontier():
     assert frontier.model.is_relevant("http://x.test/a")
     with pytest.raises(ValueError):
         make_learned({"learned_labels": "nope"})
+
+
+# -- sibling yield -----------------------------------------------------------------------------------------
+
+
+def test_sibling_shift_is_the_log_odds_of_the_holder_yield_against_the_crawl():
+    assert sibling_shift([], 0, 0.1, 2.0) == 0.0 and shifted(0.3, 0.0) == 0.3
+    up = sibling_shift([0.9, 0.8], 2, 0.1, 2.0)  # y = (1.7 + 0.2) / 4 = 0.475
+    assert up == pytest.approx(np.log(0.475 / 0.525) - np.log(0.1 / 0.9))
+    assert sibling_shift([0.0, 0.0, 0.0], 3, 0.1, 2.0) < 0 < up
+    assert sibling_shift([0.1], 1, 0.1, 2.0) == pytest.approx(0.0)  # as good as the crawl: no change
+    assert 0.3 < shifted(0.3, up) < 1.0 and 0.0 < shifted(0.3, -up) < 0.3
+    assert shifted(0.3, -up) == pytest.approx(1 - shifted(0.7, up))  # symmetric in log-odds
+
+
+def held_links(siblings: str, relevant_child: float):
+    """Holders a and b (fetched, P = 0.2 each) hold three links each, all R(l) = 0.5, pushed in turn;
+    the first link of a is fetched with P(relevant) = ``relevant_child``. The order of the other five."""
+    f = LearnedFrontier(epsilon=0.0, siblings=siblings)
+    for holder in ("a", "b"):
+        f.push(Link(f"http://x.test/{holder}", 1.0))
+    for _ in range(2):
+        link = f.pop()
+        name = link.url.rsplit("/", 1)[1]
+        f.observe_page(link.url, "x.test", 0.2,
+                       [(f"http://x.test/{name}{i}", features(["w1"], f"http://x.test/{name}{i}", 0.5)) for i in range(3)])
+    for i in range(3):
+        for holder in ("a", "b"):
+            f.push(Link(f"http://x.test/{holder}{i}", 0.5))
+    first = f.pop()
+    assert first.url == "http://x.test/a0"
+    f.observe_page(first.url, "x.test", relevant_child)
+    return [link.url.rsplit("/", 1)[1] for link in iter(f.pop, None)]
+
+
+def test_a_page_whose_fetched_targets_are_relevant_raises_its_other_links():
+    assert held_links("off", 0.95) == held_links("off", 0.0) == ["b0", "a1", "b1", "a2", "b2"]  # push order
+    assert held_links("yield", 0.95) == ["a1", "a2", "b0", "b1", "b2"]  # a's targets are good: a's first
+    assert held_links("yield", 0.0) == ["b0", "b1", "b2", "a1", "a2"]  # a's target was off-topic: a's last
+
+
+def test_a_page_linking_to_relevant_pages_fetched_before_pushes_its_links_higher():
+    f = LearnedFrontier(epsilon=0.0, siblings="yield")
+    for name in ("hub", "plain", "good"):
+        f.push(Link(f"http://x.test/{name}", 1.0 if name == "good" else 0.9))
+    assert f.pop().url.endswith("/good")
+    f.observe_page("http://x.test/good", "x.test", 0.95)  # fetched and relevant, before the hub
+    for name in ("hub", "plain"):
+        assert f.pop().url.endswith(name)
+        outs = [(f"http://x.test/{name}{i}", features(["w1"], f"http://x.test/{name}{i}", 0.4)) for i in range(2)]
+        if name == "hub":
+            outs.append(("http://x.test/good", features(["w1"], "http://x.test/good", 0.4)))
+        f.observe_page(f"http://x.test/{name}", "x.test", 0.1, outs)
+        for url, _ in outs[:2]:
+            f.push(Link(url, 0.4))
+    assert f.sibling_shift("http://x.test/hub") > 0 == f.sibling_shift("http://x.test/plain")
+    assert [link.url.rsplit("/", 1)[1] for link in iter(f.pop, None)] == ["hub0", "hub1", "plain0", "plain1"]
+    assert make_learned({"learned_siblings": "yield"}).sibling_rule == "yield" and not make_learned().siblings
+    with pytest.raises(OptionError, match="TOPICCRAWL_LEARNED_SIBLINGS"):
+        LearnedOptions.coerce({"learned_siblings": "on"})
+
+
+def test_sibling_yield_is_refused_on_redis_with_one_line():
+    from topiccrawl.redis.learned import RedisLearnedFrontier
+
+    with pytest.raises(FrontierError, match="^TOPICCRAWL_LEARNED_SIBLINGS is not available with TOPICCRAWL_STORE=redis"):
+        RedisLearnedFrontier.from_options(None, {}, {"learned_siblings": "yield"})

@@ -264,6 +264,14 @@ class LinkValueModel:
         """Id of a fetched page, None if it was not added."""
         return self._ids.get(url)
 
+    def probability(self, node: int) -> float:
+        """The stored P(relevant) of fetched page ``node`` (1/0 for a page added with ``relevant``)."""
+        return self._prob[node]
+
+    def probability_sum(self) -> float:
+        """Σ of the stored P(relevant) of the fetched pages."""
+        return math.fsum(self._prob)
+
     def add_page(self, url: str, probability: float | None = None, *, relevant: bool | None = None,
                  parent: str | None = None) -> int:
         """Record a fetched page (once; a second call returns its id and changes nothing).

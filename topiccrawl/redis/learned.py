@@ -50,7 +50,7 @@ import numpy as np
 
 from topiccrawl.learning.linkvalue import LinkFeatures, LinkValueModel
 from topiccrawl.redis.frontier import RedisFrontier
-from topiccrawl.strategies.base import Link
+from topiccrawl.strategies.base import FrontierError, Link
 from topiccrawl.strategies.learned import (
     LearnedOptions,
     fallback_features,
@@ -184,6 +184,9 @@ class RedisLearnedFrontier(RedisFrontier):
     def from_options(cls, client, keys: dict[str, str], options, **lease) -> RedisLearnedFrontier:
         """From the ``TOPICCRAWL_LEARNED_*`` options, checked by the memory factory (one-line errors)."""
         options = LearnedOptions.coerce(options)
+        if options.learned_siblings != "off":
+            raise FrontierError("TOPICCRAWL_LEARNED_SIBLINGS is not available with TOPICCRAWL_STORE=redis yet "
+                                "(in memory only, docs/learned.md)")
         memory = make_learned(options)
         return cls(client, keys, model=memory.model, epsilon=memory.epsilon, rescore_all=memory.rescore_all,
                    rescore_top=memory.rescore_top, rescore_sample=memory.rescore_sample, seed=options.learned_seed,

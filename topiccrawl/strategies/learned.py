@@ -24,11 +24,17 @@ sample of ``rescore_sample`` (R) others (links scored by an older model are revi
 Cost O((M + R)·log n) per retrain, independent of the queue size; every link is scored by the model
 current at its push. Queue: a heap of ``(−priority, seq, uid, entry)`` with lazy invalidation (an
 entry's current ``uid``), plus a list of the live entries for O(1) uniform sampling.
+
+Sibling yield (``siblings``, off by default): the priority v of a queued link is updated with the
+yield of its holder page h, logit v' = logit v + logit y_h − logit g (:func:`sibling_shift`), y_h the
+smoothed mean P(relevant) of the fetched pages h links to, g the crawl's; a page fetched through h
+re-prioritises h's queued links (docs/learned.md, "Sibling yield").
 """
 
 from __future__ import annotations
 
 import heapq
+import math
 import random
 import time
 from collections import OrderedDict
@@ -38,6 +44,9 @@ from dataclasses import dataclass
 from topiccrawl.learning.linkvalue import FIRST_BLENDS, LABEL_RULES, LinkFeatures, LinkValueModel, url_tokens
 from topiccrawl.strategies.base import FrontierBase, Link, StrategyOptions, option_field
 from topiccrawl.strategies.wanglandau import clip01
+
+#: how a holder page's fetched targets shift the priority of its other links (docs/learned.md)
+SIBLING_RULES = ("off", "yield")
 
 
 def fallback_features(link: Link, k: int) -> LinkFeatures:
@@ -78,11 +87,34 @@ def smoothed_yield(hosts: Mapping[str, Sequence[int]], good: int, seen: int, dom
     return (good_h + strength * g) / (seen_h + strength)
 
 
-class _Entry:
-    __slots__ = ("holder", "link", "pos", "priority", "row", "uid")
+def _logit(p: float) -> float:
+    p = min(max(p, 1e-6), 1.0 - 1e-6)
+    return math.log(p / (1.0 - p))
 
-    def __init__(self, link: Link, row: bytes, holder: str | None, priority: float) -> None:
+
+def sibling_shift(probabilities: Iterable[float], n: int, crawl_yield: float, strength: float) -> float:
+    """logit y_h − logit g: y_h = (Σ P + a·g) / (n + a) over the ``n`` fetched pages a holder links
+    to, g = ``crawl_yield``, a = ``strength``; 0 when ``n`` is 0."""
+    if not n:
+        return 0.0
+    y = (math.fsum(probabilities) + strength * crawl_yield) / (n + strength)
+    return _logit(y) - _logit(crawl_yield)
+
+
+def shifted(value: float, shift: float) -> float:
+    """``value`` with ``shift`` added to its logit (unchanged for a shift of 0)."""
+    if not shift:
+        return value
+    z = _logit(value) + shift
+    return 1.0 / (1.0 + math.exp(-z)) if z > -700.0 else 0.0
+
+
+class _Entry:
+    __slots__ = ("base", "holder", "link", "pos", "priority", "row", "uid")
+
+    def __init__(self, link: Link, row: bytes, holder: str | None, priority: float, base: float | None = None) -> None:
         self.link, self.row, self.holder, self.priority = link, row, holder, priority
+        self.base = priority if base is None else base  # the value before the sibling shift
         self.uid = -1
         self.pos = -1
 
@@ -97,15 +129,24 @@ class LearnedFrontier(FrontierBase):
     it; ``seed``: the exploration and sampling RNG; ``max_pending``: observed out-links (and
     handed-out links) kept waiting for their push (or their page), oldest dropped first;
     ``host_strength``: pseudo-count a of the host yield (good + a·g) / (seen + a), g the crawl's
-    smoothed yield.
+    smoothed yield (and of the sibling yield); ``siblings``: shift priorities by the holder page's
+    sibling yield (``"yield"``; ``"off"``: no shift; module docstring).
     """
 
     name = "learned"
 
     def __init__(self, model: LinkValueModel | None = None, *, epsilon: float = 0.05, rescore_all: int = 4096,
                  rescore_top: int = 128, rescore_sample: int = 128, seed: int = 0, max_pending: int = 20_000,
-                 host_strength: float = 2.0, explore_sample: int = 1) -> None:
+                 host_strength: float = 2.0, explore_sample: int = 1, siblings: str = "off") -> None:
+        if siblings not in SIBLING_RULES:
+            raise ValueError(f"siblings={siblings!r}: expected one of {', '.join(SIBLING_RULES)}")
         self.model = model if model is not None else LinkValueModel(random_state=seed)
+        self.siblings = siblings != "off"
+        self.sibling_rule = siblings
+        #: holder URL -> model ids of the fetched pages it links to; holder URL -> its queued entries
+        self._kids: dict[str, set[int]] = {}
+        self._held: dict[str, list[_Entry]] = {}
+        self._psum = 0.0  # Σ P(relevant) of the fetched pages (the model's current figures)
         self.epsilon = epsilon
         self.explore_sample = max(1, int(explore_sample))
         self.rescore_all = rescore_all
@@ -160,9 +201,44 @@ class LearnedFrontier(FrontierBase):
 
     def _add(self, link: Link, row: bytes, holder: str | None, priority: float) -> None:
         entry = _Entry(link, row, holder, priority)
+        if self.siblings and holder is not None:
+            entry.priority = shifted(priority, self.sibling_shift(holder))
+            self._held.setdefault(holder, []).append(entry)
         entry.pos = len(self._live)
         self._live.append(entry)
         self._enqueue(entry)
+
+    # -- sibling yield --------------------------------------------------------------------------------
+    def crawl_yield(self) -> float:
+        """g = (Σ P + 1) / (N + 2) over the fetched pages."""
+        return (self._psum + 1.0) / (self.model.n_pages + 2.0)
+
+    def sibling_shift(self, holder: str) -> float:
+        """logit y_h − logit g of ``holder`` (:func:`sibling_shift`)."""
+        kids = self._kids.get(holder)
+        if not kids:
+            return 0.0
+        prob = self.model.probability
+        return sibling_shift(map(prob, kids), len(kids), self.crawl_yield(), self.host_strength)
+
+    def _kid(self, holder: str, node: int) -> None:
+        self._kids.setdefault(holder, set()).add(node)
+
+    def _reprioritise(self, holder: str) -> None:
+        """A page fetched through ``holder``: its other queued links get the new sibling shift."""
+        held = self._held.get(holder)
+        if not held:
+            return
+        live = [e for e in held if e.uid >= 0]
+        if not live:
+            del self._held[holder]
+            return
+        self._held[holder] = live
+        shift = self.sibling_shift(holder)
+        for e in live:
+            e.priority = shifted(e.base, shift)
+            self._enqueue(e)
+        self._compact()
 
     # -- Frontier protocol ----------------------------------------------------------------------------
     def push(self, link: Link) -> None:
@@ -233,7 +309,8 @@ class LearnedFrontier(FrontierBase):
         self._queued_urls.discard(url)
         holder_value = 0.0
         if model.page(url) is None:
-            model.add_page(url, probability, relevant=relevant, parent=via[1] if via else None)
+            node = model.add_page(url, probability, relevant=relevant, parent=via[1] if via else None)
+            self._psum += model.probability(node)
             good = model.is_relevant(url)
             host = self._hosts.get(domain)
             if host is None:
@@ -244,6 +321,9 @@ class LearnedFrontier(FrontierBase):
             self._seen += 1
             if via is not None:
                 model.add_example(via[0], url)
+                if self.siblings and via[1] is not None:
+                    self._kid(via[1], node)
+                    self._reprioritise(via[1])
             if model.retrain_due:  # before the out-links are scored: they get the new model's values
                 self.retrain()
             if via is not None and model.fitted:
@@ -263,9 +343,12 @@ class LearnedFrontier(FrontierBase):
             values = model.predict_rows(rows).tolist() if model.fitted else [None] * len(rows)
             version = model.version_
             for target, row, value in zip(targets, rows, values, strict=True):
-                if model.page(target) is not None:  # fetched before: an example now, and an edge
+                node = model.page(target)
+                if node is not None:  # fetched before: an example now, and an edge
                     model.add_example(row, target)
                     model.add_edge(url, target)
+                    if self.siblings:
+                        self._kid(url, node)
                 else:
                     self._remember(self._incoming, target, (row, url, value, version))
 
@@ -273,6 +356,7 @@ class LearnedFrontier(FrontierBase):
         """Fetched pages' P(relevant) under a refitted page classifier (URL -> P): the link labels
         follow them from the next retrain (``label_rule`` of the model)."""
         self.model.set_probabilities(probabilities)
+        self._psum = self.model.probability_sum()
 
     def feedback(self, url: str, domain: str, relevance: float, beta: float | None = None) -> None:
         """The HarvestPipeline's hook for each counted page: records a page :meth:`observe_page` did
@@ -311,6 +395,19 @@ class LearnedFrontier(FrontierBase):
         if not todo:
             return
         values = self.model.predict_rows([e.row for e in todo]).tolist()
+        if self.siblings:
+            shifts: dict[str, float] = {}
+            for e, v in zip(todo, values):
+                e.base = v
+            for i, e in enumerate(todo):
+                if e.holder is not None:
+                    shift = shifts.get(e.holder)
+                    if shift is None:
+                        shift = shifts[e.holder] = self.sibling_shift(e.holder)
+                    values[i] = shifted(values[i], shift)
+        else:
+            for e, v in zip(todo, values):
+                e.base = v
         if not full:
             for e, v in zip(todo, values):
                 e.priority = v
@@ -348,7 +445,8 @@ class LearnedFrontier(FrontierBase):
             "links": [e.link for e in self._live],
             "next_seq": self._next_seq,
             "learned": {
-                "entries": [(e.row, e.holder, e.priority) for e in self._live],
+                "entries": [(e.row, e.holder, e.priority, e.base) for e in self._live],
+                "siblings": {h: sorted(k) for h, k in self._kids.items()},
                 "model": self.model,
                 "rng": self._rng.getstate(),
                 "incoming": list(self._incoming.items()),
@@ -378,8 +476,13 @@ class LearnedFrontier(FrontierBase):
         self._queued_urls = {link.url for link in state["links"]} | set(self._inflight)
         (self._good, self._seen, self._explored, self._rescored, self._retrains,
          self._next_uid) = learned["counts"]
-        for link, (row, holder, priority) in zip(state["links"], learned["entries"]):
-            entry = _Entry(link, row, holder, priority)
+        self._kids = {h: set(k) for h, k in learned.get("siblings", {}).items()}
+        self._psum = self.model.probability_sum()
+        self._held = {}
+        for link, (row, holder, priority, *base) in zip(state["links"], learned["entries"]):
+            entry = _Entry(link, row, holder, priority, *base)  # states before sibling yield: base = priority
+            if self.siblings and holder is not None:
+                self._held.setdefault(holder, []).append(entry)
             entry.pos = len(self._live)
             entry.uid = self._next_uid
             self._next_uid += 1
@@ -405,6 +508,7 @@ class LearnedOptions(StrategyOptions):
     learned_labels: str = option_field("count", choices=LABEL_RULES)
     learned_first_blend: str = option_field("none", choices=FIRST_BLENDS)
     learned_explore_sample: int = option_field(1, low=1, high=1024)
+    learned_siblings: str = option_field("off", choices=SIBLING_RULES)
 
     def kwargs(self) -> dict:
         """The :class:`LearnedFrontier` arguments (its model included)."""
@@ -414,7 +518,8 @@ class LearnedOptions(StrategyOptions):
                                first_blend=self.learned_first_blend)
         return {"model": model, "epsilon": self.learned_epsilon, "rescore_all": self.learned_rescore_all,
                 "rescore_top": self.learned_rescore_top, "rescore_sample": self.learned_rescore_sample,
-                "seed": self.learned_seed, "explore_sample": self.learned_explore_sample}
+                "seed": self.learned_seed, "explore_sample": self.learned_explore_sample,
+                "siblings": self.learned_siblings}
 
 
 def make_learned(options: LearnedOptions | Mapping | None = None,
