@@ -9,14 +9,7 @@ import pytest
 
 from topiccrawl.learning.linkvalue import NUMERIC, LinkFeatures, LinkValueModel, url_tokens
 from topiccrawl.strategies.base import FrontierError, Link, OptionError
-from topiccrawl.strategies.learned import (
-    LearnedFrontier,
-    LearnedOptions,
-    make_learned,
-    residual_shift,
-    shifted,
-    sibling_shift,
-)
+from topiccrawl.strategies.learned import LearnedFrontier, LearnedOptions, make_learned, shifted, sibling_shift
 from topiccrawl.strategies.simple import BestFirstFrontier
 
 WORDS = [f"w{i}" for i in range(300)]
@@ -170,7 +163,7 @@ def test_exploration_takes_the_best_of_k_uniform_picks():
     assert make_learned().explore_sample == 1
 
 
-@pytest.mark.parametrize("siblings", ["off", "yield", "residual"])
+@pytest.mark.parametrize("siblings", ["off", "yield"])
 def test_state_round_trip_restores_the_queue_the_model_and_the_next_decisions(siblings):
     def fresh():
         return LearnedFrontier(LinkValueModel(n_features=2**14, retrain_every=15, min_positive=1), epsilon=0.2,
@@ -321,7 +314,7 @@ def test_rescoring_is_bounded_to_the_top_and_a_sample():
     assert len(queue_order(f)) == 100 == len(f)
 
 
-@pytest.mark.parametrize("siblings", ["off", "yield", "residual"])
+@pytest.mark.parametrize("siblings", ["off", "yield"])
 def test_every_decision_takes_the_best_live_link_across_retrains_and_rescoring(siblings):
     """Without exploration, each pop is the live link of highest priority (ties: first pushed), with
     bounded re-scoring, sibling re-prioritisation and stale heap entries in between."""
@@ -411,7 +404,7 @@ def simulate(frontier, web, budget, seed):
     return found
 
 
-@pytest.mark.parametrize("siblings", ["off", "yield", "residual"])
+@pytest.mark.parametrize("siblings", ["off", "yield"])
 def test_learned_finds_the_planted_signal_bestfirst_cannot(siblings):
     budget, results = 1500, []
     for seed in (0, 1, 2):
@@ -511,39 +504,6 @@ def test_a_page_linking_to_relevant_pages_fetched_before_pushes_its_links_higher
     assert make_learned({"learned_siblings": "yield"}).sibling_rule == "yield" and not make_learned().siblings
     with pytest.raises(OptionError, match="TOPICCRAWL_LEARNED_SIBLINGS"):
         LearnedOptions.coerce({"learned_siblings": "on"})
-
-
-def test_residual_compares_the_targets_with_what_their_priorities_predicted():
-    assert residual_shift(0.0, 0.0, 0.1, 2.0) == 0.0
-    assert residual_shift(1.8, 0.2, 0.1, 2.0) == pytest.approx(np.log(2.0 / 0.4))
-    assert residual_shift(0.2, 1.8, 0.1, 2.0) == -residual_shift(1.8, 0.2, 0.1, 2.0)
-    def crawl(rule):
-        """Seeds a and b; a holds one strong link (R(l) 0.8), b two weak ones (0.1); each holder's
-        first link is fetched and its target is relevant (P 0.8): as predicted for a, not for b."""
-        f = LearnedFrontier(epsilon=0.0, siblings=rule)
-        for name, score in (("a", 1.0), ("b", 0.9)):
-            f.push(Link(f"http://x.test/{name}", score))
-        for name, score, n in (("a", 0.8, 1), ("b", 0.1, 2)):
-            assert f.pop().url.endswith(name)
-            outs = [(f"http://x.test/{name}{i}", features(["w1"], f"http://x.test/{name}{i}", score)) for i in range(n)]
-            f.observe_page(f"http://x.test/{name}", "x.test", 0.05, outs)
-            for url, feat in outs:
-                f.push(Link(url, feat.score))
-        assert f.pop().url.endswith("a0")
-        f.observe_page("http://x.test/a0", "x.test", 0.8)
-        after_a0 = f.sibling_shift("http://x.test/a")
-        assert f.pop().url.endswith("b0")
-        f.observe_page("http://x.test/b0", "x.test", 0.8)
-        return f, after_a0
-
-    f, after_a0 = crawl("yield")
-    assert after_a0 > 0.5  # a's one target beat the crawl's mean: all of a's links would rise
-    f, after_a0 = crawl("residual")
-    assert after_a0 == pytest.approx(0.0)  # as good as its priority said: no change
-    assert f.value_ratio() == pytest.approx(1.6 / 0.9)  # κ over a0 and b0 (seeds have no priority of a link)
-    assert f.sibling_shift("http://x.test/b") > 0 > f.sibling_shift("http://x.test/a")
-    b1 = f.peek()[1]
-    assert b1.url.endswith("b1") and f.peek()[0] > 0.1  # b's other link rose
 
 
 def test_sibling_yield_is_refused_on_redis_with_one_line():

@@ -46,7 +46,7 @@ from topiccrawl.strategies.base import FrontierBase, Link, StrategyOptions, opti
 from topiccrawl.strategies.wanglandau import clip01
 
 #: how a holder page's fetched targets shift the priority of its other links (docs/learned.md)
-SIBLING_RULES = ("off", "yield", "residual")
+SIBLING_RULES = ("off", "yield")
 
 
 def fallback_features(link: Link, k: int) -> LinkFeatures:
@@ -101,13 +101,6 @@ def sibling_shift(probabilities: Iterable[float], n: int, crawl_yield: float, st
     return _logit(y) - _logit(crawl_yield)
 
 
-def residual_shift(observed: float, expected: float, crawl_yield: float, strength: float) -> float:
-    """log ρ_h, ρ_h = (Σ P + a·g) / (κ·Σ v + a·g): a holder's targets' P(relevant) (``observed``)
-    against what their priorities predicted (``expected`` = κ·Σ v); 0 when both are 0."""
-    prior = strength * crawl_yield
-    return math.log((observed + prior) / (expected + prior))
-
-
 def shifted(value: float, shift: float) -> float:
     """``value`` with ``shift`` added to its logit (unchanged for a shift of 0)."""
     if not shift:
@@ -150,9 +143,6 @@ class LearnedFrontier(FrontierBase):
         self.model = model if model is not None else LinkValueModel(random_state=seed)
         self.siblings = siblings != "off"
         self.sibling_rule = siblings
-        #: model id of a page fetched through a link -> that link's priority before any shift
-        self._fetch_value: dict[int, float] = {}
-        self._fv_sums = [0.0, 0.0]  # Σ v and Σ P over those pages (P: the model's current figures)
         #: holder URL -> model ids of the fetched pages it links to; holder URL -> its queued entries
         self._kids: dict[str, set[int]] = {}
         self._held: dict[str, list[_Entry]] = {}
@@ -224,31 +214,12 @@ class LearnedFrontier(FrontierBase):
         return (self._psum + 1.0) / (self.model.n_pages + 2.0)
 
     def sibling_shift(self, holder: str) -> float:
-        """The shift of ``holder``'s links: logit y_h − logit g (``"yield"``, :func:`sibling_shift`) or
-        log ρ_h (``"residual"``, :func:`residual_shift`); 0 before any of its targets is fetched."""
+        """logit y_h − logit g of ``holder`` (:func:`sibling_shift`)."""
         kids = self._kids.get(holder)
         if not kids:
             return 0.0
         prob = self.model.probability
-        if self.sibling_rule == "yield":
-            return sibling_shift(map(prob, kids), len(kids), self.crawl_yield(), self.host_strength)
-        kappa, fv = self.value_ratio(), self._fetch_value
-        observed = expected = 0.0
-        for node in kids:
-            p = prob(node)
-            observed += p
-            v = fv.get(node)
-            expected += p if v is None else kappa * v
-        return residual_shift(observed, expected, self.crawl_yield(), self.host_strength)
-
-    def value_ratio(self) -> float:
-        """κ = Σ P / Σ v over the pages fetched through a link of priority v (1 before any)."""
-        total, probs = self._fv_sums
-        return probs / total if total > 0 else 1.0
-
-    def _sum_fetch_values(self) -> None:
-        prob = self.model.probability
-        self._fv_sums = [math.fsum(self._fetch_value.values()), math.fsum(map(prob, self._fetch_value))]
+        return sibling_shift(map(prob, kids), len(kids), self.crawl_yield(), self.host_strength)
 
     def _kid(self, holder: str, node: int) -> None:
         self._kids.setdefault(holder, set()).add(node)
@@ -293,7 +264,7 @@ class LearnedFrontier(FrontierBase):
             entry = self._pop_best()
         self._remove(entry)
         self._compact()
-        self._remember(self._inflight, entry.link.url, (entry.row, entry.holder, entry.base))
+        self._remember(self._inflight, entry.link.url, (entry.row, entry.holder))
         return entry.link
 
     def __len__(self) -> int:
@@ -350,10 +321,6 @@ class LearnedFrontier(FrontierBase):
             self._seen += 1
             if via is not None:
                 model.add_example(via[0], url)
-                if via[1] is not None and len(via) > 2:  # fetched through a link of a fetched page (not a seed)
-                    self._fetch_value[node] = via[2]
-                    self._fv_sums[0] += via[2]
-                    self._fv_sums[1] += model.probability(node)
                 if self.siblings and via[1] is not None:
                     self._kid(via[1], node)
                     self._reprioritise(via[1])
@@ -390,7 +357,6 @@ class LearnedFrontier(FrontierBase):
         follow them from the next retrain (``label_rule`` of the model)."""
         self.model.set_probabilities(probabilities)
         self._psum = self.model.probability_sum()
-        self._sum_fetch_values()
 
     def feedback(self, url: str, domain: str, relevance: float, beta: float | None = None) -> None:
         """The HarvestPipeline's hook for each counted page: records a page :meth:`observe_page` did
@@ -481,7 +447,6 @@ class LearnedFrontier(FrontierBase):
             "learned": {
                 "entries": [(e.row, e.holder, e.priority, e.base) for e in self._live],
                 "siblings": {h: sorted(k) for h, k in self._kids.items()},
-                "fetch_values": self._fetch_value,
                 "model": self.model,
                 "rng": self._rng.getstate(),
                 "incoming": list(self._incoming.items()),
@@ -512,9 +477,7 @@ class LearnedFrontier(FrontierBase):
         (self._good, self._seen, self._explored, self._rescored, self._retrains,
          self._next_uid) = learned["counts"]
         self._kids = {h: set(k) for h, k in learned.get("siblings", {}).items()}
-        self._fetch_value = dict(learned.get("fetch_values", {}))
         self._psum = self.model.probability_sum()
-        self._sum_fetch_values()
         self._held = {}
         for link, (row, holder, priority, *base) in zip(state["links"], learned["entries"]):
             entry = _Entry(link, row, holder, priority, *base)  # states before sibling yield: base = priority
