@@ -173,3 +173,54 @@ def test_topic_copy_without_words_keeps_name_labels_and_seeds(tmp_path):
     assert again.labels == topic.labels and again.seeds == topic.seeds
     assert again.examples == ("http://en.wikispeedia.test/wiki/Owl",)
     assert "bird =" not in copy.read_text(encoding="utf-8")
+
+
+# -- bench.replay_focus -------------------------------------------------------------------------------
+
+
+def test_replay_feeds_a_crawls_pages_in_order_to_each_rule_and_reports_the_errors(tmp_path):
+    from bench.replay_focus import Pages, main, parse_rule
+    from topiccrawl.learning.classifier import PageClassifier
+    from topiccrawl.learning.focus import PageFocus
+    from topiccrawl.weblab.corpus import open_corpus
+
+    spec = "generated:zh-disaster?pages=1000&seed=1"
+    corpus = open_corpus(spec)
+    ok = [u for u in corpus.iter_urls() if corpus.get(u).status == 200]
+    books = [u for u in ok if "kind:bookstore" in corpus.labels(u)][:24]
+    others = [u for u in ok if "kind:bookstore" not in corpus.labels(u)][:96]
+    urls = [u for i in range(24) for u in (books[i], *others[4 * i: 4 * i + 4])]  # a bookstore page in five
+    truth = ["kind:bookstore" in corpus.labels(u) for u in urls]
+    relevance = [0.8 if t else 0.1 * (i % 3) for i, t in enumerate(truth)]
+    assert sum(truth) == 24 and len(urls) == 120
+    out = tmp_path / "out"
+    run = out / "runs" / "books" / "learned-0"
+    run.mkdir(parents=True)
+    (out / "results.json").write_text(json.dumps({"spec": spec}), encoding="utf-8")
+    with (run / "harvest.csv").open("w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["dp", "truth_relevant", "url", "relevance", "expected_harvest"])
+        for i, (u, r) in enumerate(zip(urls, relevance)):
+            w.writerow([i + 1, sum(truth[: i + 1]), u, r, 0.5 if i == len(urls) - 1 else ""])
+    table = tmp_path / "replay.md"
+    main([str(out), "--rule", "base", "--rule", "wide:pseudo_share=0.2,classifier.C=0.5", "--out", str(table)])
+
+    true = sum(truth) / len(truth)
+    pages = Pages(spec)
+    expected = {}
+    for name, kw in (("base", {}), ("wide", {"pseudo_share": 0.2})):
+        focus = PageFocus(classifier=PageClassifier(random_state=0, **({"C": 0.5} if kw else {})), **kw)
+        for u, r in zip(urls, relevance):
+            focus.observe(pages.terms(u), r, key=u)
+        expected[name] = abs(focus.expected_harvest - true)
+    assert expected["base"] != expected["wide"]  # the rules differ, so the replay must tell them apart
+    lines = table.read_text(encoding="utf-8").splitlines()
+    assert lines[0] == "| topic | crawl | base | wide |"
+    assert lines[2] == f"| books | {abs(0.5 - true):.3f} | {expected['base']:.3f} | {expected['wide']:.3f} |"
+    assert [line.split(" |")[0] for line in lines[3:]] == ["| **mean**", "| **worst**", "| **topics > 0.1**"]
+
+    assert parse_rule("c:classifier.C=0.3,pseudo_share=0.02") == ("c", {"pseudo_share": 0.02}, {"C": 0.3})
+    with pytest.raises(SystemExit, match="expected KEY=VALUE"):
+        parse_rule("c:C")
+    with pytest.raises(SystemExit, match="no results.json"):
+        main([str(tmp_path), "--rule", "base"])

@@ -1,0 +1,151 @@
+"""Replay the pages of finished crawls through page-classifier rules, without crawling again.
+
+    python -m bench.replay_focus OUT [OUT ...] --rule base --rule share2:pseudo_share=0.02 \\
+        --rule c01:classifier.C=0.1 [--variant learned] [--out replay.md]
+
+``OUT`` is a ``bench.learned_focus --out`` folder: its ``results.json`` names the web (``spec``), and
+every run's ``harvest.csv`` lists the fetched pages in fetch order with their R(P) and ground truth.
+Each page is read from the corpus (no HTTP, no lab server) and extracted as the crawler extracts it
+(:func:`topiccrawl.scoring.text.extract`, :func:`~topiccrawl.scoring.text.document_terms`), then fed,
+in the crawl's order, to a :class:`~topiccrawl.learning.focus.PageFocus` built from each ``--rule``
+(``NAME:KEY=VALUE,...``; keys are ``PageFocus`` arguments, ``classifier.KEY`` the
+``PageClassifier``'s). Reported per topic (mean over its runs) and over topics: abs(P̄ − true
+harvest rate) at the crawl's last page, the self-assessment of the crawl itself next to it (a
+``base`` rule with no keys reproduces it), and how many topics miss 0.1.
+
+The crawl's order stays what it was, so a rule is judged on the self-assessment alone: a rule that
+also changes the link labels (the crawl's pseudo-positives) must be crawled to see its effect on
+recall. Corpora with ``labels`` only (wikispeedia, htmltree, generated) work; the development
+topics are where rules are chosen (docs/learned.md), never the evaluation ones.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import statistics
+import sys
+from pathlib import Path
+
+from topiccrawl.learning.classifier import PageClassifier
+from topiccrawl.learning.focus import PageFocus
+from topiccrawl.scoring.text import document_terms, extract
+from topiccrawl.weblab.corpus import open_corpus
+
+
+def parse_value(text: str):
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def parse_rule(spec: str) -> tuple[str, dict, dict]:
+    """``NAME:KEY=VALUE,...`` -> name, PageFocus keywords, PageClassifier keywords."""
+    name, _, rest = spec.partition(":")
+    focus, classifier = {}, {}
+    for item in filter(None, rest.split(",")):
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise SystemExit(f"--rule {spec!r}: expected KEY=VALUE, got {item!r}")
+        if key.startswith("classifier."):
+            classifier[key.removeprefix("classifier.")] = parse_value(value)
+        else:
+            focus[key] = parse_value(value)
+    return name, focus, classifier
+
+
+def read_run(path: Path) -> tuple[list[str], list[float], list[bool], float | None]:
+    """URLs in fetch order, their R(P), whether each is truly relevant, the crawl's own P̄ at the end."""
+    rows = list(csv.DictReader(path.open(encoding="utf-8")))
+    urls, relevance, truth, prev = [], [], [], 0
+    for r in rows:
+        urls.append(r["url"])
+        relevance.append(float(r["relevance"]))
+        count = int(r["truth_relevant"])
+        truth.append(count > prev)
+        prev = count
+    last = rows[-1].get("expected_harvest") if rows else None
+    return urls, relevance, truth, float(last) if last else None
+
+
+class Pages:
+    """Terms of a corpus page, extracted once."""
+
+    def __init__(self, spec: str) -> None:
+        self.corpus = open_corpus(spec)
+        self.cache: dict[str, list[str]] = {}
+
+    def terms(self, url: str) -> list[str]:
+        terms = self.cache.get(url)
+        if terms is None:
+            page = self.corpus.get(url)
+            if page is None:
+                raise SystemExit(f"{url}: not in the corpus {self.corpus!r}")
+            content_type = next((v for k, v in page.headers.items() if k.lower() == "content-type"), None)
+            terms = self.cache[url] = document_terms(extract(page.body, url, content_type))
+        return terms
+
+
+def replay(pages: Pages, urls, relevance, focus_kw: dict, classifier_kw: dict) -> float | None:
+    classifier = PageClassifier(**{"random_state": 0, **classifier_kw})
+    focus = PageFocus(classifier=classifier, **focus_kw)
+    for url, r in zip(urls, relevance, strict=True):
+        focus.observe(pages.terms(url), r, key=url)
+    return focus.expected_harvest
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("outs", nargs="+", type=Path, help="bench.learned_focus --out folders")
+    ap.add_argument("--rule", action="append", required=True, help="NAME:KEY=VALUE,... (repeatable)")
+    ap.add_argument("--variant", default="learned", help="the crawls replayed (default: learned)")
+    ap.add_argument("--out", type=Path, help="also write the table here (markdown)")
+    args = ap.parse_args(argv)
+    rules = [parse_rule(r) for r in args.rule]
+    errors: dict[str, dict[str, list[float]]] = {}  # topic -> rule (or "crawl") -> abs errors
+    for out in args.outs:
+        results = out / "results.json"
+        if not results.is_file():
+            raise SystemExit(f"{out}: no results.json (not a bench.learned_focus --out folder)")
+        pages = Pages(json.loads(results.read_text(encoding="utf-8"))["spec"])
+        for run in sorted(out.glob(f"runs/*/{args.variant}-*/harvest.csv")):
+            topic = run.parent.parent.name
+            urls, relevance, truth, crawl = read_run(run)
+            if not urls:
+                continue
+            true = sum(truth) / len(truth)
+            row = errors.setdefault(topic, {})
+            if crawl is not None:
+                row.setdefault("crawl", []).append(abs(crawl - true))
+            for name, focus_kw, classifier_kw in rules:
+                p = replay(pages, urls, relevance, focus_kw, classifier_kw)
+                row.setdefault(name, []).append(abs((p or 0.0) - true))
+            print(f"{topic} {run.parent.name}: true {true:.3f}, " + ", ".join(
+                f"{k} {v[-1]:.3f}" for k, v in row.items()), file=sys.stderr, flush=True)
+    names = ["crawl", *(r[0] for r in rules)]
+    lines = ["| topic | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
+    per = {n: [] for n in names}
+    for topic, row in errors.items():
+        cells = []
+        for n in names:
+            e = statistics.mean(row[n]) if row.get(n) else None
+            if e is not None:
+                per[n].append(e)
+            cells.append("–" if e is None else f"{e:.3f}")
+        lines.append(f"| {topic} | " + " | ".join(cells) + " |")
+    for label, fn in (("mean", statistics.mean), ("worst", max), ("topics > 0.1", lambda v: sum(x > 0.1 for x in v))):
+        lines.append(f"| **{label}** | " + " | ".join(
+            (f"{fn(per[n]):.3f}" if label != "topics > 0.1" else str(fn(per[n]))) if per[n] else "–"
+            for n in names) + " |")
+    table = "\n".join(lines)
+    print(table)
+    if args.out:
+        args.out.write_text(table + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
