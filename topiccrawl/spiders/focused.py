@@ -29,6 +29,9 @@ class FocusedSpider(scrapy.Spider):
     """
 
     name = "focused"
+    #: ∂ of eq. 5: the anchor weighs more than the WL paper's 0.3 (chosen on the development topics,
+    #: docs/learned.md "The anchor weight ∂ of the focused spider"); ``-s`` still overrides it
+    custom_settings = {"TOPICCRAWL_ANCHOR_WEIGHT": 0.7}
     #: which queue the crawl needs; the add-on (topiccrawl.crawl.addon) picks the scheduler by it
     topiccrawl_queue = "frontier"
     #: without -a seeds or topic seeds an offline crawl starts from the web's entry pages; a live
