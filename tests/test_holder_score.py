@@ -72,3 +72,19 @@ def test_auto_is_the_probability_for_learned_with_example_pages_and_the_relevanc
 def test_an_unknown_holder_score_is_a_config_error():
     with pytest.raises(ConfigError, match="TOPICCRAWL_HOLDER_SCORE"):
         _runtime("both")
+
+
+def test_the_focused_spider_weighs_the_anchor_at_0_7_and_wl_keeps_the_paper_s_0_3():
+    from scrapy.settings import Settings
+
+    from topiccrawl.spiders.wl import WLSpider
+
+    assert _runtime("relevance").config.anchor_weight == 0.7  # through a crawler's settings
+    for spider, expected in ((FocusedSpider, 0.7), (WLSpider, 0.3)):
+        settings = Settings()
+        spider.update_settings(settings)
+        assert settings.getfloat("TOPICCRAWL_ANCHOR_WEIGHT") == expected
+    settings = Settings()
+    settings.set("TOPICCRAWL_ANCHOR_WEIGHT", 0.3, priority="cmdline")  # scrapy crawl focused -s ...
+    FocusedSpider.update_settings(settings)
+    assert settings.getfloat("TOPICCRAWL_ANCHOR_WEIGHT") == 0.3
