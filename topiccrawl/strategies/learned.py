@@ -395,19 +395,16 @@ class LearnedFrontier(FrontierBase):
         if not todo:
             return
         values = self.model.predict_rows([e.row for e in todo]).tolist()
+        for e, v in zip(todo, values):
+            e.base = v
         if self.siblings:
             shifts: dict[str, float] = {}
-            for e, v in zip(todo, values):
-                e.base = v
             for i, e in enumerate(todo):
                 if e.holder is not None:
                     shift = shifts.get(e.holder)
                     if shift is None:
                         shift = shifts[e.holder] = self.sibling_shift(e.holder)
                     values[i] = shifted(values[i], shift)
-        else:
-            for e, v in zip(todo, values):
-                e.base = v
         if not full:
             for e, v in zip(todo, values):
                 e.priority = v
