@@ -80,11 +80,20 @@ def remember(table: OrderedDict, key: str, value: tuple, limit: int) -> None:
         table.popitem(last=False)
 
 
+def crawl_yield(good: float, seen: int) -> float:
+    """g = (good + 1) / (seen + 2): the crawl's smoothed yield, the prior of a host's or a page's."""
+    return (good + 1.0) / (seen + 2.0)
+
+
+def shrunk(good: float, seen: int, prior: float, strength: float) -> float:
+    """(good + a·prior) / (seen + a), a = ``strength``: a yield shrunk towards ``prior``."""
+    return (good + strength * prior) / (seen + strength)
+
+
 def smoothed_yield(hosts: Mapping[str, Sequence[int]], good: int, seen: int, domain: str, strength: float) -> float:
     """(good_h + a·g) / (seen_h + a) of host ``domain``, g = (Σ good + 1) / (Σ seen + 2), a = ``strength``."""
     good_h, seen_h = hosts.get(domain, (0, 0))
-    g = (good + 1.0) / (seen + 2.0)
-    return (good_h + strength * g) / (seen_h + strength)
+    return shrunk(good_h, seen_h, crawl_yield(good, seen), strength)
 
 
 def _logit(p: float) -> float:
@@ -92,13 +101,12 @@ def _logit(p: float) -> float:
     return math.log(p / (1.0 - p))
 
 
-def sibling_shift(probabilities: Iterable[float], n: int, crawl_yield: float, strength: float) -> float:
+def sibling_shift(probabilities: Iterable[float], n: int, prior: float, strength: float) -> float:
     """logit y_h − logit g: y_h = (Σ P + a·g) / (n + a) over the ``n`` fetched pages a holder links
-    to, g = ``crawl_yield``, a = ``strength``; 0 when ``n`` is 0."""
+    to (:func:`shrunk`), g = ``prior`` (the crawl's yield), a = ``strength``; 0 when ``n`` is 0."""
     if not n:
         return 0.0
-    y = (math.fsum(probabilities) + strength * crawl_yield) / (n + strength)
-    return _logit(y) - _logit(crawl_yield)
+    return _logit(shrunk(math.fsum(probabilities), n, prior, strength)) - _logit(prior)
 
 
 def shifted(value: float, shift: float) -> float:
@@ -146,7 +154,7 @@ class LearnedFrontier(FrontierBase):
         #: holder URL -> model ids of the fetched pages it links to; holder URL -> its queued entries
         self._kids: dict[str, set[int]] = {}
         self._held: dict[str, list[_Entry]] = {}
-        self._psum = 0.0  # Σ P(relevant) of the fetched pages (the model's current figures)
+        self._psum = 0.0  # with sibling yield: Σ P(relevant) of the fetched pages (the model's current figures)
         self.epsilon = epsilon
         self.explore_sample = max(1, int(explore_sample))
         self.rescore_all = rescore_all
@@ -210,8 +218,8 @@ class LearnedFrontier(FrontierBase):
 
     # -- sibling yield --------------------------------------------------------------------------------
     def crawl_yield(self) -> float:
-        """g = (Σ P + 1) / (N + 2) over the fetched pages."""
-        return (self._psum + 1.0) / (self.model.n_pages + 2.0)
+        """g = (Σ P + 1) / (N + 2) over the fetched pages (kept with sibling yield on)."""
+        return crawl_yield(self._psum, self.model.n_pages)
 
     def sibling_shift(self, holder: str) -> float:
         """logit y_h − logit g of ``holder`` (:func:`sibling_shift`)."""
@@ -310,7 +318,8 @@ class LearnedFrontier(FrontierBase):
         holder_value = 0.0
         if model.page(url) is None:
             node = model.add_page(url, probability, relevant=relevant, parent=via[1] if via else None)
-            self._psum += model.probability(node)
+            if self.siblings:
+                self._psum += model.probability(node)
             good = model.is_relevant(url)
             host = self._hosts.get(domain)
             if host is None:
@@ -356,7 +365,8 @@ class LearnedFrontier(FrontierBase):
         """Fetched pages' P(relevant) under a refitted page classifier (URL -> P): the link labels
         follow them from the next retrain (``label_rule`` of the model)."""
         self.model.set_probabilities(probabilities)
-        self._psum = self.model.probability_sum()
+        if self.siblings:
+            self._psum = self.model.probability_sum()
 
     def feedback(self, url: str, domain: str, relevance: float, beta: float | None = None) -> None:
         """The HarvestPipeline's hook for each counted page: records a page :meth:`observe_page` did
@@ -474,7 +484,7 @@ class LearnedFrontier(FrontierBase):
         (self._good, self._seen, self._explored, self._rescored, self._retrains,
          self._next_uid) = learned["counts"]
         self._kids = {h: set(k) for h, k in learned.get("siblings", {}).items()}
-        self._psum = self.model.probability_sum()
+        self._psum = self.model.probability_sum() if self.siblings else 0.0
         self._held = {}
         for link, (row, holder, priority, *base) in zip(state["links"], learned["entries"]):
             entry = _Entry(link, row, holder, priority, *base)  # states before sibling yield: base = priority
