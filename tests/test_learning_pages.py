@@ -205,6 +205,26 @@ def test_pu_learning_from_five_positives(generated):
     assert np.allclose(same.predict_proba(X[test]), clf.predict_proba(X[test]))
 
 
+def test_pu_mixture_sets_that_keep_fewer_positives_can_only_lower_the_prior(generated):
+    docs, labels = generated
+    y = _labels(labels, [TYPHOON])
+    X = hash_terms(docs)
+    train, _ = _split(y)
+    rng = np.random.default_rng(0)
+    # impure pseudo-positives: 10 relevant pages and 10 others, as the top R(P) pages of a crawl
+    positives = np.concatenate([rng.choice(train[y[train] == 1], 10, replace=False),
+                                rng.choice(train[y[train] == 0], 10, replace=False)])
+    unlabeled = np.setdiff1d(train, positives)
+    fits = {kept: PageClassifier(pu_kept=kept).refit(X[positives], X[unlabeled]) for kept in (1.0, 0.5, 0.25, 0.1)}
+    priors = [fits[kept].prior_ for kept in (1.0, 0.5, 0.25, 0.1)]
+    assert priors == sorted(priors, reverse=True) and priors[0] > priors[-1]
+    assert fits[0.1].c_ > fits[1.0].c_
+    assert fits[0.1].expected_harvest(X[unlabeled]) < fits[1.0].expected_harvest(X[unlabeled])
+    for bad in (0.0, 1.5):
+        with pytest.raises(ValueError, match="pu_kept"):
+            PageClassifier(pu_kept=bad).refit(X[positives], X[unlabeled])
+
+
 # -- topic words from example pages ------------------------------------------------------------
 
 

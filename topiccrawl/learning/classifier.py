@@ -85,7 +85,8 @@ class PageClassifier(ClassifierMixin, BaseEstimator):
     Pages (``X``) are strings, term lists (:func:`topiccrawl.scoring.text.tokenize`) or a matrix
     from :func:`hash_terms`. ``C`` is the inverse L2 regularisation of the logistic regression;
     ``cv`` the folds of the sigmoid calibration and of the PU estimates; ``pu_prior`` how PU
-    learning estimates c (``"mixture"`` or Elkan & Noto's ``"e1"``, see :meth:`fit`).
+    learning estimates c (``"mixture"`` or Elkan & Noto's ``"e1"``, see :meth:`fit`), ``pu_kept``
+    the least share of the labelled positives a set S of the mixture estimate keeps.
 
     The fitted model is K linear scores z_k = w_k · x + b_k over the TF-IDF vector x of a page
     (K = ``cv`` calibrated fold models, or 1) and P(relevant) = min(1, mean_k
@@ -97,7 +98,7 @@ class PageClassifier(ClassifierMixin, BaseEstimator):
     """
 
     def __init__(self, n_features: int = 2**18, C: float = 1.0, calibration: str = "auto",
-                 min_calibration: int = 30, cv: int = 3, pu_prior: str = "mixture",
+                 min_calibration: int = 30, cv: int = 3, pu_prior: str = "mixture", pu_kept: float = 0.5,
                  max_iter: int = 300, tol: float = 1e-3, random_state: int | None = 0):
         self.n_features = n_features
         self.C = C
@@ -105,6 +106,7 @@ class PageClassifier(ClassifierMixin, BaseEstimator):
         self.min_calibration = min_calibration
         self.cv = cv
         self.pu_prior = pu_prior
+        self.pu_kept = pu_kept
         self.max_iter = max_iter
         self.tol = tol
         self.random_state = random_state
@@ -130,8 +132,8 @@ class PageClassifier(ClassifierMixin, BaseEstimator):
         positives. ``"mixture"`` (default) estimates the share π of relevant pages among the n_U
         unlabeled ones as the largest proportion of the positives' distribution in the unlabeled
         one (Blanchard, Lee & Scott 2010), π = min over S of P_U(S) / P_P(S), with S = {z >= t}
-        for t at the out-of-fold scores z of the labelled positives that keep at least half of
-        them in S; then c = n_P / (n_P + π n_U). With few positives (5-20) e1's mean is
+        for t at the out-of-fold scores z of the labelled positives that keep at least a share
+        ``pu_kept`` (default half) of them in S; then c = n_P / (n_P + π n_U). With few positives (5-20) e1's mean is
         dominated by a few held-out positives and underestimates c. The probability is
         min(1, g(x) / c). Needs at least 2 labelled positives.
         """
@@ -142,6 +144,8 @@ class PageClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"calibration={self.calibration!r}: expected 'auto', 'sigmoid' or 'none'")
         if self.pu_prior not in ("mixture", "e1"):
             raise ValueError(f"pu_prior={self.pu_prior!r}: expected 'mixture' or 'e1'")
+        if not 0.0 < self.pu_kept <= 1.0:
+            raise ValueError(f"pu_kept={self.pu_kept!r}: expected a share in (0, 1]")
         counts = self._hashed(X)
         if counts.shape[0] != len(y):
             raise ValueError(f"{counts.shape[0]} pages but {len(y)} labels")
@@ -198,7 +202,8 @@ class PageClassifier(ClassifierMixin, BaseEstimator):
         if a >= 0:  # held-out positives score no higher than the rest: nothing learnt to rank by
             a, b = -1e-6, -math.log(n_pos / n_unl)
         pos, unl = np.sort(oof[s == 1]), oof[s == 0]
-        share = min((unl >= t).mean() * n_pos / (n_pos - k) for k, t in enumerate(pos[: n_pos // 2 + 1]))
+        last = n_pos - max(1, math.ceil(self.pu_kept * n_pos - 1e-9))  # S keeps >= pu_kept of them
+        share = min((unl >= t).mean() * n_pos / (n_pos - k) for k, t in enumerate(pos[: last + 1]))
         self.prior_ = min(1.0, float(share))
         if self.pu_prior == "e1":
             self.c_ = float(expit(-(a * pos + b)).mean())
