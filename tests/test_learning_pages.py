@@ -223,6 +223,11 @@ def test_pu_mixture_sets_that_keep_fewer_positives_can_only_lower_the_prior(gene
     for bad in (0.0, 1.5):
         with pytest.raises(ValueError, match="pu_kept"):
             PageClassifier(pu_kept=bad).refit(X[positives], X[unlabeled])
+    # a classifier pickled by code without pu_kept (a JOBDIR of an older version) refits as 0.5
+    old = PageClassifier()
+    del old.__dict__["pu_kept"]
+    restored = pickle.loads(pickle.dumps(old)).refit(X[positives], X[unlabeled])
+    assert restored.prior_ == fits[0.5].prior_
 
 
 # -- topic words from example pages ------------------------------------------------------------

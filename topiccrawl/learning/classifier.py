@@ -97,6 +97,9 @@ class PageClassifier(ClassifierMixin, BaseEstimator):
     and ``prior_`` (PU: the estimated share of relevant pages among the unlabeled ones).
     """
 
+    #: a classifier pickled before ``pu_kept`` existed (a JOBDIR of older code) keeps its behaviour
+    pu_kept = 0.5
+
     def __init__(self, n_features: int = 2**18, C: float = 1.0, calibration: str = "auto",
                  min_calibration: int = 30, cv: int = 3, pu_prior: str = "mixture", pu_kept: float = 0.5,
                  max_iter: int = 300, tol: float = 1e-3, random_state: int | None = 0):
@@ -133,9 +136,9 @@ class PageClassifier(ClassifierMixin, BaseEstimator):
         unlabeled ones as the largest proportion of the positives' distribution in the unlabeled
         one (Blanchard, Lee & Scott 2010), π = min over S of P_U(S) / P_P(S), with S = {z >= t}
         for t at the out-of-fold scores z of the labelled positives that keep at least a share
-        ``pu_kept`` (default half) of them in S; then c = n_P / (n_P + π n_U). With few positives (5-20) e1's mean is
-        dominated by a few held-out positives and underestimates c. The probability is
-        min(1, g(x) / c). Needs at least 2 labelled positives.
+        ``pu_kept`` (default half) of them in S; then c = n_P / (n_P + π n_U). With few positives
+        (5-20) e1's mean is dominated by a few held-out positives and underestimates c. The
+        probability is min(1, g(x) / c). Needs at least 2 labelled positives.
         """
         y = np.asarray(y).ravel()
         if not np.isin(y, (-1, 0, 1)).all():
