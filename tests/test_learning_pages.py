@@ -404,3 +404,56 @@ def test_page_focus_rescores_its_reservoir_pages_by_url_at_each_refit():
         assert p == pytest.approx(focus.classifier.proba_one(pages[url]), abs=1e-9)
     assert min(p for u, p in probs.items() if int(u.rsplit("/", 1)[1]) % 8 == 0) > max(
         p for u, p in probs.items() if int(u.rsplit("/", 1)[1]) % 8)
+
+
+@pytest.mark.parametrize("wordless", ["keep", "zero", "exclude"])
+def test_pages_with_none_of_the_topic_words_by_the_wordless_rule(wordless):
+    """``wordless``: with a topic's words, a page with R(P) = 0 keeps the classifier's P, gets 0,
+    or also stays out of the unlabeled pages the classifier learns from."""
+    from topiccrawl.learning.focus import PageFocus
+
+    def focus_for(rule, use_words=True):
+        return PageFocus(pseudo="top", pseudo_share=0.1, min_pages=60, refit_every=1000, wordless=rule,
+                         use_words=use_words)
+
+    rng = np.random.default_rng(2)
+    pages = []
+    for i in range(60):
+        on, wordless_page = i % 6 == 0, i % 3 == 2  # 10 on the topic, 20 with none of its words
+        words = ["orbit", "planet", "telescope"] if on else ["orbit", "city", "farm", "music"]
+        terms = list(rng.choice(words, 30))
+        pages.append((f"http://x.test/{i}", terms, 0.0 if wordless_page else (0.7 if on else 0.1)))
+    focus, keep = focus_for(wordless), focus_for("keep")
+    fits = []
+    fit = focus.classifier.refit
+    focus.classifier.refit = lambda pos, unl: (fits.append(unl.shape[0]), fit(pos, unl))[1]
+    p_last = [focus.observe(t, r, key=u) for u, t, r in pages][-1]
+    for u, t, r in pages:
+        keep.observe(t, r, key=u)
+    assert focus.fitted and keep.fitted and pages[-1][2] == 0.0
+    zeros = [u for u, _, r in pages if r == 0.0]
+    probs = focus.reservoir_probabilities
+    assert fits == [40 if wordless == "exclude" else 60]  # the unlabeled set the classifier saw
+    if wordless == "keep":
+        assert p_last > 0 and min(probs[u] for u in zeros) > 0
+        assert focus.expected_harvest == pytest.approx(keep.expected_harvest)
+    else:
+        assert p_last == 0.0 and all(probs[u] == 0.0 for u in zeros)
+        assert max(probs[u] for u in probs if u not in zeros) > 0
+        assert focus.expected_harvest == pytest.approx(sum(probs.values()) / 60)
+        assert focus.expected_harvest < keep.expected_harvest
+    if wordless == "zero":  # the same model as "keep": only the wordless pages' P changed
+        assert all(probs[u] == pytest.approx(keep.reservoir_probabilities[u]) for u in probs if u not in zeros)
+    # a topic of example pages only has no words to miss: the rule does not apply
+    examples_only = focus_for(wordless, use_words=False)
+    examples_only.add_example(pages[0][1])
+    examples_only.add_example(pages[6][1])
+    for u, t, r in pages:
+        examples_only.observe(t, r, key=u)
+    assert min(examples_only.reservoir_probabilities[u] for u in zeros) > 0
+    with pytest.raises(ValueError, match="wordless="):
+        PageFocus(wordless="drop")
+    from topiccrawl.crawl.settings import ConfigError, TopicCrawlConfig
+
+    with pytest.raises(ConfigError, match="TOPICCRAWL_CLASSIFIER_WORDLESS='drop'"):
+        TopicCrawlConfig(classifier_wordless="drop").validate()

@@ -353,7 +353,7 @@ class TopicCrawl:
         cfg = self.config
         return PageFocus(self.topic.beta, use_words=bool(self.topic.words), refit_every=cfg.classifier_refit_every,
                          strong_quantile=cfg.classifier_quantile, pseudo=cfg.classifier_pseudo,
-                         pseudo_share=cfg.classifier_share)
+                         pseudo_share=cfg.classifier_share, wordless=cfg.classifier_wordless)
 
     # -- topics from examples -------------------------------------------------------------------
     def example_urls(self, arg: str | None) -> list[str]:

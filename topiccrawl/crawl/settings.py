@@ -69,6 +69,7 @@ class TopicCrawlConfig:
     classifier_quantile: float = 0.25
     classifier_pseudo: str = "top"
     classifier_share: float = 0.03
+    classifier_wordless: str = "keep"
     examples_background: str = "seeds"
     holder_score: str = "auto"
     dispatch: str = "eager"
@@ -149,6 +150,9 @@ class TopicCrawlConfig:
             raise ConfigError(f"TOPICCRAWL_CLASSIFIER={self.classifier!r}: expected auto, on or off")
         if self.classifier_pseudo not in ("top", "beta"):
             raise ConfigError(f"TOPICCRAWL_CLASSIFIER_PSEUDO={self.classifier_pseudo!r}: expected top or beta")
+        if self.classifier_wordless not in ("keep", "zero", "exclude"):
+            raise ConfigError(f"TOPICCRAWL_CLASSIFIER_WORDLESS={self.classifier_wordless!r}: expected keep, zero "
+                              "or exclude")
         if self.examples_background not in ("seeds", "none"):
             raise ConfigError(f"TOPICCRAWL_EXAMPLES_BACKGROUND={self.examples_background!r}: expected seeds or none")
         if self.holder_score not in ("auto", "relevance", "probability"):

@@ -33,6 +33,8 @@ import scipy.sparse as sp
 from topiccrawl.learning.classifier import PageClassifier, hash_terms
 
 PSEUDO_RULES = ("top", "beta")
+#: what a topic with words makes of a fetched page with none of them (R(P) = 0; docs/learned.md)
+WORDLESS_RULES = ("keep", "zero", "exclude")
 
 
 def pseudo_positive_index(relevance: Sequence[float], rule: str = "top", *, share: float = 0.03,
@@ -64,14 +66,23 @@ def pseudo_positive_index(relevance: Sequence[float], rule: str = "top", *, shar
 
 class PageFocus:
     """P(relevant | page) for a crawl (module docstring). ``beta``: the topic's threshold on R(P)
-    (used by ``pseudo="beta"`` only)."""
+    (used by ``pseudo="beta"`` only). ``wordless`` (with ``use_words``): a page with R(P) = 0 keeps
+    the classifier's P (``"keep"``), gets P = 0 (``"zero"``), or also stays out of the classifier's
+    unlabeled set (``"exclude"``)."""
+
+    #: a focus pickled before ``wordless`` existed (a JOBDIR of older code) keeps its behaviour
+    wordless = "keep"
 
     def __init__(self, beta: float = 0.3, *, use_words: bool = True, refit_every: int = 100,
                  min_pages: int = 30, max_unlabeled: int = 2000, max_pseudo: int = 500,
                  pseudo: str = "top", pseudo_share: float = 0.03, min_pseudo: int = 3,
-                 strong_quantile: float = 0.25, seed: int = 0, classifier: PageClassifier | None = None) -> None:
+                 strong_quantile: float = 0.25, wordless: str = "keep", seed: int = 0,
+                 classifier: PageClassifier | None = None) -> None:
         if pseudo not in PSEUDO_RULES:
             raise ValueError(f"pseudo={pseudo!r}: expected one of {', '.join(PSEUDO_RULES)}")
+        if wordless not in WORDLESS_RULES:
+            raise ValueError(f"wordless={wordless!r}: expected one of {', '.join(WORDLESS_RULES)}")
+        self.wordless = wordless
         self.beta = beta
         self.pseudo = pseudo
         self.pseudo_share = pseudo_share
@@ -134,10 +145,16 @@ class PageFocus:
             self.refit()
         if not self.fitted:
             return float(min(max(relevance, 0.0), 1.0))
+        if self._gated(relevance):
+            return 0.0
         # one hashing per page: the reservoir's row when the page has one
         p = self.classifier.proba_row(row) if row is not None else self.classifier.proba_one(terms)
         self._since += p
         return p
+
+    def _gated(self, relevance: float) -> bool:
+        """P = 0 by the ``wordless`` rule: a topic with words, a page with none of them."""
+        return self.wordless != "keep" and self.use_words and relevance <= 0.0
 
     # -- training --------------------------------------------------------------------------------
     def _pseudo_positives(self) -> list[sp.csr_matrix]:
@@ -154,13 +171,20 @@ class PageFocus:
         if len(positives) < 2 or len(self._rows) + len(self._counter) < 2:
             return False
         fetched = sp.vstack(self._rows, format="csr") if self._rows else None  # stacked once: fit and re-score
-        unlabeled = [m for m in (fetched, *self._counter) if m is not None]
+        gated = np.array([self._gated(r) for r in self._relevance], dtype=bool)
+        train = fetched
+        if fetched is not None and self.wordless == "exclude" and gated.any():
+            train = fetched[np.flatnonzero(~gated)] if not gated.all() else None
+        unlabeled = [m for m in (train, *self._counter) if m is not None]
+        if not unlabeled or sum(m.shape[0] for m in unlabeled) < 2:
+            return False
         self.classifier.refit(sp.vstack(positives, format="csr"), sp.vstack(unlabeled, format="csr"))
         self.fitted = True
         self.refits += 1
         self.positives_used = len(positives)
         if fetched is not None:
             p = self.classifier.predict_proba(fetched)[:, 1]
+            p[gated] = 0.0
             self._base_mean = float(p.mean()) if len(p) else 0.0
             self.reservoir_probabilities = {k: float(v) for k, v in zip(self._keys, p.tolist()) if k is not None}
         else:
