@@ -30,7 +30,9 @@ from pathlib import Path
 
 from topiccrawl.learning.classifier import PageClassifier
 from topiccrawl.learning.focus import PageFocus
+from topiccrawl.scoring.relevance import RelevanceScorer
 from topiccrawl.scoring.text import document_terms, extract
+from topiccrawl.scoring.topic import load_topic
 from topiccrawl.weblab.corpus import open_corpus
 
 
@@ -90,11 +92,20 @@ class Pages:
         return terms
 
 
-def replay(pages: Pages, urls, relevance, focus_kw: dict, classifier_kw: dict) -> float | None:
+def replay(pages: Pages, urls, relevance, focus_kw: dict, classifier_kw: dict, topic=None) -> float | None:
+    """The self-assessment at the last page. ``rank=full`` (a rule key): pseudo-positives ranked by
+    the cosine over the full page vector, computed in fetch order (``restrict_to_topic=False``)."""
+    focus_kw = dict(focus_kw)
+    full = None
+    if focus_kw.pop("rank", "relevance") == "full":
+        if topic is None:
+            raise SystemExit("rank=full needs the crawl's topic (results.json 'topics')")
+        full = RelevanceScorer(topic, restrict_to_topic=False)
     classifier = PageClassifier(**{"random_state": 0, **classifier_kw})
     focus = PageFocus(classifier=classifier, **focus_kw)
     for url, r in zip(urls, relevance, strict=True):
-        focus.observe(pages.terms(url), r, key=url)
+        terms = pages.terms(url)
+        focus.observe(terms, r, key=url, rank=full.page_relevance(terms) if full is not None else None)
     return focus.expected_harvest
 
 
@@ -111,7 +122,9 @@ def main(argv: list[str] | None = None) -> None:
         results = out / "results.json"
         if not results.is_file():
             raise SystemExit(f"{out}: no results.json (not a bench.learned_focus --out folder)")
-        pages = Pages(json.loads(results.read_text(encoding="utf-8"))["spec"])
+        meta = json.loads(results.read_text(encoding="utf-8"))
+        pages = Pages(meta["spec"])
+        topic_files = meta.get("topics") or {}
         for run in sorted(out.glob(f"runs/*/{args.variant}-*/harvest.csv")):
             topic = run.parent.parent.name
             urls, relevance, truth, crawl = read_run(run)
@@ -121,8 +134,9 @@ def main(argv: list[str] | None = None) -> None:
             row = errors.setdefault(topic, {})
             if crawl is not None:
                 row.setdefault("crawl", []).append(abs(crawl - true))
+            described = load_topic(topic_files[topic]) if topic in topic_files else None
             for name, focus_kw, classifier_kw in rules:
-                p = replay(pages, urls, relevance, focus_kw, classifier_kw)
+                p = replay(pages, urls, relevance, focus_kw, classifier_kw, described)
                 row.setdefault(name, []).append(abs((p or 0.0) - true))
             print(f"{topic} {run.parent.name}: true {true:.3f}, " + ", ".join(
                 f"{k} {v[-1]:.3f}" for k, v in row.items()), file=sys.stderr, flush=True)

@@ -457,3 +457,48 @@ def test_pages_with_none_of_the_topic_words_by_the_wordless_rule(wordless):
 
     with pytest.raises(ConfigError, match="TOPICCRAWL_CLASSIFIER_WORDLESS='drop'"):
         TopicCrawlConfig(classifier_wordless="drop").validate()
+
+
+def test_pseudo_positives_ranked_by_the_full_vector_cosine():
+    """``rank_scorer``: rule "top" ranks the pseudo-positives by how much of a page is about the
+    topic (the cosine over the full page vector), not by the mix of topic words it holds (R(P))."""
+    from topiccrawl.learning.focus import PageFocus
+    from topiccrawl.scoring.relevance import RelevanceScorer
+    from topiccrawl.scoring.topic import Topic
+
+    topic = Topic(name="space", language="en", words={"orbit": 1.0, "planet": 1.0, "moon": 0.5}, beta=0.3)
+    restricted = RelevanceScorer(topic)
+    rng = np.random.default_rng(3)
+    other = [f"w{i}" for i in range(400)]
+    pages = []
+    for i in range(100):
+        if i % 10 == 0:  # short pages about the topic: orbit is a fifth of each, planet and moon missing
+            terms = list(rng.choice(["orbit", "telescope", "star", "galaxy", "comet"], 40))
+        elif i % 10 == 5:  # long pages about other things that hold the topic words in its mix
+            terms = list(rng.choice(other[:60], 600)) + ["orbit", "planet"] * 3 + ["moon"] * 2
+        else:
+            terms = list(rng.choice(other, 50)) + (["planet"] if i % 3 == 0 else [])
+        pages.append((f"http://x.test/{i}", terms, restricted.page_relevance(terms)))
+    assert min(r for u, _, r in pages if u.endswith("5")) > max(r for u, _, r in pages if u.endswith("0"))
+
+    def focus_for(rank_scorer):
+        return PageFocus(pseudo="top", pseudo_share=0.1, min_pages=100, refit_every=1000, rank_scorer=rank_scorer)
+
+    by_r, by_full = focus_for(None), focus_for(RelevanceScorer(topic, restrict_to_topic=False))
+    for u, t, r in pages:
+        by_r.observe(t, r, key=u)
+        by_full.observe(t, r, key=u)
+    on = [u for u, _, _ in pages if u.endswith("0")]
+    long_ = [u for u, _, _ in pages if u.endswith("5")]
+    for focus, learnt, not_learnt in ((by_r, long_, on), (by_full, on, long_)):
+        p = focus.reservoir_probabilities
+        assert focus.fitted and focus.positives_used == 10
+        assert min(p[u] for u in learnt) > max(p[u] for u in not_learnt)
+    # saved with the focus (JOBDIR), the full vector's document frequencies go on from where they were
+    again = pickle.loads(pickle.dumps(by_full))
+    assert again.rank_scorer.df.n_docs == by_full.rank_scorer.df.n_docs == 100
+    assert again.rank_scorer.page_relevance(pages[0][1]) == by_full.rank_scorer.page_relevance(pages[0][1])
+    from topiccrawl.crawl.settings import ConfigError, TopicCrawlConfig
+
+    with pytest.raises(ConfigError, match="TOPICCRAWL_CLASSIFIER_RANK='tfidf'"):
+        TopicCrawlConfig(classifier_rank="tfidf").validate()

@@ -353,7 +353,9 @@ class TopicCrawl:
         cfg = self.config
         return PageFocus(self.topic.beta, use_words=bool(self.topic.words), refit_every=cfg.classifier_refit_every,
                          strong_quantile=cfg.classifier_quantile, pseudo=cfg.classifier_pseudo,
-                         pseudo_share=cfg.classifier_share, wordless=cfg.classifier_wordless)
+                         pseudo_share=cfg.classifier_share, wordless=cfg.classifier_wordless,
+                         rank_scorer=RelevanceScorer(self.topic, anchor_weight=cfg.anchor_weight, restrict_to_topic=False)
+                         if cfg.classifier_rank == "full" and self.topic.words else None)
 
     # -- topics from examples -------------------------------------------------------------------
     def example_urls(self, arg: str | None) -> list[str]:

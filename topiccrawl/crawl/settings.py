@@ -70,6 +70,7 @@ class TopicCrawlConfig:
     classifier_pseudo: str = "top"
     classifier_share: float = 0.03
     classifier_wordless: str = "keep"
+    classifier_rank: str = "relevance"
     examples_background: str = "seeds"
     holder_score: str = "auto"
     dispatch: str = "eager"
@@ -153,6 +154,8 @@ class TopicCrawlConfig:
         if self.classifier_wordless not in ("keep", "zero", "exclude"):
             raise ConfigError(f"TOPICCRAWL_CLASSIFIER_WORDLESS={self.classifier_wordless!r}: expected keep, zero "
                               "or exclude")
+        if self.classifier_rank not in ("relevance", "full"):
+            raise ConfigError(f"TOPICCRAWL_CLASSIFIER_RANK={self.classifier_rank!r}: expected relevance or full")
         if self.examples_background not in ("seeds", "none"):
             raise ConfigError(f"TOPICCRAWL_EXAMPLES_BACKGROUND={self.examples_background!r}: expected seeds or none")
         if self.holder_score not in ("auto", "relevance", "probability"):

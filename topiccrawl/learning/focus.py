@@ -68,21 +68,25 @@ class PageFocus:
     """P(relevant | page) for a crawl (module docstring). ``beta``: the topic's threshold on R(P)
     (used by ``pseudo="beta"`` only). ``wordless`` (with ``use_words``): a page with R(P) = 0 keeps
     the classifier's P (``"keep"``), gets P = 0 (``"zero"``), or also stays out of the classifier's
-    unlabeled set (``"exclude"``)."""
+    unlabeled set (``"exclude"``). ``rank_scorer``: an object with ``page_relevance(terms)`` (a
+    :class:`~topiccrawl.scoring.relevance.RelevanceScorer` over the full page vector) whose score of
+    every fetched page ranks the pseudo-positives of rule ``"top"`` instead of R(P)."""
 
-    #: a focus pickled before ``wordless`` existed (a JOBDIR of older code) keeps its behaviour
+    #: a focus pickled before ``wordless`` / ``rank_scorer`` existed (a JOBDIR of older code) keeps its behaviour
     wordless = "keep"
+    rank_scorer = None
 
     def __init__(self, beta: float = 0.3, *, use_words: bool = True, refit_every: int = 100,
                  min_pages: int = 30, max_unlabeled: int = 2000, max_pseudo: int = 500,
                  pseudo: str = "top", pseudo_share: float = 0.03, min_pseudo: int = 3,
-                 strong_quantile: float = 0.25, wordless: str = "keep", seed: int = 0,
+                 strong_quantile: float = 0.25, wordless: str = "keep", rank_scorer=None, seed: int = 0,
                  classifier: PageClassifier | None = None) -> None:
         if pseudo not in PSEUDO_RULES:
             raise ValueError(f"pseudo={pseudo!r}: expected one of {', '.join(PSEUDO_RULES)}")
         if wordless not in WORDLESS_RULES:
             raise ValueError(f"wordless={wordless!r}: expected one of {', '.join(WORDLESS_RULES)}")
         self.wordless = wordless
+        self.rank_scorer = rank_scorer
         self.beta = beta
         self.pseudo = pseudo
         self.pseudo_share = pseudo_share
@@ -100,6 +104,7 @@ class PageFocus:
         #: reservoir of fetched pages: hashed row and R(P)
         self._rows: list[sp.csr_matrix] = []
         self._relevance: list[float] = []
+        self._rank: list[float] = []  # what rule "top" ranks the pseudo-positives by (R(P) unless given)
         self._keys: list[str | None] = []  # the reservoir pages' URLs
         #: URL -> P(relevant) of the reservoir's pages under the model of the last refit
         self.reservoir_probabilities: dict[str, float] = {}
@@ -126,21 +131,27 @@ class PageFocus:
     def n_examples(self) -> int:
         return len(self._examples)
 
-    def observe(self, terms: Sequence[str], relevance: float, key: str | None = None) -> float:
+    def observe(self, terms: Sequence[str], relevance: float, key: str | None = None,
+                rank: float | None = None) -> float:
         """Record a fetched page (its terms, R(P) and optionally its URL ``key``) and return its
-        P(relevant); refits when due."""
+        P(relevant); refits when due. ``rank``: what rule ``"top"`` ranks the page by (default
+        R(P); it must be 0 exactly when R(P) is)."""
+        if rank is None:
+            scorer = self.rank_scorer
+            rank = scorer.page_relevance(terms) if scorer is not None and self.use_words else relevance
         self.pages += 1
         row = None
         if len(self._rows) < self.max_unlabeled:
             row = self._row(terms)
             self._rows.append(row)
             self._relevance.append(relevance)
+            self._rank.append(rank)
             self._keys.append(key)
         else:
             j = self._rng.randrange(self.pages)
             if j < self.max_unlabeled:
                 row = self._row(terms)
-                self._rows[j], self._relevance[j], self._keys[j] = row, relevance, key
+                self._rows[j], self._relevance[j], self._rank[j], self._keys[j] = row, relevance, rank, key
         if self.pages >= self._next_fit:
             self.refit()
         if not self.fitted:
@@ -160,7 +171,8 @@ class PageFocus:
     def _pseudo_positives(self) -> list[sp.csr_matrix]:
         if not self.use_words or not self._relevance:
             return []
-        idx = pseudo_positive_index(self._relevance, self.pseudo, share=self.pseudo_share, min_count=self.min_pseudo,
+        ranked = self._rank if self.pseudo == "top" else self._relevance
+        idx = pseudo_positive_index(ranked, self.pseudo, share=self.pseudo_share, min_count=self.min_pseudo,
                                     beta=self.beta, quantile=self.strong_quantile, max_count=self.max_pseudo)
         return [self._rows[i] for i in idx]
 
@@ -196,6 +208,7 @@ class PageFocus:
     def __setstate__(self, state: dict) -> None:  # a focus saved before the reservoir kept URLs
         state.setdefault("_keys", [None] * len(state.get("_rows", ())))
         state.setdefault("reservoir_probabilities", {})
+        state.setdefault("_rank", list(state.get("_relevance", ())))
         self.__dict__.update(state)
 
     # -- reports ---------------------------------------------------------------------------------
