@@ -359,6 +359,12 @@ def test_pseudo_positive_rules_on_plain_scores():
     assert pseudo_positive_index(r, "beta", beta=0.0).tolist() == []  # bound 0: nothing
     # max_count keeps the highest
     assert pseudo_positive_index(r, "beta", beta=0.3, max_count=2).tolist() == [97, 99]
+    # rule "relative": R(P) >= relative x its 99th percentile (0.95 here): the count follows the
+    # scores, not a share of the pages
+    assert pseudo_positive_index(r, "relative").tolist() == sorted(strong)
+    assert len(pseudo_positive_index(r, "relative", relative=0.3)) == 40
+    assert pseudo_positive_index(r, "relative", relative=1.0, min_count=3).tolist() == [95, 97, 99]
+    assert pseudo_positive_index(np.zeros(50), "relative").tolist() == []
     with pytest.raises(ValueError, match="pseudo-label rule"):
         pseudo_positive_index(r, "median")
 

@@ -149,8 +149,8 @@ class TopicCrawlConfig:
                                   f"not {self.strategy!r}")
         if self.classifier not in ("auto", "on", "off"):
             raise ConfigError(f"TOPICCRAWL_CLASSIFIER={self.classifier!r}: expected auto, on or off")
-        if self.classifier_pseudo not in ("top", "beta"):
-            raise ConfigError(f"TOPICCRAWL_CLASSIFIER_PSEUDO={self.classifier_pseudo!r}: expected top or beta")
+        if self.classifier_pseudo not in ("top", "beta", "relative"):
+            raise ConfigError(f"TOPICCRAWL_CLASSIFIER_PSEUDO={self.classifier_pseudo!r}: expected top, beta or relative")
         if self.classifier_wordless not in ("keep", "zero", "exclude"):
             raise ConfigError(f"TOPICCRAWL_CLASSIFIER_WORDLESS={self.classifier_wordless!r}: expected keep, zero "
                               "or exclude")

@@ -32,18 +32,19 @@ import scipy.sparse as sp
 
 from topiccrawl.learning.classifier import PageClassifier, hash_terms
 
-PSEUDO_RULES = ("top", "beta")
+PSEUDO_RULES = ("top", "beta", "relative")
 #: what a topic with words makes of a fetched page with none of them (R(P) = 0; docs/learned.md)
 WORDLESS_RULES = ("keep", "zero", "exclude")
 
 
 def pseudo_positive_index(relevance: Sequence[float], rule: str = "top", *, share: float = 0.03,
                           min_count: int = 3, beta: float = 0.3, quantile: float = 0.25,
-                          max_count: int | None = None) -> np.ndarray:
+                          max_count: int | None = None, relative: float = 0.5) -> np.ndarray:
     """Indices of the pages taken as pseudo-positives, given their R(P) (WL paper eq. 4).
 
     ``"top"``: the ⌈``share`` · n⌉ pages of highest R(P) (at least ``min_count``), among those with
-    R(P) > 0; ties at the cut are broken by position (earlier pages first). ``"beta"``: the pages with
+    R(P) > 0; ties at the cut are broken by position (earlier pages first). ``"relative"``: the pages
+    with R(P) ≥ ``relative`` × the 99th percentile of R(P), and > 0 (at least the ``min_count`` best). ``"beta"``: the pages with
     R(P) ≥ max(``beta``, the ``quantile`` of R(P)), none when that bound is 0. Either way at most
     ``max_count``, the highest R(P) kept. Sorted by position.
     """
@@ -52,6 +53,13 @@ def pseudo_positive_index(relevance: Sequence[float], rule: str = "top", *, shar
         want = max(min_count, math.ceil(share * len(r) - 1e-9))  # 0.07 * 100 is 7.000000000000001
         order = np.argsort(-r, kind="stable")[:want]
         idx = np.sort(order[r[order] > 0.0])
+    elif rule == "relative":
+        if not len(r):
+            return np.zeros(0, dtype=np.int64)
+        bound = relative * float(np.quantile(r, 0.99))
+        order = np.argsort(-r, kind="stable")
+        keep = order[: max(min_count, int(np.count_nonzero(r >= bound)))]
+        idx = np.sort(keep[r[keep] > 0.0])
     elif rule == "beta":
         if not len(r):
             return np.zeros(0, dtype=np.int64)
@@ -70,7 +78,7 @@ class PageFocus:
     the classifier's P (``"keep"``), gets P = 0 (``"zero"``), or also stays out of the classifier's
     unlabeled set (``"exclude"``). ``rank_scorer``: an object with ``page_relevance(terms)`` (a
     :class:`~topiccrawl.scoring.relevance.RelevanceScorer` over the full page vector) whose score of
-    every fetched page ranks the pseudo-positives of rule ``"top"`` instead of R(P)."""
+    every fetched page ranks the pseudo-positives of rules ``"top"`` and ``"relative"`` instead of R(P)."""
 
     #: a focus pickled before ``wordless`` / ``rank_scorer`` existed (a JOBDIR of older code) keeps its behaviour
     wordless = "keep"
@@ -104,7 +112,7 @@ class PageFocus:
         #: reservoir of fetched pages: hashed row and R(P)
         self._rows: list[sp.csr_matrix] = []
         self._relevance: list[float] = []
-        self._rank: list[float] = []  # what rule "top" ranks the pseudo-positives by (R(P) unless given)
+        self._rank: list[float] = []  # what rules "top" and "relative" rank the pseudo-positives by (R(P) unless given)
         self._keys: list[str | None] = []  # the reservoir pages' URLs
         #: URL -> P(relevant) of the reservoir's pages under the model of the last refit
         self.reservoir_probabilities: dict[str, float] = {}
@@ -134,7 +142,7 @@ class PageFocus:
     def observe(self, terms: Sequence[str], relevance: float, key: str | None = None,
                 rank: float | None = None) -> float:
         """Record a fetched page (its terms, R(P) and optionally its URL ``key``) and return its
-        P(relevant); refits when due. ``rank``: what rule ``"top"`` ranks the page by (default
+        P(relevant); refits when due. ``rank``: what rules ``"top"`` and ``"relative"`` rank the page by (default
         R(P); it must be 0 exactly when R(P) is)."""
         if rank is None:
             scorer = self.rank_scorer
@@ -171,7 +179,7 @@ class PageFocus:
     def _pseudo_positives(self) -> list[sp.csr_matrix]:
         if not self.use_words or not self._relevance:
             return []
-        ranked = self._rank if self.pseudo == "top" else self._relevance
+        ranked = self._relevance if self.pseudo == "beta" else self._rank
         idx = pseudo_positive_index(ranked, self.pseudo, share=self.pseudo_share, min_count=self.min_pseudo,
                                     beta=self.beta, quantile=self.strong_quantile, max_count=self.max_pseudo)
         return [self._rows[i] for i in idx]
