@@ -500,6 +500,14 @@ def test_pseudo_positives_ranked_by_the_full_vector_cosine():
         p = focus.reservoir_probabilities
         assert focus.fitted and focus.positives_used == 10
         assert min(p[u] for u in learnt) > max(p[u] for u in not_learnt)
+    # a focus pickled by older code (no rank, wordless or rank_scorer yet) loads and ranks by R(P)
+    state = dict(by_r.__dict__)
+    for name in ("_rank", "wordless", "rank_scorer"):
+        state.pop(name)
+    old = PageFocus.__new__(PageFocus)
+    old.__setstate__(state)
+    assert old.wordless == "keep" and old.rank_scorer is None and old._rank == old._relevance
+    assert old.refit() and old.reservoir_probabilities == pytest.approx(by_r.reservoir_probabilities)
     # saved with the focus (JOBDIR), the full vector's document frequencies go on from where they were
     again = pickle.loads(pickle.dumps(by_full))
     assert again.rank_scorer.df.n_docs == by_full.rank_scorer.df.n_docs == 100

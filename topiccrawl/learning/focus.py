@@ -7,7 +7,11 @@
   as the crawl goes (:func:`pseudo_positive_index`). The default rule (``pseudo="top"``) takes the
   ``pseudo_share`` of fetched pages with the highest R(P) > 0 (at least ``min_pseudo``): it needs no
   β, whose untuned value can call most pages relevant. ``pseudo="beta"`` is the earlier rule,
-  R(P) ≥ max(β, the ``strong_quantile`` of R(P) over the fetched pages);
+  R(P) ≥ max(β, the ``strong_quantile`` of R(P) over the fetched pages).
+  Options chosen against on the development topics and kept as settings (docs/learned.md):
+  ``rank_scorer`` ranks the pages by another score (the full-vector cosine), ``pseudo="relative"``
+  takes the pages scoring at least half the 99th percentile's, ``wordless`` sets P = 0 on pages
+  with none of the topic's words;
 * **unlabeled**: a uniform reservoir sample (Vitter's algorithm R) of the crawl's fetched pages,
   plus the counter-examples (PU learning treats them as unlabeled: they lower P(s=1) without the
   selection assumptions labelled negatives would need).
