@@ -1,0 +1,79 @@
+"""Pages/s of strategies against a plain Scrapy spider, measured in adjacent pairs.
+
+    TOPICCRAWL_DATA_DIR=... python -m bench.throughput_paired [--strategies learned,bestfirst]
+        [--topics 'bench/topics/wikispeedia/*.toml'] [--pages 1000] [--rounds 1] [--out OUT.json]
+
+On one Wikispeedia lab, for each topic: a plain Scrapy BFS spider crawl (bench/plain_spider.py,
+Scrapy's defaults) and one ``scrapy crawl focused`` per strategy, one crawl at a time, the plain
+crawl first on even topics and last on odd ones. A machine whose speed drifts (other load,
+thermal limits) then moves both sides of a pair alike, which a plain spider run once before or
+after all the crawls cannot give. Pages/s is DP / Scrapy's elapsed time for both (as
+``bench.learned_focus``). Prints every pair and, per strategy, the median ratio with its range,
+the mean ratio and the ratio of the mean pages/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from statistics import mean, median
+
+from bench.strategies import run_plain, run_strategy
+from topiccrawl.scoring.topic import load_topic
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--strategies", default="learned,bestfirst")
+    ap.add_argument("--topics", default="bench/topics/wikispeedia/*.toml")
+    ap.add_argument("--pages", type=int, default=1000)
+    ap.add_argument("--rounds", type=int, default=1, help="times every topic is measured")
+    ap.add_argument("--data-dir", default=os.environ.get("TOPICCRAWL_DATA_DIR"))
+    ap.add_argument("--out", type=Path, help="also write every pair here (JSON)")
+    args = ap.parse_args(argv)
+    if not args.data_dir or not (Path(args.data_dir) / "wikispeedia").is_dir():
+        raise SystemExit("needs the Wikispeedia folder: --data-dir DIR or TOPICCRAWL_DATA_DIR (docs/real-corpora.md)")
+    topics = sorted(glob.glob(args.topics))
+    if not topics:
+        raise SystemExit(f"--topics {args.topics!r}: no topic file")
+    strategies = [s for s in args.strategies.split(",") if s]
+    spec = f"wikispeedia:{args.data_dir}/wikispeedia"
+    from topiccrawl.weblab.api import WebLab
+
+    pairs = []
+    with WebLab(spec) as lab, tempfile.TemporaryDirectory() as tmp:
+        for rnd in range(args.rounds):
+            for i, path in enumerate(topics):
+                topic = load_topic(path)
+                seeds = list(topic.seeds) or lab.info.get("seeds", [])[:5]
+                plain_first = (i + rnd) % 2 == 0
+                plain = run_plain(lab.proxy_url, seeds, args.pages) if plain_first else None
+                measured = {}
+                for s in strategies:
+                    run = run_strategy(spec, lab.proxy_url, path, s, args.pages, Path(tmp) / f"{rnd}-{i}-{s}")
+                    measured[s] = run["pages_per_s"]
+                if not plain_first:
+                    plain = run_plain(lab.proxy_url, seeds, args.pages)
+                pair = {"round": rnd, "topic": topic.name, "plain": plain, **measured}
+                pairs.append(pair)
+                print(f"{topic.name}: plain {plain:.0f} pages/s, " + ", ".join(
+                    f"{s} {v:.0f} ({v / plain:.2f}×)" for s, v in measured.items()), file=sys.stderr, flush=True)
+    print("| strategy | pairs | median ratio (range) | mean ratio | ratio of means | pages/s (plain) |")
+    print("|---|---|---|---|---|---|")
+    plain_mean = mean(p["plain"] for p in pairs)
+    for s in strategies:
+        ratios = [p[s] / p["plain"] for p in pairs]
+        print(f"| {s} | {len(pairs)} | {median(ratios):.2f} ({min(ratios):.2f}–{max(ratios):.2f}) | "
+              f"{mean(ratios):.2f} | {mean(p[s] for p in pairs) / plain_mean:.2f} | "
+              f"{mean(p[s] for p in pairs):.0f} ({plain_mean:.0f}) |")
+    if args.out:
+        args.out.write_text(json.dumps({"pages": args.pages, "pairs": pairs}, indent=1), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
