@@ -96,16 +96,14 @@ def replay(pages: Pages, urls, relevance, focus_kw: dict, classifier_kw: dict, t
     """The self-assessment at the last page. ``rank=full`` (a rule key): pseudo-positives ranked by
     the cosine over the full page vector, computed in fetch order (``restrict_to_topic=False``)."""
     focus_kw = dict(focus_kw)
-    full = None
-    if focus_kw.pop("rank", "relevance") == "full":
+    if focus_kw.pop("rank", "relevance") == "full":  # as the crawl's TOPICCRAWL_CLASSIFIER_RANK=full
         if topic is None:
             raise SystemExit("rank=full needs the crawl's topic (results.json 'topics')")
-        full = RelevanceScorer(topic, restrict_to_topic=False)
+        focus_kw["rank_scorer"] = RelevanceScorer(topic, restrict_to_topic=False)
     classifier = PageClassifier(**{"random_state": 0, **classifier_kw})
     focus = PageFocus(classifier=classifier, **focus_kw)
     for url, r in zip(urls, relevance, strict=True):
-        terms = pages.terms(url)
-        focus.observe(terms, r, key=url, rank=full.page_relevance(terms) if full is not None else None)
+        focus.observe(pages.terms(url), r, key=url)
     return focus.expected_harvest
 
 

@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     if not args.data_dir or not (Path(args.data_dir) / "wikispeedia").is_dir():
         raise SystemExit("needs the Wikispeedia folder: --data-dir DIR or TOPICCRAWL_DATA_DIR (docs/real-corpora.md)")
-    topics = sorted(glob.glob(args.topics))
+    topics = [(path, load_topic(path)) for path in sorted(glob.glob(args.topics))]
     if not topics:
         raise SystemExit(f"--topics {args.topics!r}: no topic file")
     strategies = [s for s in args.strategies.split(",") if s]
@@ -48,8 +48,7 @@ def main(argv: list[str] | None = None) -> None:
     pairs = []
     with WebLab(spec) as lab, tempfile.TemporaryDirectory() as tmp:
         for rnd in range(args.rounds):
-            for i, path in enumerate(topics):
-                topic = load_topic(path)
+            for i, (path, topic) in enumerate(topics):
                 seeds = list(topic.seeds) or lab.info.get("seeds", [])[:5]
                 plain_first = (i + rnd) % 2 == 0
                 plain = run_plain(lab.proxy_url, seeds, args.pages) if plain_first else None

@@ -351,11 +351,11 @@ class TopicCrawl:
 
     def _make_focus(self) -> PageFocus:
         cfg = self.config
+        full = cfg.classifier_rank == "full" and self.topic.words  # pseudo-positives by the full-vector cosine
         return PageFocus(self.topic.beta, use_words=bool(self.topic.words), refit_every=cfg.classifier_refit_every,
                          strong_quantile=cfg.classifier_quantile, pseudo=cfg.classifier_pseudo,
                          pseudo_share=cfg.classifier_share, wordless=cfg.classifier_wordless,
-                         rank_scorer=RelevanceScorer(self.topic, anchor_weight=cfg.anchor_weight, restrict_to_topic=False)
-                         if cfg.classifier_rank == "full" and self.topic.words else None)
+                         rank_scorer=RelevanceScorer(self.topic, restrict_to_topic=False) if full else None)
 
     # -- topics from examples -------------------------------------------------------------------
     def example_urls(self, arg: str | None) -> list[str]:

@@ -47,23 +47,19 @@ def pseudo_positive_index(relevance: Sequence[float], rule: str = "top", *, shar
     """Indices of the pages taken as pseudo-positives, given their R(P) (WL paper eq. 4).
 
     ``"top"``: the ⌈``share`` · n⌉ pages of highest R(P) (at least ``min_count``), among those with
-    R(P) > 0; ties at the cut are broken by position (earlier pages first). ``"relative"``: the pages
-    with R(P) ≥ ``relative`` × the 99th percentile of R(P), and > 0 (at least the ``min_count`` best). ``"beta"``: the pages with
-    R(P) ≥ max(``beta``, the ``quantile`` of R(P)), none when that bound is 0. Either way at most
-    ``max_count``, the highest R(P) kept. Sorted by position.
+    R(P) > 0; ties at the cut are broken by position (earlier pages first). ``"relative"``: the same
+    with as many pages as have R(P) ≥ ``relative`` × the 99th percentile of R(P). ``"beta"``: the
+    pages with R(P) ≥ max(``beta``, the ``quantile`` of R(P)), none when that bound is 0. Either way
+    at most ``max_count``, the highest R(P) kept. Sorted by position.
     """
     r = np.asarray(relevance, dtype=np.float64)
-    if rule == "top":
-        want = max(min_count, math.ceil(share * len(r) - 1e-9))  # 0.07 * 100 is 7.000000000000001
-        order = np.argsort(-r, kind="stable")[:want]
+    if rule in ("top", "relative"):
+        if rule == "top":
+            want = math.ceil(share * len(r) - 1e-9)  # 0.07 * 100 is 7.000000000000001
+        else:
+            want = int(np.count_nonzero(r >= relative * float(np.quantile(r, 0.99)))) if len(r) else 0
+        order = np.argsort(-r, kind="stable")[: max(min_count, want)]
         idx = np.sort(order[r[order] > 0.0])
-    elif rule == "relative":
-        if not len(r):
-            return np.zeros(0, dtype=np.int64)
-        bound = relative * float(np.quantile(r, 0.99))
-        order = np.argsort(-r, kind="stable")
-        keep = order[: max(min_count, int(np.count_nonzero(r >= bound)))]
-        idx = np.sort(keep[r[keep] > 0.0])
     elif rule == "beta":
         if not len(r):
             return np.zeros(0, dtype=np.int64)
@@ -82,7 +78,8 @@ class PageFocus:
     the classifier's P (``"keep"``), gets P = 0 (``"zero"``), or also stays out of the classifier's
     unlabeled set (``"exclude"``). ``rank_scorer``: an object with ``page_relevance(terms)`` (a
     :class:`~topiccrawl.scoring.relevance.RelevanceScorer` over the full page vector) whose score of
-    every fetched page ranks the pseudo-positives of rules ``"top"`` and ``"relative"`` instead of R(P)."""
+    every fetched page ranks the pseudo-positives of rules ``"top"`` and ``"relative"`` instead of
+    R(P) (it must be 0 exactly where R(P) is)."""
 
     #: a focus pickled before ``wordless`` / ``rank_scorer`` existed (a JOBDIR of older code) keeps its behaviour
     wordless = "keep"
@@ -116,7 +113,7 @@ class PageFocus:
         #: reservoir of fetched pages: hashed row and R(P)
         self._rows: list[sp.csr_matrix] = []
         self._relevance: list[float] = []
-        self._rank: list[float] = []  # what rules "top" and "relative" rank the pseudo-positives by (R(P) unless given)
+        self._rank: list[float] = []  # the rank_scorer's score (or R(P)): rules "top" and "relative"
         self._keys: list[str | None] = []  # the reservoir pages' URLs
         #: URL -> P(relevant) of the reservoir's pages under the model of the last refit
         self.reservoir_probabilities: dict[str, float] = {}
@@ -143,14 +140,11 @@ class PageFocus:
     def n_examples(self) -> int:
         return len(self._examples)
 
-    def observe(self, terms: Sequence[str], relevance: float, key: str | None = None,
-                rank: float | None = None) -> float:
+    def observe(self, terms: Sequence[str], relevance: float, key: str | None = None) -> float:
         """Record a fetched page (its terms, R(P) and optionally its URL ``key``) and return its
-        P(relevant); refits when due. ``rank``: what rules ``"top"`` and ``"relative"`` rank the page by (default
-        R(P); it must be 0 exactly when R(P) is)."""
-        if rank is None:
-            scorer = self.rank_scorer
-            rank = scorer.page_relevance(terms) if scorer is not None and self.use_words else relevance
+        P(relevant); refits when due."""
+        scorer = self.rank_scorer  # scores every page: its document frequencies count them all
+        rank = scorer.page_relevance(terms) if scorer is not None and self.use_words else relevance
         self.pages += 1
         row = None
         if len(self._rows) < self.max_unlabeled:
@@ -196,11 +190,9 @@ class PageFocus:
             return False
         fetched = sp.vstack(self._rows, format="csr") if self._rows else None  # stacked once: fit and re-score
         gated = np.array([self._gated(r) for r in self._relevance], dtype=bool)
-        train = fetched
-        if fetched is not None and self.wordless == "exclude" and gated.any():
-            train = fetched[np.flatnonzero(~gated)] if not gated.all() else None
-        unlabeled = [m for m in (train, *self._counter) if m is not None]
-        if not unlabeled or sum(m.shape[0] for m in unlabeled) < 2:
+        train = fetched[np.flatnonzero(~gated)] if fetched is not None and self.wordless == "exclude" else fetched
+        unlabeled = [m for m in (train, *self._counter) if m is not None and m.shape[0]]
+        if sum(m.shape[0] for m in unlabeled) < 2:
             return False
         self.classifier.refit(sp.vstack(positives, format="csr"), sp.vstack(unlabeled, format="csr"))
         self.fitted = True
