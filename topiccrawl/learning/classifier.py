@@ -160,7 +160,8 @@ class PageClassifier(ClassifierMixin, BaseEstimator):
     def _fit(self, counts: sp.csr_matrix, y: np.ndarray) -> PageClassifier:
         self.classes_ = np.array([0, 1])
         tfidf = TfidfTransformer(sublinear_tf=True).fit(counts)
-        self.columns_ = np.unique(counts.indices)  # the solver works on the columns in use only
+        # the solver works on the columns in use only (a bincount: linear, where np.unique sorts)
+        self.columns_ = np.flatnonzero(np.bincount(counts.indices, minlength=counts.shape[1]))
         self.idf_ = tfidf.idf_[self.columns_]
         self.idf_unseen_ = float(np.log(counts.shape[0] + 1.0) + 1.0)  # smooth_idf with df = 0
         Xc = tfidf.transform(counts).tocsr()[:, self.columns_]
