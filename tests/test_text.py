@@ -175,3 +175,54 @@ def test_empty_and_non_html_bodies_give_empty_extracted():
 def test_xml_declaration_and_control_characters():
     body = b'<?xml version="1.0" encoding="utf-8"?><html><body><p>Flood\x00 warning</p></body></html>'
     assert extract(body, "http://a.example/", "application/xhtml+xml").text == "Flood warning"
+
+
+# -- faster paths that must give the same result as the plain ones ------------------------------
+
+_PIECES = ["The", "storm's", "eye-wall", "snake_case", "a", "of", "2005", "U.S.", "Café", "naïve", "–", "x-", "'quoted'",
+           "台风", "颱風來襲", "气象部门发布了暴雨预警", "5号台风", "ΟΔΟΣ", "\u00a0", "\n", "__init__", "it’s"]
+
+
+def _random_text(rng, words: int) -> str:
+    return "".join(rng.choice(_PIECES) + rng.choice([" ", " ", "", ", ", "\n", "_"]) for _ in range(words))
+
+
+def test_latin_fast_path_gives_the_word_branch_tokens():
+    import random
+
+    from topiccrawl.scoring.text import _TOKEN_RE, STOPWORDS
+
+    rng = random.Random(3)
+    latin = [p for p in _PIECES if not has_cjk(p) and p != "ΟΔΟΣ"]  # Σ takes the token-by-token path
+    for _ in range(300):
+        text = "".join(rng.choice(latin) + rng.choice([" ", "", "_", "-", "'"]) for _ in range(rng.randrange(1, 40)))
+        reference = [t for t in _TOKEN_RE.findall(text.lower()) if len(t) > 1 and t not in STOPWORDS]
+        assert tokenize(text) == reference
+
+
+def test_context_terms_from_part_of_a_long_text_are_the_whole_texts():
+    import random
+
+    from topiccrawl.scoring.text import _edge_terms
+
+    rng = random.Random(5)
+    for _ in range(300):
+        text = _random_text(rng, rng.choice([3, 30, 300]))
+        terms = tokenize(text)
+        for n in (1, 3, 10):
+            assert _edge_terms(text, n, last=False) == terms[:n]
+            assert _edge_terms(text, n, last=True) == terms[-n:]
+
+
+def test_links_with_an_absolute_path_join_as_urljoin_does():
+    from urllib.parse import urljoin
+
+    from topiccrawl.scoring.text import _link
+
+    bases = ["http://h.test/a/b.html?q=1#f", "https://User@H.test:8443/x/", "http://h.test", "HTTP://h.test/;p?x"]
+    hrefs = ["/", "/a/../b/./c", "/p;params?q=2#frag", "/..", "/%7Euser/x y", "/a//b", "/\\evil", "/ü/ß"]
+    for base in bases:
+        origin = (base.split(":")[0].lower(), base.split("/")[2])
+        for href in hrefs:
+            assert _link(base, href, origin) == _link(base, href) == _link(urljoin(base, "/"), href)
+            assert _link(base, href, origin) is not None

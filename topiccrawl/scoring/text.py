@@ -30,6 +30,9 @@ _CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 #: branch excludes CJK so that "5号台风" splits into "5" and "号台风"
 _TOKEN_RE = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+(?:['’\-][^\W_{_CJK}]+)*", re.UNICODE)
 _CJK_RE = re.compile(rf"[{_CJK}]")
+#: the word branch of ``_TOKEN_RE`` on text without CJK characters once "_" is a space: the same
+#: tokens (there, [^\W_] is \w), found faster
+_WORD_RE = re.compile(r"\w+(?:['’\-]\w+)*")
 _LETTER_RE = re.compile(r"[^\W\d_]")
 
 EN_STOPWORDS = frozenset(
@@ -97,7 +100,7 @@ def _tokenize(text: str, stopwords: frozenset[str]) -> list[str]:
         # every character but İ and Σ (lower-cased by context) lower-cases to one character of the
         # same class, so lower-casing the text first gives the same tokens
         tokens = (map(str.lower, _TOKEN_RE.findall(text)) if "\u0130" in text or "\u03a3" in text
-                  else _TOKEN_RE.findall(text.lower()))
+                  else _WORD_RE.findall(text.lower().replace("_", " ")))
         return [tok for tok in tokens if len(tok) > 1 and tok not in stopwords]
     text = to_simplified(text)  # jieba's dictionary is Simplified: Traditional runs fall apart
     out: list[str] = []
@@ -266,7 +269,7 @@ def extract(body: bytes, url: str, content_type: str | None = None,
     for el in dict.fromkeys(boiler):  # an element can match twice (tag and class)
         if el.getparent() is not None:
             el.drop_tree()
-    main = _text(page)
+    main = _text(page) if boiler else full
     if len(main) < len(full) // 20:  # the "boilerplate" held the page (e.g. class="menu-page")
         main = full
     if not title:
@@ -279,7 +282,8 @@ def _anchors(root, base: str, context_words: int) -> list[Anchor]:
     """Anchors with ±``context_words`` terms of surrounding text, from one walk over the tree.
 
     The walk collects text pieces in document order (an anchor's label is one piece); only the
-    pieces next to an anchor are tokenised, each at most once, until enough context terms are found.
+    pieces next to an anchor are tokenised, until enough context terms are found: each end of a
+    piece at most once, and of a long piece only as much as the context needs (:func:`_edge_terms`).
     """
     chunks: list[str] = []
     found: list[tuple[str, str, int]] = []  # url, label, index of the label's piece
@@ -287,7 +291,7 @@ def _anchors(root, base: str, context_words: int) -> list[Anchor]:
     def walk(el) -> None:
         href = el.get("href") if el.tag in ("a", "area") else None
         if href is not None:
-            link = _link(base, href)
+            link = _link(base, href, origin)
             label = (_text(el) or el.get("title") or el.get("alt")
                      or " ".join(el.xpath(".//img/@alt")))
             label = _squeeze(label)
@@ -304,39 +308,75 @@ def _anchors(root, base: str, context_words: int) -> list[Anchor]:
                 chunks.append(child.tail)
 
     body = root.find("body")
+    try:  # the scheme and host that links with an absolute path ("/a/b") are joined to
+        parts = urlsplit(base)
+        origin = (parts.scheme, parts.netloc) if parts.scheme in ("http", "https") and parts.netloc else None
+    except ValueError:
+        origin = None
     walk(root if body is None else body)
-    terms: dict[int, list[str]] = {}
-
-    def piece(i: int) -> list[str]:
-        if i not in terms:
-            terms[i] = tokenize(chunks[i])
-        return terms[i]
-
     n = context_words
+    heads: dict[int, list[str]] = {}
+    tails: dict[int, list[str]] = {}
+
+    def head(i: int) -> list[str]:
+        if i not in heads:
+            heads[i] = _edge_terms(chunks[i], n, last=False)
+        return heads[i]
+
+    def tail(i: int) -> list[str]:
+        if i not in tails:
+            tails[i] = _edge_terms(chunks[i], n, last=True)
+        return tails[i]
+
     anchors = []
     for link, label, i in found:
         before: list[str] = []
         after: list[str] = []
         j = i - 1
         while n and j >= 0 and len(before) < n:
-            before = piece(j) + before
+            before = tail(j) + before
             j -= 1
         j = i + 1
         while n and j < len(chunks) and len(after) < n:
-            after += piece(j)
+            after += head(j)
             j += 1
         anchors.append(Anchor(link, label, " ".join((before[-n:] if n else []) + after[:n])))
     return anchors
 
 
-def _link(base: str, href: str) -> str | None:
-    """Absolute, percent-encoded http(s) URL of ``href`` without fragment, or None."""
+def _edge_terms(text: str, n: int, last: bool) -> list[str]:
+    """The first ``n`` terms of ``text`` (with ``last``, the last ``n``; all when it has fewer),
+    tokenising only as much of a long text as needed: cut at a space, it splits no term."""
+    size = 16 * n
+    while len(text) > size:
+        cut = text.find(" ", len(text) - size) if last else text.rfind(" ", 0, size)
+        if cut > 0:
+            terms = tokenize(text[cut:] if last else text[:cut])
+            if len(terms) >= n:
+                return terms[-n:] if last else terms[:n]
+        size *= 4
+    terms = tokenize(text)
+    return terms[-n:] if last else terms[:n]
+
+
+def _link(base: str, href: str, origin: tuple[str, str] | None = None) -> str | None:
+    """Absolute, percent-encoded http(s) URL of ``href`` without fragment, or None. ``origin`` is
+    the scheme and host of ``base`` when they are http(s) and a host."""
     href = strip_html5_whitespace(href)
     if not href or href.startswith("#"):
         return None
     if not href.startswith(("http://", "https://")):
-        href = urljoin(base, href)
+        href = (_join_rooted(*origin, href) if origin and href[:1] == "/" and href[1:2] != "/"
+                else urljoin(base, href))
     return _absolute(href)
+
+
+@lru_cache(maxsize=131072)
+def _join_rooted(scheme: str, netloc: str, href: str) -> str:
+    """``urljoin(base, href)`` for an ``href`` with an absolute path ("/a/b", not "//host"): it
+    depends on the base's scheme and host only (RFC 3986, 5.2.2), so navigation links that recur on
+    every page of a site are joined once."""
+    return urljoin(f"{scheme}://{netloc}/", href)
 
 
 @lru_cache(maxsize=131072)
