@@ -12,6 +12,7 @@ import logging
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import filterfalse
 from urllib.parse import urldefrag, urljoin, urlsplit
 
 import jieba
@@ -30,9 +31,9 @@ _CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 #: branch excludes CJK so that "5号台风" splits into "5" and "号台风"
 _TOKEN_RE = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+(?:['’\-][^\W_{_CJK}]+)*", re.UNICODE)
 _CJK_RE = re.compile(rf"[{_CJK}]")
-#: the word branch of ``_TOKEN_RE`` on text without CJK characters once "_" is a space: the same
-#: tokens (there, [^\W_] is \w), found faster
-_WORD_RE = re.compile(r"\w+(?:['’\-]\w+)*")
+#: the word branch of ``_TOKEN_RE`` on text without CJK characters once "_" is a space (there,
+#: [^\W_] is \w), without its one-character words: the tokens kept, found faster
+_WORD_RE = re.compile(r"\w\w+(?:['’\-]\w+)*|\w(?:['’\-]\w+)+")
 _LETTER_RE = re.compile(r"[^\W\d_]")
 
 EN_STOPWORDS = frozenset(
@@ -99,9 +100,9 @@ def _tokenize(text: str, stopwords: frozenset[str]) -> list[str]:
     if not _CJK_RE.search(text):  # Latin-only text: one C-level findall, same terms as the loop
         # every character but İ and Σ (lower-cased by context) lower-cases to one character of the
         # same class, so lower-casing the text first gives the same tokens
-        tokens = (map(str.lower, _TOKEN_RE.findall(text)) if "\u0130" in text or "\u03a3" in text
-                  else _WORD_RE.findall(text.lower().replace("_", " ")))
-        return [tok for tok in tokens if len(tok) > 1 and tok not in stopwords]
+        tokens = ([tok for tok in map(str.lower, _TOKEN_RE.findall(text)) if len(tok) > 1]
+                  if "\u0130" in text or "\u03a3" in text else _WORD_RE.findall(text.lower().replace("_", " ")))
+        return list(filterfalse(stopwords.__contains__, tokens))
     text = to_simplified(text)  # jieba's dictionary is Simplified: Traditional runs fall apart
     out: list[str] = []
     for m in _TOKEN_RE.finditer(text):
