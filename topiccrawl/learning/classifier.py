@@ -241,9 +241,16 @@ class PageClassifier(ClassifierMixin, BaseEstimator):
         return hash_terms(X, self.n_features)
 
     def _lookup(self, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Position in ``columns_``, whether trained, and IDF of hashed columns ``cols``."""
-        at = np.minimum(np.searchsorted(self.columns_, cols), len(self.columns_) - 1)
-        seen = self.columns_[at] == cols
+        """Position in ``columns_``, whether trained, and IDF of hashed columns ``cols`` (the
+        position of an untrained column is any valid one: its weight is masked)."""
+        if len(cols) > 65536:  # many pages: one look-up table beats a binary search per column
+            table = np.full(self.n_features, -1, dtype=np.int64)
+            table[self.columns_] = np.arange(len(self.columns_))
+            at = table[cols]
+            seen = at >= 0
+        else:
+            at = np.minimum(np.searchsorted(self.columns_, cols), len(self.columns_) - 1)
+            seen = self.columns_[at] == cols
         return at, seen, np.where(seen, self.idf_[at], self.idf_unseen_)
 
     def _scores(self, X) -> np.ndarray:
