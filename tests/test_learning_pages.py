@@ -165,6 +165,11 @@ def test_fast_path_pickle_and_estimator_conventions(generated):
     assert np.allclose(one, batch, atol=1e-12)
     rows = hash_terms(docs[1::2][:200])
     assert np.allclose([clf.proba_row(rows[i]) for i in range(200)], batch, atol=1e-12)
+    # a batch this large looks its columns up in a table, not by binary search: the same numbers
+    rows = hash_terms(docs[1::2])
+    assert rows.nnz > 65536
+    assert np.allclose([clf.proba_row(rows[i]) for i in range(rows.shape[0])], clf.predict_proba(rows)[:, 1],
+                       atol=1e-12)
     # the model is a logistic regression over TfidfTransformer(sublinear_tf=True) features
     tfidf = TfidfTransformer(sublinear_tf=True).fit(hash_terms(docs[::2]))
     weights = np.zeros(2**18)
