@@ -104,6 +104,7 @@ def load_run(out: Path, strategy: str, wall: float | None = None) -> dict:
         "curve": curve,
         "self_curve": self_curve,
         "pages_per_s": stats["topiccrawl/dp"] / crawl_seconds if crawl_seconds else None,
+        "cpu_seconds": stats.get("topiccrawl/cpu_seconds"),
         "wall_s": wall,
     }
 
@@ -126,12 +127,17 @@ def ended_cell(runs: list[dict]) -> str:
 
 def run_plain(proxy: str, seeds: list[str], pages: int, settings: tuple[str, ...] = ()) -> float:
     """Pages/s of a plain Scrapy BFS spider over the same web (bench/plain_spider.py)."""
+    return run_plain_stats(proxy, seeds, pages, settings)["pages_per_s"]
+
+
+def run_plain_stats(proxy: str, seeds: list[str], pages: int, settings: tuple[str, ...] = ()) -> dict:
+    """The JSON line of bench/plain_spider.py: pages, seconds, pages_per_s, cpu_seconds."""
     cmd = [sys.executable, str(REPO / "bench" / "plain_spider.py"), "--proxy", proxy, "--pages", str(pages),
            "--seeds", ",".join(seeds), *(x for s in settings for x in ("-s", s))]
     proc = subprocess.run(cmd, cwd=REPO / "bench", capture_output=True, text=True)
     if proc.returncode != 0:
         raise SystemExit(f"plain spider failed:\n{proc.stderr[-3000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])["pages_per_s"]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def at(curve, dp: int, idx: int):

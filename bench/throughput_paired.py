@@ -9,7 +9,10 @@ crawl first on even topics and last on odd ones. A machine whose speed drifts (o
 thermal limits) then moves both sides of a pair alike, which a plain spider run once before or
 after all the crawls cannot give. Pages/s is DP / Scrapy's elapsed time for both (as
 ``bench.learned_focus``). Prints every pair and, per strategy, the median ratio with its range,
-the mean ratio and the ratio of the mean pages/s.
+the mean ratio and the ratio of the mean pages/s; then the CPU time each crawl process spent from
+spider open to close per 1,000 pages (``topiccrawl/cpu_seconds``; the plain spider measures it the
+same way) and plain ÷ strategy of it: the pages/s ratio a crawl limited by its own CPU would see,
+which does not depend on how fast the web answers (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import tempfile
 from pathlib import Path
 from statistics import mean, median
 
-from bench.strategies import run_plain, run_strategy
+from bench.strategies import run_plain_stats, run_strategy
 from topiccrawl.scoring.topic import load_topic
 
 
@@ -51,17 +54,21 @@ def main(argv: list[str] | None = None) -> None:
             for i, (path, topic) in enumerate(topics):
                 seeds = list(topic.seeds) or lab.info.get("seeds", [])[:5]
                 plain_first = (i + rnd) % 2 == 0
-                plain = run_plain(lab.proxy_url, seeds, args.pages) if plain_first else None
-                measured = {}
+                plain = run_plain_stats(lab.proxy_url, seeds, args.pages) if plain_first else None
+                measured, cpu = {}, {}
                 for s in strategies:
                     run = run_strategy(spec, lab.proxy_url, path, s, args.pages, Path(tmp) / f"{rnd}-{i}-{s}")
                     measured[s] = run["pages_per_s"]
+                    cpu[s] = 1000 * run["cpu_seconds"] / run["dp"]
                 if not plain_first:
-                    plain = run_plain(lab.proxy_url, seeds, args.pages)
-                pair = {"round": rnd, "topic": topic.name, "plain": plain, **measured}
+                    plain = run_plain_stats(lab.proxy_url, seeds, args.pages)
+                cpu["plain"] = 1000 * plain["cpu_seconds"] / plain["pages"]
+                pair = {"round": rnd, "topic": topic.name, "plain": plain["pages_per_s"], **measured,
+                        "cpu_s_per_1000": cpu}
                 pairs.append(pair)
-                print(f"{topic.name}: plain {plain:.0f} pages/s, " + ", ".join(
-                    f"{s} {v:.0f} ({v / plain:.2f}×)" for s, v in measured.items()), file=sys.stderr, flush=True)
+                print(f"{topic.name}: plain {pair['plain']:.0f} pages/s ({cpu['plain']:.1f} CPU s per 1,000), " + ", ".join(
+                    f"{s} {v:.0f} ({v / pair['plain']:.2f}×; {cpu[s]:.1f} CPU s)" for s, v in measured.items()),
+                    file=sys.stderr, flush=True)
     print("| strategy | pairs | median ratio (range) | mean ratio | ratio of means | pages/s (plain) |")
     print("|---|---|---|---|---|---|")
     plain_mean = mean(p["plain"] for p in pairs)
@@ -70,6 +77,14 @@ def main(argv: list[str] | None = None) -> None:
         print(f"| {s} | {len(pairs)} | {median(ratios):.2f} ({min(ratios):.2f}–{max(ratios):.2f}) | "
               f"{mean(ratios):.2f} | {mean(p[s] for p in pairs) / plain_mean:.2f} | "
               f"{mean(p[s] for p in pairs):.0f} ({plain_mean:.0f}) |")
+    print()
+    print("| strategy | pairs | CPU s per 1,000 pages: strategy (plain) | plain ÷ strategy: median (range) |")
+    print("|---|---|---|---|")
+    for s in strategies:
+        ratios = [p["cpu_s_per_1000"]["plain"] / p["cpu_s_per_1000"][s] for p in pairs]
+        print(f"| {s} | {len(pairs)} | {mean(p['cpu_s_per_1000'][s] for p in pairs):.2f} "
+              f"({mean(p['cpu_s_per_1000']['plain'] for p in pairs):.2f}) | "
+              f"{median(ratios):.2f} ({min(ratios):.2f}–{max(ratios):.2f}) |")
     if args.out:
         args.out.write_text(json.dumps({"pages": args.pages, "pairs": pairs}, indent=1), encoding="utf-8")
 

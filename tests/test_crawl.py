@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 
 import pytest
 
@@ -38,6 +39,9 @@ def test_focused_crawl_writes_feed_stats_csv_and_plot(tmp_path, strategy):
     assert (out / "harvest.png").stat().st_size > 5000
     assert stats["topiccrawl/truth/total_relevant"] > 0
     assert 0.0 <= stats["topiccrawl/truth/harvest_rate"] <= 1.0
+    # the crawl's own CPU time: spent (extraction and scoring of 150 pages) and within what the
+    # process could spend over the crawl's elapsed time on the cores it has
+    assert 0.0 < stats["topiccrawl/cpu_seconds"] <= stats["elapsed_time_seconds"] * (os.cpu_count() or 1) + 0.5
     assert "RemoteControl" not in proc.stderr
     # links repeated on later pages are dropped before they become Requests (TopicCrawl._unseen):
     # without that the duplicate filter sees about three repeats per new URL

@@ -39,12 +39,14 @@ class TopicStats(TopicComponent):
     def __init__(self, crawler) -> None:
         super().__init__(crawler)
         self.started = time.monotonic()
+        self._cpu_started: float | None = None
         self._loop: task.LoopingCall | None = None
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
         crawler.signals.connect(self.spider_idle, signal=signals.spider_idle)
 
     def spider_opened(self, spider) -> None:
+        self._cpu_started = time.process_time()
         stats = self.crawler.stats
         stats.set_value("topiccrawl/topic", self.tc.topic.name)
         stats.set_value("topiccrawl/strategy", self.tc.config.strategy)
@@ -83,6 +85,8 @@ class TopicStats(TopicComponent):
         snapshot = self.tc.metrics.snapshot(self.tc.total_relevant())
         for key, value in {**snapshot, **self.tc.learning_stats()}.items():
             stats.set_value(f"topiccrawl/{key}", value)
+        if self._cpu_started is not None:  # the crawl's own CPU cost, beside Scrapy's elapsed_time_seconds
+            stats.set_value("topiccrawl/cpu_seconds", round(time.process_time() - self._cpu_started, 3))
         self.write_outputs(reason)
         self.log_progress()
 
