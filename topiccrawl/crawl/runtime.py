@@ -39,7 +39,7 @@ from topiccrawl.scoring.importance import LinkGraph, PageRankCache
 from topiccrawl.scoring.metrics import CrawlMetrics
 from topiccrawl.scoring.relevance import RelevanceScorer
 from topiccrawl.scoring.tdcs import scorer_from_state
-from topiccrawl.scoring.text import Extracted, add_words, document_terms, extract
+from topiccrawl.scoring.text import Extracted, add_words, document_terms, extract, load_segmenter
 from topiccrawl.scoring.topic import load_topic
 
 logger = logging.getLogger(__name__)
@@ -169,6 +169,9 @@ class TopicCrawl:
         }
         self.config = TopicCrawlConfig.from_settings(crawler.settings, overrides)
         self.topic, self.scorer = make_topic_and_scorer(self.config)
+        # set-up work belongs before the crawl: a page with one Chinese character (an English
+        # article naming a Chinese city) would otherwise stall the crawl while jieba loads
+        load_segmenter()
         self.graph = LinkGraph()
         #: per graph node: 1 once a request for it was handed to Scrapy (see _unseen)
         self._yielded = bytearray()

@@ -69,6 +69,12 @@ def detect_language(text: str) -> str:
     return "zh" if letters and cjk / letters >= 0.1 else "en"
 
 
+def load_segmenter() -> None:
+    """Load jieba's dictionary now (about a second, once per process; a no-op after the first
+    call) instead of at the first text with a Chinese character, which may come mid-crawl."""
+    jieba.initialize()
+
+
 @lru_cache(maxsize=65536)
 def _cut(run: str) -> tuple[str, ...]:
     return tuple(jieba.lcut(run, HMM=True))
