@@ -84,3 +84,22 @@ def test_learned_crawl_resumes_from_jobdir_with_its_models(tmp_path):
     assert after["topiccrawl/classifier/refits"] >= before["topiccrawl/classifier/refits"]
     urls = [p["url"] for p in _pages(out1) + _pages(out2)]
     assert len(urls) == 300 and len(set(urls)) == 300
+
+
+def test_anchor_association_counts_every_page_and_resumes_from_jobdir(tmp_path):
+    job = tmp_path / "job"
+    args = {"topic": "台风灾害", "strategy": "learned"}
+    settings = {**SERIAL, "JOBDIR": str(job)}  # the association is on by default
+    first, out1 = run_crawl(tmp_path / "a", args={**args, "max_pages": 150}, settings=settings)
+    assert first.returncode == 0, first.stderr[-3000:]
+    before = _stats(out1)
+    assert before["topiccrawl/learned/association_pages"] == 150 and before["topiccrawl/learned/association_terms"] > 100
+    second, out2 = run_crawl(tmp_path / "b", args={**args, "max_pages": 200}, settings=settings)
+    assert second.returncode == 0, second.stderr[-3000:]
+    after = _stats(out2)
+    assert "resumed" in second.stderr
+    assert after["topiccrawl/learned/association_pages"] == 200  # the statistics continue, not restart
+    assert after["topiccrawl/learned/association_terms"] >= before["topiccrawl/learned/association_terms"]
+    off, out3 = run_crawl(tmp_path / "c", args={**args, "max_pages": 30},
+                          settings={**SERIAL, "TOPICCRAWL_LEARNED_ASSOCIATION": "off"})
+    assert off.returncode == 0 and "topiccrawl/learned/association_pages" not in _stats(out3)

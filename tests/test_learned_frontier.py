@@ -7,6 +7,7 @@ import statistics
 import numpy as np
 import pytest
 
+from topiccrawl.learning.association import TermAssociation, anchor_terms
 from topiccrawl.learning.linkvalue import NUMERIC, LinkFeatures, LinkValueModel, url_tokens
 from topiccrawl.strategies.base import FrontierError, Link, OptionError
 from topiccrawl.strategies.learned import LearnedFrontier, LearnedOptions, make_learned, shifted, sibling_shift
@@ -27,7 +28,7 @@ def drain(frontier) -> list[str]:
 
 
 def features(anchor, url, score=0.0, depth=1) -> LinkFeatures:
-    return LinkFeatures(anchor=list(anchor), url=url_tokens(url), depth=depth, score=score)
+    return LinkFeatures(anchor=list(anchor), url=url_tokens(url), depth=depth, score=score, terms=tuple(anchor))
 
 
 # -- the model -------------------------------------------------------------------------------------
@@ -107,8 +108,10 @@ def synthetic_step(frontier, rng, step, seen):
         marked = rng.random() < 0.3
         url = f"http://h{rng.randrange(5)}.test/p{step}-{j}" + ("-zq" if marked else "")
         outs.append((url, rng.sample(WORDS, 2) + (["zq"] if marked else []), round(rng.random(), 3)))
-    frontier.observe_page(link.url, host(link.url), 1.0 if link.url.endswith("zq") else 0.0,
-                          [(u, features(a, u, s, link.depth + 1)) for u, a, s in outs])
+    relevant = 1.0 if link.url.endswith("zq") else 0.0
+    text = [w for _, a, _ in outs for w in a] + rng.sample(WORDS, 5)  # the page's terms (anchor association)
+    frontier.observe_page(link.url, host(link.url), relevant,
+                          [(u, features(a, u, s, link.depth + 1)) for u, a, s in outs], terms=text, relevance=relevant)
     for u, _, s in outs:
         if u not in seen:
             seen.add(u)
@@ -163,11 +166,12 @@ def test_exploration_takes_the_best_of_k_uniform_picks():
     assert make_learned().explore_sample == 1
 
 
-@pytest.mark.parametrize("siblings", ["off", "yield"])
-def test_state_round_trip_restores_the_queue_the_model_and_the_next_decisions(siblings):
+@pytest.mark.parametrize(("siblings", "association"), [("off", "off"), ("yield", "off"), ("off", "anchor")])
+def test_state_round_trip_restores_the_queue_the_model_and_the_next_decisions(siblings, association):
     def fresh():
         return LearnedFrontier(LinkValueModel(n_features=2**14, retrain_every=15, min_positive=1), epsilon=0.2,
-                               rescore_all=30, rescore_top=4, rescore_sample=4, seed=11, siblings=siblings)
+                               rescore_all=30, rescore_top=4, rescore_sample=4, seed=11, siblings=siblings,
+                               association=association, association_every=7)
 
     f = fresh()
     rng = random.Random(11)
@@ -314,12 +318,14 @@ def test_rescoring_is_bounded_to_the_top_and_a_sample():
     assert len(queue_order(f)) == 100 == len(f)
 
 
-@pytest.mark.parametrize("siblings", ["off", "yield"])
-def test_every_decision_takes_the_best_live_link_across_retrains_and_rescoring(siblings):
+@pytest.mark.parametrize(("siblings", "association"), [("off", "off"), ("yield", "off"), ("off", "anchor"),
+                                                     ("yield", "anchor")])
+def test_every_decision_takes_the_best_live_link_across_retrains_and_rescoring(siblings, association):
     """Without exploration, each pop is the live link of highest priority (ties: first pushed), with
-    bounded re-scoring, sibling re-prioritisation and stale heap entries in between."""
+    bounded re-scoring, sibling re-prioritisation, association refreshes and stale heap entries in between."""
     f = LearnedFrontier(LinkValueModel(n_features=2**14, retrain_every=10, min_positive=1), epsilon=0.0,
-                        rescore_all=20, rescore_top=5, rescore_sample=5, seed=4, siblings=siblings)
+                        rescore_all=20, rescore_top=5, rescore_sample=5, seed=4, siblings=siblings,
+                        association=association, association_every=3)
     rng = random.Random(4)
     for i in range(5):
         f.push(Link(f"http://s.test/{i}", 0.5, 0, "s.test"))
@@ -328,6 +334,7 @@ def test_every_decision_takes_the_best_live_link_across_retrains_and_rescoring(s
         best = min(f._live, key=lambda e: (-e.priority, e.link.seq))
         assert synthetic_step(f, rng, step, seen) == best.link.url
     assert f.stats()["learned/retrains"] > 5 and len(f) > 20  # bounded re-scoring ran
+    assert association == "off" or any(e.assoc for e in f._live)  # shifts were applied
 
 
 # -- the planted signal ----------------------------------------------------------------------------------
@@ -396,7 +403,7 @@ def simulate(frontier, web, budget, seed):
         scored = [(t, a, 0.5 * overlap(a) + 0.5 * page_score) for t, a in links]
         if observe is not None:
             observe(link.url, host(link.url), 1.0 if relevant else 0.0,
-                    [(t, features(a, t, s, link.depth + 1)) for t, a, s in scored])
+                    [(t, features(a, t, s, link.depth + 1)) for t, a, s in scored], terms=words, relevance=page_score)
         for t, _, s in scored:
             if t not in seen:
                 seen.add(t)
@@ -404,13 +411,14 @@ def simulate(frontier, web, budget, seed):
     return found
 
 
-@pytest.mark.parametrize("siblings", ["off", "yield"])
-def test_learned_finds_the_planted_signal_bestfirst_cannot(siblings):
+@pytest.mark.parametrize(("siblings", "association"), [("off", "off"), ("yield", "off"), ("off", "anchor")])
+def test_learned_finds_the_planted_signal_bestfirst_cannot(siblings, association):
     budget, results = 1500, []
     for seed in (0, 1, 2):
         web = planted_web(seed)
         results.append((simulate(BestFirstFrontier(), web, budget, seed),
-                        simulate(LearnedFrontier(seed=seed, siblings=siblings), web, budget, seed)))
+                        simulate(LearnedFrontier(seed=seed, siblings=siblings, association=association),
+                                 web, budget, seed)))
     best, learned = (sum(r[i] for r in results) for i in (0, 1))
     assert learned >= 1.3 * best, results
     assert all(l > b for b, l in results), results
@@ -511,3 +519,88 @@ def test_sibling_yield_is_refused_on_redis_with_one_line():
 
     with pytest.raises(FrontierError, match="^TOPICCRAWL_LEARNED_SIBLINGS is not available with TOPICCRAWL_STORE=redis"):
         RedisLearnedFrontier.from_options(None, {}, {"learned_siblings": "yield"})
+
+
+# -- anchor association ------------------------------------------------------------------------------------
+
+
+def test_term_association_is_the_smoothed_mean_relevance_of_the_pages_holding_the_term():
+    a = TermAssociation(strength=2.0)
+    assert a.shift(["fern"]) == 0.0 and a.mean == 0.0  # nothing fetched yet
+    a.add_page(["fern", "leaf", "fern"], 0.9)  # a repeated term counts once
+    a.add_page(["aristotle", "leaf"], 0.3)
+    a.add_page(["aristotle", "city"], 0.0)
+    m = 0.4  # (0.9 + 0.3 + 0.0) / 3
+    assert a.mean == pytest.approx(m) and len(a) == 4
+    assert a.value("fern") == pytest.approx((0.9 + 2 * m) / 3)
+    assert a.value("aristotle") == pytest.approx((0.3 + 2 * m) / 4)
+    assert a.value("unseen") == pytest.approx(m)
+    assert a.shift(["fern"]) == pytest.approx((0.9 + 2 * m) / 3 - m)  # 0.1667
+    assert a.shift(["aristotle"]) == pytest.approx((0.3 + 2 * m) / 4 - m)  # -0.125: below the crawl's mean
+    assert a.shift(["aristotle", "unseen"]) == 0.0  # an unknown term counts as m; the max is taken
+    assert a.shift(["aristotle", "fern"]) == a.shift(["fern"]) and a.shift([]) == 0.0
+    b = pickle.loads(pickle.dumps(a))
+    assert b.shift(["fern"]) == a.shift(["fern"]) and b.mean == a.mean and len(b) == 4
+    small = TermAssociation(max_terms=2)
+    small.add_page(["x", "y", "z"], 1.0)
+    assert len(small) == 2 and small.pages == 1  # the vocabulary is bounded; the page still counts in m
+
+
+def test_anchor_terms_drop_stop_words_and_single_characters():
+    assert anchor_terms("The Fern of a Garden") == ("fern", "garden")
+    assert anchor_terms("X") == () and anchor_terms("") == ()
+
+
+def anchor_race(association: str) -> list[str]:
+    """A holder page with two links of the same R(l): "Aristotle" (pushed first) and "Fern". "fern" was
+    written on a relevant page fetched before, "aristotle" on pages of low R(P)."""
+    f = LearnedFrontier(epsilon=0.0, association=association)
+    for name in ("plant", "city", "town", "hub"):
+        f.push(Link(f"http://x.test/{name}", 1.0))
+    pages = {"plant": (["fern", "leaf"], 0.9), "city": (["aristotle", "market"], 0.1),
+             "town": (["aristotle", "square"], 0.1), "hub": (["aristotle", "fern", "leaf"], 0.5)}
+    for _ in range(4):
+        link = f.pop()
+        name = link.url.rsplit("/", 1)[1]
+        words, relevance = pages[name]
+        outs = [(f"http://x.test/{t}", features([t], f"http://x.test/{t}", 0.4)) for t in ("aristotle", "fern")
+                ] if name == "hub" else []
+        f.observe_page(link.url, "x.test", relevance, outs, terms=words, relevance=relevance)
+    for t in ("aristotle", "fern"):
+        f.push(Link(f"http://x.test/{t}", 0.4))
+    return [link.url.rsplit("/", 1)[1] for link in iter(f.pop, None)]
+
+
+def test_an_anchor_written_on_relevant_pages_goes_first():
+    assert anchor_race("off") == ["aristotle", "fern"]  # same R(l): push order
+    assert anchor_race("anchor") == ["fern", "aristotle"]
+    assert make_learned({"learned_association": "anchor"}).association is not None
+    assert make_learned().association is not None  # "auto", the default: on in memory
+    assert make_learned({"learned_association": "off"}).association is None
+    with pytest.raises(OptionError, match="TOPICCRAWL_LEARNED_ASSOCIATION"):
+        LearnedOptions.coerce({"learned_association": "on"})
+
+
+def test_queued_links_get_their_association_recomputed_as_pages_arrive():
+    f = LearnedFrontier(epsilon=0.0, association="anchor", association_every=5)
+    f.push(Link("http://x.test/seed", 1.0))
+    f.pop()
+    outs = [("http://x.test/fern", features(["fern"], "http://x.test/fern", 0.40)),
+            ("http://x.test/other", features(["zzz"], "http://x.test/other", 0.45))]
+    f.observe_page("http://x.test/seed", "x.test", 0.2, outs, terms=["seed"], relevance=0.2)
+    for url, _ in outs:
+        f.push(Link(url, 0.4 if url.endswith("fern") else 0.45))
+    for i in range(6):  # pages that write "fern" and are relevant, none linking to the queued ones
+        f.push(Link(f"http://x.test/p{i}", 2.0))
+        assert f.pop().url == f"http://x.test/p{i}"
+        f.observe_page(f"http://x.test/p{i}", "x.test", 0.9, terms=["fern", f"w{i}"], relevance=0.9)
+    # a refresh ran at the 5th page: "fern" now lifts its link above the one of higher R(l)
+    assert [link.url.rsplit("/", 1)[1] for link in iter(f.pop, None)] == ["fern", "other"]
+
+
+def test_anchor_association_is_refused_on_redis_with_one_line():
+    from topiccrawl.redis.learned import RedisLearnedFrontier
+
+    with pytest.raises(FrontierError, match="^TOPICCRAWL_LEARNED_ASSOCIATION is not available with TOPICCRAWL_STORE=redis"):
+        RedisLearnedFrontier.from_options(None, {}, {"learned_association": "anchor"})
+    assert LearnedOptions.coerce({}).learned_association == "auto"  # which Redis runs without it (docs)

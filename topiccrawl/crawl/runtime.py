@@ -31,6 +31,7 @@ from scrapy import signals
 from topiccrawl.crawl.errors import ConfigError
 from topiccrawl.crawl.items import PageItem
 from topiccrawl.crawl.settings import TopicCrawlConfig, parse_url_list
+from topiccrawl.learning.association import anchor_terms
 from topiccrawl.learning.focus import PageFocus
 from topiccrawl.learning.linkvalue import LinkFeatures, quick_terms, url_tokens
 from topiccrawl.scoring.dmoz import TreeError
@@ -316,7 +317,8 @@ class TopicCrawl:
                 best[a.url] = ScoredLink(a.url, score, a.text.strip()[:200])
                 anchors[a.url] = a
         if self.learns:
-            self._observe(response.url, relevance if probability is None else probability, best, anchors, depth)
+            self._observe(response.url, relevance if probability is None else probability, best, anchors, depth,
+                          terms, relevance)
         self.graph.add_page(response.url, best.keys())
         self.pagerank.maybe_refresh()
         potential = self.pagerank.potential(response.url, self.config.potential_pagerank)
@@ -332,9 +334,11 @@ class TopicCrawl:
             item.probability = round(probability, 6)
         return item, self._unseen(links)
 
-    def _observe(self, url: str, probability: float, best: dict, anchors: dict, depth: int) -> None:
+    def _observe(self, url: str, probability: float, best: dict, anchors: dict, depth: int,
+                 terms: list[str], relevance: float) -> None:
         """Hand a fetched page and its out-links (with their features) to a learning frontier,
-        before the links are queued."""
+        before the links are queued (with the page's terms and R(P) when it keeps an anchor
+        association)."""
         frontier = self.frontier
         if frontier is None:
             return
@@ -342,7 +346,12 @@ class TopicCrawl:
         out = [(target, LinkFeatures(anchor=quick_terms(a.text), url=url_tokens(target),
                                      context=quick_terms(a.context), score=best[target].score, depth=depth + 1))
                for target, a in anchors.items() if target not in skip]
-        frontier.observe_page(url, registered_domain(url), probability, out)
+        if getattr(frontier, "association", None) is None:
+            frontier.observe_page(url, registered_domain(url), probability, out)
+            return
+        for target, f in out:
+            f.terms = anchor_terms(anchors[target].text)
+        frontier.observe_page(url, registered_domain(url), probability, out, terms=terms, relevance=relevance)
 
     @property
     def frontier(self):

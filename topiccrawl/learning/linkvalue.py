@@ -75,7 +75,8 @@ class LinkFeatures:
     ``holder_probability`` is P(relevant | holder page), ``host_yield`` the holder host's smoothed
     share of relevant pages so far, ``distance`` the hops from the last relevant page on the
     holder's crawl path (0: the holder is relevant), ``holder_value`` the value of the link the
-    holder was reached by, ``score`` the link's R(l), ``depth`` the target's depth.
+    holder was reached by, ``score`` the link's R(l), ``depth`` the target's depth; ``terms``, the
+    anchor's terms for the anchor association (not encoded in the row).
     """
 
     anchor: Sequence[str] = ()
@@ -87,6 +88,7 @@ class LinkFeatures:
     depth: int = 0
     holder_value: float = 0.0
     score: float = 0.0
+    terms: Sequence[str] = ()
 
 
 def url_tokens(url: str, limit: int = 24) -> list[str]:

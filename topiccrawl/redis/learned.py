@@ -44,7 +44,7 @@ import json
 import random
 import time
 from collections import Counter, OrderedDict
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 import numpy as np
 
@@ -187,7 +187,10 @@ class RedisLearnedFrontier(RedisFrontier):
         if options.learned_siblings != "off":
             raise FrontierError("TOPICCRAWL_LEARNED_SIBLINGS is not available with TOPICCRAWL_STORE=redis yet "
                                 "(in memory only, docs/learned.md)")
-        memory = make_learned(options)
+        if options.learned_association == "anchor":
+            raise FrontierError("TOPICCRAWL_LEARNED_ASSOCIATION is not available with TOPICCRAWL_STORE=redis yet "
+                                "(in memory only, docs/learned.md)")
+        memory = make_learned(replace(options, learned_association="off"))  # "auto": off on Redis
         return cls(client, keys, model=memory.model, epsilon=memory.epsilon, rescore_all=memory.rescore_all,
                    rescore_top=memory.rescore_top, rescore_sample=memory.rescore_sample, seed=options.learned_seed,
                    max_pending=memory.max_pending, host_strength=memory.host_strength, options=asdict(options),
@@ -247,7 +250,7 @@ class RedisLearnedFrontier(RedisFrontier):
         return smoothed_yield(self._hosts, self._good, self._seen, domain, self.host_strength)
 
     def observe_page(self, url: str, domain: str, probability: float, out_links=(), *,
-                     relevant: bool | None = None) -> None:
+                     relevant: bool | None = None, terms=None, relevance: float | None = None) -> None:
         """A fetched page (as :meth:`LearnedFrontier.observe_page`): its event goes to the shared
         list and every event not applied yet is applied (one round trip), then its out-links are
         encoded and valued; those to fetched pages become the next step's event."""

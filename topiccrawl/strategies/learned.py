@@ -41,12 +41,17 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from topiccrawl.learning.association import TermAssociation
 from topiccrawl.learning.linkvalue import FIRST_BLENDS, LABEL_RULES, LinkFeatures, LinkValueModel, url_tokens
 from topiccrawl.strategies.base import FrontierBase, Link, StrategyOptions, option_field
 from topiccrawl.strategies.wanglandau import clip01
 
 #: how a holder page's fetched targets shift the priority of its other links (docs/learned.md)
 SIBLING_RULES = ("off", "yield")
+#: ``association``: "anchor" shifts a link by its anchor terms' association (docs/learned.md)
+ASSOCIATION_RULES = ("off", "anchor")
+#: the setting's values: ``auto`` is ``anchor`` in memory and ``off`` on Redis (not available there yet)
+ASSOCIATION_SETTINGS = ("auto", *ASSOCIATION_RULES)
 
 
 def fallback_features(link: Link, k: int) -> LinkFeatures:
@@ -64,7 +69,7 @@ def push_value(model: LinkValueModel, incoming: OrderedDict, link: Link) -> tupl
     if entry is None:
         row, holder, value = model.encode([fallback_features(link, model.k)])[0], None, None
     else:
-        row, holder, value, version = entry
+        row, holder, value, version = entry[:4]
         if version != model.version_:
             value = None
     if model.fitted:
@@ -118,11 +123,13 @@ def shifted(value: float, shift: float) -> float:
 
 
 class _Entry:
-    __slots__ = ("base", "holder", "link", "pos", "priority", "row", "uid")
+    __slots__ = ("assoc", "base", "holder", "link", "pos", "priority", "row", "terms", "uid")
 
-    def __init__(self, link: Link, row: bytes, holder: str | None, priority: float, base: float | None = None) -> None:
+    def __init__(self, link: Link, row: bytes, holder: str | None, priority: float, base: float | None = None,
+                 terms: tuple = (), assoc: float = 0.0) -> None:
         self.link, self.row, self.holder, self.priority = link, row, holder, priority
-        self.base = priority if base is None else base  # the value before the sibling shift
+        self.base = priority if base is None else base  # the value before the sibling shift (association included)
+        self.terms, self.assoc = terms, assoc  # the anchor's terms and their association shift in base
         self.uid = -1
         self.pos = -1
 
@@ -136,6 +143,10 @@ class LearnedFrontier(FrontierBase):
     re-scored after a retrain, ``rescore_top`` (M), ``rescore_sample`` (R): those re-scored above
     it; ``seed``: the exploration and sampling RNG; ``max_pending``: observed out-links (and
     handed-out links) kept waiting for their push (or their page), oldest dropped first;
+    ``association``: ``"anchor"`` adds to a link's priority the association of its anchor's terms
+    with the fetched pages' R(P) (:class:`~topiccrawl.learning.association.TermAssociation`),
+    recomputed every ``association_every`` fetched pages for a queue of at most ``rescore_all``
+    links and at re-scoring (``"off"``: none);
     ``host_strength``: pseudo-count a of the host yield (good + a·g) / (seen + a), g the crawl's
     smoothed yield (and of the sibling yield); ``siblings``: shift priorities by the holder page's
     sibling yield (``"yield"``; ``"off"``: no shift; module docstring).
@@ -145,9 +156,14 @@ class LearnedFrontier(FrontierBase):
 
     def __init__(self, model: LinkValueModel | None = None, *, epsilon: float = 0.05, rescore_all: int = 4096,
                  rescore_top: int = 128, rescore_sample: int = 128, seed: int = 0, max_pending: int = 20_000,
-                 host_strength: float = 2.0, explore_sample: int = 1, siblings: str = "off") -> None:
+                 host_strength: float = 2.0, explore_sample: int = 1, siblings: str = "off",
+                 association: str = "off", association_every: int = 25) -> None:
         if siblings not in SIBLING_RULES:
             raise ValueError(f"siblings={siblings!r}: expected one of {', '.join(SIBLING_RULES)}")
+        if association not in ASSOCIATION_RULES:
+            raise ValueError(f"association={association!r}: expected one of {', '.join(ASSOCIATION_RULES)}")
+        self.association = TermAssociation() if association == "anchor" else None
+        self.association_every = max(1, int(association_every))
         self.model = model if model is not None else LinkValueModel(random_state=seed)
         self.siblings = siblings != "off"
         self.sibling_rule = siblings
@@ -207,10 +223,13 @@ class LearnedFrontier(FrontierBase):
     def _fallback_features(self, link: Link) -> LinkFeatures:
         return fallback_features(link, self.model.k)
 
-    def _add(self, link: Link, row: bytes, holder: str | None, priority: float) -> None:
-        entry = _Entry(link, row, holder, priority)
+    def _add(self, link: Link, row: bytes, holder: str | None, priority: float, terms: tuple = ()) -> None:
+        entry = _Entry(link, row, holder, priority, terms=terms)
+        if terms and self.association is not None:
+            entry.assoc = self.association.shift(terms)
+            entry.base = entry.priority = priority + entry.assoc
         if self.siblings and holder is not None:
-            entry.priority = shifted(priority, self.sibling_shift(holder))
+            entry.priority = shifted(entry.base, self.sibling_shift(holder))
             self._held.setdefault(holder, []).append(entry)
         entry.pos = len(self._live)
         self._live.append(entry)
@@ -253,9 +272,11 @@ class LearnedFrontier(FrontierBase):
         if link.seq < 0:
             link.seq = self._next_seq
             self._next_seq += 1
+        waiting = self._incoming.get(link.url)
+        terms = waiting[4] if waiting is not None and len(waiting) > 4 else ()
         row, holder, priority = push_value(self.model, self._incoming, link)
         self._queued_urls.add(link.url)
-        self._add(link, row, holder, priority)
+        self._add(link, row, holder, priority, terms)
 
     def pop(self) -> Link | None:
         if not self._live:
@@ -305,13 +326,16 @@ class LearnedFrontier(FrontierBase):
         return smoothed_yield(self._hosts, self._good, self._seen, domain, self.host_strength)
 
     def observe_page(self, url: str, domain: str, probability: float,
-                     out_links: Iterable[tuple[str, LinkFeatures]] = (), *, relevant: bool | None = None) -> None:
+                     out_links: Iterable[tuple[str, LinkFeatures]] = (), *, relevant: bool | None = None,
+                     terms: Iterable[str] | None = None, relevance: float | None = None) -> None:
         """A fetched page: its P(relevant) (``relevant`` overrides ``probability ≥ threshold``) and
         its out-links as ``(url, LinkFeatures)`` (links to fetched pages included: those are
         labelled examples and graph edges; links to :attr:`queued_urls` are ignored). Call it before pushing the page's
         links. Labels the link the page was fetched by, fills the holder fields of the features,
         encodes and scores the out-links for their push, and retrains every ``retrain_every`` pages.
-        A second call for the same URL only adds out-links."""
+        A second call for the same URL only adds out-links. ``terms`` (the page's text terms) and
+        ``relevance`` (its R(P); default ``probability``) feed the anchor association when it is on;
+        each out-link's anchor terms are its features' ``terms``."""
         model = self.model
         via = self._inflight.pop(url, None)
         self._queued_urls.discard(url)
@@ -328,6 +352,11 @@ class LearnedFrontier(FrontierBase):
             host[1] += 1
             self._good += good
             self._seen += 1
+            assoc = self.association
+            if assoc is not None and terms is not None:
+                assoc.add_page(terms, probability if relevance is None else relevance)
+                if self._seen % self.association_every == 0 and len(self._live) <= self.rescore_all:
+                    self._refresh_association()
             if via is not None:
                 model.add_example(via[0], url)
                 if self.siblings and via[1] is not None:
@@ -351,7 +380,7 @@ class LearnedFrontier(FrontierBase):
             rows = model.encode(features)
             values = model.predict_rows(rows).tolist() if model.fitted else [None] * len(rows)
             version = model.version_
-            for target, row, value in zip(targets, rows, values, strict=True):
+            for target, f, row, value in zip(targets, features, rows, values, strict=True):
                 node = model.page(target)
                 if node is not None:  # fetched before: an example now, and an edge
                     model.add_example(row, target)
@@ -359,7 +388,7 @@ class LearnedFrontier(FrontierBase):
                     if self.siblings:
                         self._kid(url, node)
                 else:
-                    self._remember(self._incoming, target, (row, url, value, version))
+                    self._remember(self._incoming, target, (row, url, value, version, tuple(f.terms)))
 
     def page_probabilities(self, probabilities: dict[str, float]) -> None:
         """Fetched pages' P(relevant) under a refitted page classifier (URL -> P): the link labels
@@ -405,6 +434,12 @@ class LearnedFrontier(FrontierBase):
         if not todo:
             return
         values = self.model.predict_rows([e.row for e in todo]).tolist()
+        assoc = self.association
+        if assoc is not None:
+            for i, e in enumerate(todo):
+                if e.terms:
+                    e.assoc = assoc.shift(e.terms)
+                    values[i] += e.assoc
         for e, v in zip(todo, values):
             e.base = v
         if self.siblings:
@@ -430,6 +465,34 @@ class LearnedFrontier(FrontierBase):
             heapq.heapify(self._heap)
         self._rescored += len(todo)
 
+    def _refresh_association(self) -> None:
+        """Every queued link's association shift recomputed from the statistics so far, one heapify."""
+        assoc, changed = self.association, False
+        for e in self._live:
+            if e.terms:
+                a = assoc.shift(e.terms)
+                if a != e.assoc:
+                    e.base += a - e.assoc
+                    e.assoc, changed = a, True
+        if not changed:
+            return
+        shifts: dict[str, float] = {}
+        heap, uid = [], self._next_uid
+        for e in self._live:
+            if self.siblings and e.holder is not None:
+                shift = shifts.get(e.holder)
+                if shift is None:
+                    shift = shifts[e.holder] = self.sibling_shift(e.holder)
+                e.priority = shifted(e.base, shift)
+            else:
+                e.priority = e.base
+            e.uid = uid
+            heap.append((-e.priority, e.link.seq, uid, e))
+            uid += 1
+        self._next_uid = uid
+        heapq.heapify(heap)
+        self._heap = heap
+
     def stats(self) -> dict:
         m = self.model
         return {
@@ -442,6 +505,8 @@ class LearnedFrontier(FrontierBase):
             "learned/relevant_pages": m.n_relevant,
             "learned/explored": self._explored,
             "learned/rescored": self._rescored,
+            **({"learned/association_pages": self.association.pages, "learned/association_terms": len(self.association)}
+               if self.association is not None else {}),
         }
 
     # -- JOBDIR -------------------------------------------------------------------------------------------
@@ -452,7 +517,8 @@ class LearnedFrontier(FrontierBase):
             "links": [e.link for e in self._live],
             "next_seq": self._next_seq,
             "learned": {
-                "entries": [(e.row, e.holder, e.priority, e.base) for e in self._live],
+                "entries": [(e.row, e.holder, e.priority, e.base, e.terms, e.assoc) for e in self._live],
+                "association": self.association,
                 "siblings": {h: sorted(k) for h, k in self._kids.items()},
                 "model": self.model,
                 "rng": self._rng.getstate(),
@@ -486,8 +552,10 @@ class LearnedFrontier(FrontierBase):
         self._kids = {h: set(k) for h, k in learned.get("siblings", {}).items()}
         self._psum = self.model.probability_sum() if self.siblings else 0.0
         self._held = {}
-        for link, (row, holder, priority, *base) in zip(state["links"], learned["entries"]):
-            entry = _Entry(link, row, holder, priority, *base)  # states before sibling yield: base = priority
+        if self.association is not None and learned.get("association") is not None:
+            self.association = learned["association"]
+        for link, (row, holder, priority, *rest) in zip(state["links"], learned["entries"]):
+            entry = _Entry(link, row, holder, priority, *rest)  # states before sibling yield: base = priority
             if self.siblings and holder is not None:
                 self._held.setdefault(holder, []).append(entry)
             entry.pos = len(self._live)
@@ -516,6 +584,7 @@ class LearnedOptions(StrategyOptions):
     learned_first_blend: str = option_field("none", choices=FIRST_BLENDS)
     learned_explore_sample: int = option_field(1, low=1, high=1024)
     learned_siblings: str = option_field("off", choices=SIBLING_RULES)
+    learned_association: str = option_field("auto", choices=ASSOCIATION_SETTINGS)
 
     def kwargs(self) -> dict:
         """The :class:`LearnedFrontier` arguments (its model included)."""
@@ -526,7 +595,8 @@ class LearnedOptions(StrategyOptions):
         return {"model": model, "epsilon": self.learned_epsilon, "rescore_all": self.learned_rescore_all,
                 "rescore_top": self.learned_rescore_top, "rescore_sample": self.learned_rescore_sample,
                 "seed": self.learned_seed, "explore_sample": self.learned_explore_sample,
-                "siblings": self.learned_siblings}
+                "siblings": self.learned_siblings,
+                "association": "anchor" if self.learned_association == "auto" else self.learned_association}
 
 
 def make_learned(options: LearnedOptions | Mapping | None = None,
