@@ -1,6 +1,6 @@
 """Decision cost of the ``learned`` frontier at a 10^6-link queue (docs/benchmarks.md, "Learned focus").
 
-    python -m bench.learned_decisions [QUEUED=1000000] [PAGES=5000] [M=R=128] [--no-freeze]
+    python -m bench.learned_decisions [QUEUED=1000000] [PAGES=5000] [M=R=128] [--no-freeze] [--no-association]
 
 Fills the queue through the public path (``observe_page`` with 50 out-links per page, then
 ``push``), fits the model on a planted signal, then runs a steady crawl: pop one link, observe its
@@ -8,7 +8,8 @@ page (10 out-links), push them, a retrain (with its bounded re-scoring of M + R 
 pages. Prints CPU time (``time.process_time``) per part, and best-first's at the same size.
 As in ``bench.bench_decisions``, the filled queue is moved out of the cyclic GC's view
 (``gc.freeze``) before the steady state, so full collections re-scanning the set-up objects do not
-count; ``--no-freeze`` includes them.
+count; ``--no-freeze`` includes them. The anchor association is on, as in a crawl (each page
+reports 50 terms, each link its anchor's words); ``--no-association`` turns it off.
 """
 import gc
 import random
@@ -22,7 +23,8 @@ from topiccrawl.strategies.learned import LearnedFrontier
 from topiccrawl.strategies.simple import BestFirstFrontier
 
 FREEZE = "--no-freeze" not in sys.argv
-argv = [a for a in sys.argv[1:] if a != "--no-freeze"]
+ASSOCIATION = "off" if "--no-association" in sys.argv else "anchor"
+argv = [a for a in sys.argv[1:] if not a.startswith("--")]
 N = int(argv[0]) if len(argv) > 0 else 1_000_000
 STEPS = int(argv[1]) if len(argv) > 1 else 5_000
 M = int(argv[2]) if len(argv) > 2 else 128
@@ -36,10 +38,19 @@ def outlinks(page, n):
         url = f"http://h{rng.randrange(1000)}.test/{page}/{j}"
         anchor = rng.sample(V, 3) + (["zq"] if rng.random() < 0.05 else [])
         out.append((url, LinkFeatures(anchor=anchor, url=url_tokens(url), context=rng.sample(V, 10),
-                                      depth=2, score=rng.random())))
+                                      depth=2, score=rng.random(), terms=tuple(anchor))))
     return out
 
-f = LearnedFrontier(LinkValueModel(retrain_every=10**9), epsilon=0.05, rescore_top=M, rescore_sample=M)
+f = LearnedFrontier(LinkValueModel(retrain_every=10**9), epsilon=0.05, rescore_top=M, rescore_sample=M,
+                    association=ASSOCIATION)
+print(f"anchor association: {ASSOCIATION}")
+
+
+def text(relevance: float) -> dict:
+    """A page's terms and R(P) for the association."""
+    return {"terms": rng.sample(V, 50), "relevance": relevance}
+
+
 # teach: 2,000 pages whose "zq" links lead to relevant pages, so the model is fitted
 t = clock()
 for p in range(2000):
@@ -47,11 +58,12 @@ for p in range(2000):
     f.push(Link(holder, 1.0))
     f.pop()
     outs = outlinks(f"t{p}", 5)
-    f.observe_page(holder, "teach.test", 0.0, outs)
+    f.observe_page(holder, "teach.test", 0.0, outs, **text(0.0))
     for url, feat in outs:
         f.push(Link(url, feat.score))
 while (link := f.pop()) is not None:
-    f.observe_page(link.url, "x", 1.0 if "zq" in link.url else rng.random() * 0.6)
+    r = 1.0 if "zq" in link.url else rng.random() * 0.6
+    f.observe_page(link.url, "x", r, **text(r))
 assert f.retrain(), "model not fitted"
 print(f"teach + first fit: {clock() - t:.1f} s CPU")
 
@@ -64,7 +76,7 @@ while len(f) < N:
     f.push(Link(holder, 1.0))
     f.pop()
     outs = outlinks(f"f{page}", 50)
-    f.observe_page(holder, "fill.test", 0.2, outs)
+    f.observe_page(holder, "fill.test", 0.2, outs, **text(0.2))
     t0 = clock()
     for url, feat in outs:
         f.push(Link(url, feat.score))
@@ -111,7 +123,8 @@ for step in range(STEPS):
     pops += 1
     outs = outlinks(f"s{step}", 10)
     t0 = clock()
-    f.observe_page(link.url, link.url.split("/")[2], rng.random(), outs)
+    r = rng.random()
+    f.observe_page(link.url, link.url.split("/")[2], r, outs, **text(r))
     t_obs += clock() - t0
     t0 = clock()
     for url, feat in outs:

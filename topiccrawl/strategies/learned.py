@@ -29,6 +29,13 @@ Sibling yield (``siblings``, off by default): the priority v of a queued link is
 yield of its holder page h, logit v' = logit v + logit y_h − logit g (:func:`sibling_shift`), y_h the
 smoothed mean P(relevant) of the fetched pages h links to, g the crawl's; a page fetched through h
 re-prioritises h's queued links (docs/learned.md, "Sibling yield").
+
+Anchor association (``association="anchor"``; the ``learned`` setting's default in memory): the
+priority gets max_t a_t − m over the link's anchor words,
+a_t the smoothed mean R(P) of the fetched pages whose text holds t, m the crawl's mean
+(:class:`~topiccrawl.learning.association.TermAssociation`); recomputed for the whole queue every
+``association_every`` pages while it holds at most ``rescore_all`` links, and for the re-scored
+links at each retrain (docs/learned.md, "Anchor words judged by the pages that contain them").
 """
 
 from __future__ import annotations
