@@ -1,6 +1,7 @@
 """Pages/s of strategies against a plain Scrapy spider, measured in adjacent pairs.
 
     TOPICCRAWL_DATA_DIR=... python -m bench.throughput_paired [--strategies learned,bestfirst]
+        [--strategies learned,learned:TOPICCRAWL_LEARNED_ASSOCIATION=off]   # NAME:SETTING=VALUE: a setting
         [--topics 'bench/topics/wikispeedia/*.toml'] [--pages 1000] [--rounds 1] [--out OUT.json]
 
 On one Wikispeedia lab, for each topic: a plain Scrapy BFS spider crawl (bench/plain_spider.py,
@@ -57,7 +58,9 @@ def main(argv: list[str] | None = None) -> None:
                 plain = run_plain_stats(lab.proxy_url, seeds, args.pages) if plain_first else None
                 measured, cpu = {}, {}
                 for s in strategies:
-                    run = run_strategy(spec, lab.proxy_url, path, s, args.pages, Path(tmp) / f"{rnd}-{i}-{s}")
+                    name, _, setting = s.partition(":")
+                    run = run_strategy(spec, lab.proxy_url, path, name, args.pages, Path(tmp) / f"{rnd}-{i}-{len(cpu)}",
+                                       settings=[setting] if setting else ())
                     measured[s] = run["pages_per_s"]
                     cpu[s] = 1000 * run["cpu_seconds"] / run["dp"]
                 if not plain_first:

@@ -539,6 +539,8 @@ def test_term_association_is_the_smoothed_mean_relevance_of_the_pages_holding_th
     assert a.shift(["aristotle"]) == pytest.approx((0.3 + 2 * m) / 4 - m)  # -0.125: below the crawl's mean
     assert a.shift(["aristotle", "unseen"]) == 0.0  # an unknown term counts as m; the max is taken
     assert a.shift(["aristotle", "fern"]) == a.shift(["fern"]) and a.shift([]) == 0.0
+    lists = [("fern",), (), ("aristotle", "unseen"), ("city", "leaf", "fern"), ("unseen",)]
+    assert a.shifts(lists).tolist() == [a.shift(t) for t in lists]  # the vectorised form, exactly
     b = pickle.loads(pickle.dumps(a))
     assert b.shift(["fern"]) == a.shift(["fern"]) and b.mean == a.mean and len(b) == 4
     small = TermAssociation(max_terms=2)

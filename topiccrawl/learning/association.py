@@ -10,6 +10,9 @@ seen counts as m: no shift).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from itertools import chain, repeat
+
+import numpy as np
 
 from topiccrawl.scoring.text import tokenize
 
@@ -21,17 +24,21 @@ def anchor_terms(text: str) -> tuple[str, ...]:
 
 class TermAssociation:
     """Term statistics of the fetched pages; ``strength`` is k, ``max_terms`` bounds the vocabulary
-    (terms first seen after it is full are not counted: they count as m)."""
+    (terms first seen after it is full are not counted: they count as m). A term is an index into
+    two arrays (n_t, s_t), so a page's update is one dictionary look-up per distinct term plus two
+    vectorised additions."""
 
-    def __init__(self, strength: float = 2.0, max_terms: int = 2_000_000) -> None:
+    def __init__(self, strength: float = 2.0, max_terms: int = 1_000_000) -> None:
         self.strength = strength
         self.max_terms = max_terms
-        self._stats: dict[str, list] = {}  # term -> [n_t, s_t]
+        self._index: dict[str, int] = {}
+        self._n = np.zeros(1024, dtype=np.int64)
+        self._s = np.zeros(1024, dtype=np.float64)
         self.pages = 0
         self.total = 0.0
 
     def __len__(self) -> int:
-        return len(self._stats)
+        return len(self._index)
 
     @property
     def mean(self) -> float:
@@ -40,42 +47,76 @@ class TermAssociation:
 
     def add_page(self, terms: Iterable[str], relevance: float) -> None:
         """One fetched page: its terms (repeats count once) and its relevance."""
-        stats, room = self._stats, self.max_terms
-        for term in set(terms):
-            st = stats.get(term)
-            if st is not None:
-                st[0] += 1
-                st[1] += relevance
-            elif len(stats) < room:
-                stats[term] = [1, relevance]
+        index = self._index
+        distinct = set(terms)
+        new = distinct.difference(index)
+        complete = True
+        if new:
+            size = len(index)
+            room = self.max_terms - size
+            if len(new) > room:
+                new, complete = list(new)[:max(room, 0)], False
+            index.update(zip(new, range(size, size + len(new))))
+            if len(index) > len(self._n):
+                grow = max(len(index), 2 * len(self._n)) - len(self._n)
+                self._n = np.concatenate([self._n, np.zeros(grow, dtype=np.int64)])
+                self._s = np.concatenate([self._s, np.zeros(grow, dtype=np.float64)])
+        if complete:
+            at = np.fromiter(map(index.__getitem__, distinct), dtype=np.int64, count=len(distinct))
+        else:  # the vocabulary is full: terms without an index are not counted
+            at = np.array([i for i in map(index.get, distinct) if i is not None], dtype=np.int64)
+        self._n[at] += 1
+        self._s[at] += relevance
         self.pages += 1
         self.total += relevance
 
     def value(self, term: str) -> float:
         """a_t (m for a term never seen)."""
         m = self.mean
-        st = self._stats.get(term)
-        return m if st is None else (st[1] + self.strength * m) / (st[0] + self.strength)
+        i = self._index.get(term)
+        return m if i is None else (float(self._s[i]) + self.strength * m) / (int(self._n[i]) + self.strength)
 
     def shift(self, terms: Sequence[str]) -> float:
         """max_t a_t − m over ``terms`` (0 for no terms or before the first page)."""
         if not terms or not self.pages:
             return 0.0
-        m, k, stats = self.total / self.pages, self.strength, self._stats
+        m, k, index = self.total / self.pages, self.strength, self._index
         best = None
         for term in terms:
-            st = stats.get(term)
-            v = 0.0 if st is None else (st[1] + k * m) / (st[0] + k) - m
+            i = index.get(term)
+            v = 0.0 if i is None else (self._s.item(i) + k * m) / (self._n.item(i) + k) - m
             if best is None or v > best:
                 best = v
         return best
 
+    def shifts(self, term_lists: Sequence[Sequence[str]]) -> np.ndarray:
+        """:meth:`shift` of each of ``term_lists``, vectorised (one look-up per term)."""
+        n = len(term_lists)
+        out = np.zeros(n)
+        if not n or not self.pages:
+            return out
+        lens = np.fromiter(map(len, term_lists), dtype=np.int64, count=n)
+        flat = list(chain.from_iterable(term_lists))
+        if not flat:
+            return out
+        at = np.fromiter(map(self._index.get, flat, repeat(-1)), dtype=np.int64, count=len(flat))
+        m, k = self.total / self.pages, self.strength
+        known = at >= 0
+        v = np.zeros(len(flat))
+        v[known] = (self._s[at[known]] + k * m) / (self._n[at[known]] + k) - m
+        some = lens > 0
+        starts = np.cumsum(lens) - lens
+        out[some] = np.maximum.reduceat(v, starts[some])
+        return out
+
     def __getstate__(self) -> dict:
+        size = len(self._index)
         return {"strength": self.strength, "max_terms": self.max_terms, "pages": self.pages, "total": self.total,
-                "terms": list(self._stats), "n": [st[0] for st in self._stats.values()],
-                "s": [st[1] for st in self._stats.values()]}
+                "terms": list(self._index), "n": self._n[:size].copy(), "s": self._s[:size].copy()}
 
     def __setstate__(self, state: dict) -> None:
         self.strength, self.max_terms = state["strength"], state["max_terms"]
         self.pages, self.total = state["pages"], state["total"]
-        self._stats = {t: [n, s] for t, n, s in zip(state["terms"], state["n"], state["s"], strict=True)}
+        self._index = {t: i for i, t in enumerate(state["terms"])}
+        self._n = np.asarray(state["n"], dtype=np.int64).copy()
+        self._s = np.asarray(state["s"], dtype=np.float64).copy()

@@ -443,10 +443,9 @@ class LearnedFrontier(FrontierBase):
         values = self.model.predict_rows([e.row for e in todo]).tolist()
         assoc = self.association
         if assoc is not None:
-            for i, e in enumerate(todo):
-                if e.terms:
-                    e.assoc = assoc.shift(e.terms)
-                    values[i] += e.assoc
+            for i, (e, a) in enumerate(zip(todo, assoc.shifts([e.terms for e in todo]).tolist())):
+                e.assoc = a
+                values[i] += a
         for e, v in zip(todo, values):
             e.base = v
         if self.siblings:
@@ -474,13 +473,11 @@ class LearnedFrontier(FrontierBase):
 
     def _refresh_association(self) -> None:
         """Every queued link's association shift recomputed from the statistics so far, one heapify."""
-        assoc, changed = self.association, False
-        for e in self._live:
-            if e.terms:
-                a = assoc.shift(e.terms)
-                if a != e.assoc:
-                    e.base += a - e.assoc
-                    e.assoc, changed = a, True
+        live, changed = self._live, False
+        for e, a in zip(live, self.association.shifts([e.terms for e in live]).tolist()):
+            if a != e.assoc:
+                e.base += a - e.assoc
+                e.assoc, changed = a, True
         if not changed:
             return
         shifts: dict[str, float] = {}
