@@ -346,11 +346,9 @@ class TopicCrawl:
         out = [(target, LinkFeatures(anchor=quick_terms(a.text), url=url_tokens(target),
                                      context=quick_terms(a.context), score=best[target].score, depth=depth + 1))
                for target, a in anchors.items() if target not in skip]
-        if getattr(frontier, "association", None) is None:
-            frontier.observe_page(url, registered_domain(url), probability, out)
-            return
-        for target, f in out:
-            f.terms = anchor_terms(anchors[target].text)
+        if getattr(frontier, "association", None) is not None:
+            for target, f in out:
+                f.terms = anchor_terms(anchors[target].text)
         frontier.observe_page(url, registered_domain(url), probability, out, terms=terms, relevance=relevance)
 
     @property

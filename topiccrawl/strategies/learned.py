@@ -428,7 +428,6 @@ class LearnedFrontier(FrontierBase):
         full = everything or len(live) <= max(self.rescore_all, m + r)
         if full:
             todo = list(live)
-            self._heap = []
         else:
             todo = [self._pop_best() for _ in range(m)]
             chosen = {id(e) for e in todo}
@@ -448,28 +447,38 @@ class LearnedFrontier(FrontierBase):
                 values[i] += a
         for e, v in zip(todo, values):
             e.base = v
-        if self.siblings:
-            shifts: dict[str, float] = {}
-            for i, e in enumerate(todo):
-                if e.holder is not None:
-                    shift = shifts.get(e.holder)
-                    if shift is None:
-                        shift = shifts[e.holder] = self.sibling_shift(e.holder)
-                    values[i] = shifted(values[i], shift)
+        self._sibling_values(todo, values)
         if not full:
             for e, v in zip(todo, values):
                 e.priority = v
                 self._enqueue(e)
             self._compact()
-        else:  # one heapify
-            uid = self._next_uid
-            for e, v in zip(todo, values):
-                e.priority, e.uid = v, uid
-                self._heap.append((-v, e.link.seq, uid, e))
-                uid += 1
-            self._next_uid = uid
-            heapq.heapify(self._heap)
+        else:
+            self._requeue_all(todo, values)
         self._rescored += len(todo)
+
+    def _sibling_values(self, entries: list[_Entry], values: list[float]) -> None:
+        """With sibling yield on, ``values`` (the entries' bases) shifted by their holders' yield, in place."""
+        if not self.siblings:
+            return
+        shifts: dict[str, float] = {}
+        for i, e in enumerate(entries):
+            if e.holder is not None:
+                shift = shifts.get(e.holder)
+                if shift is None:
+                    shift = shifts[e.holder] = self.sibling_shift(e.holder)
+                values[i] = shifted(values[i], shift)
+
+    def _requeue_all(self, entries: list[_Entry], priorities: list[float]) -> None:
+        """The heap rebuilt from every live entry with new priorities: one heapify."""
+        heap, uid = [], self._next_uid
+        for e, v in zip(entries, priorities):
+            e.priority, e.uid = v, uid
+            heap.append((-v, e.link.seq, uid, e))
+            uid += 1
+        self._next_uid = uid
+        heapq.heapify(heap)
+        self._heap = heap
 
     def _refresh_association(self) -> None:
         """Every queued link's association shift recomputed from the statistics so far, one heapify."""
@@ -478,24 +487,10 @@ class LearnedFrontier(FrontierBase):
             if a != e.assoc:
                 e.base += a - e.assoc
                 e.assoc, changed = a, True
-        if not changed:
-            return
-        shifts: dict[str, float] = {}
-        heap, uid = [], self._next_uid
-        for e in self._live:
-            if self.siblings and e.holder is not None:
-                shift = shifts.get(e.holder)
-                if shift is None:
-                    shift = shifts[e.holder] = self.sibling_shift(e.holder)
-                e.priority = shifted(e.base, shift)
-            else:
-                e.priority = e.base
-            e.uid = uid
-            heap.append((-e.priority, e.link.seq, uid, e))
-            uid += 1
-        self._next_uid = uid
-        heapq.heapify(heap)
-        self._heap = heap
+        if changed:
+            values = [e.base for e in live]
+            self._sibling_values(live, values)
+            self._requeue_all(live, values)
 
     def stats(self) -> dict:
         m = self.model
