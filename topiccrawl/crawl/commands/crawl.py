@@ -22,7 +22,7 @@ from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 
 from topiccrawl.crawl.errors import redact_text
 from topiccrawl.crawl.runtime import OVERRIDABLE, check_output_dir, output_path, output_template
-from topiccrawl.crawl.settings import ConfigError, TopicCrawlConfig, parse_url_list
+from topiccrawl.crawl.settings import ConfigError, TopicCrawlConfig, parse_url_list, strategy_options
 from topiccrawl.discovery.pages import DWDBRMError
 from topiccrawl.discovery.search import SearchBackendError
 from topiccrawl.scoring.dmoz import TreeError
@@ -63,6 +63,7 @@ def check_crawl_inputs(settings, spargs: dict, spidercls=None) -> None:
         check(**spargs)
     if cfg.strategy not in STRATEGIES:
         raise FrontierError(f"unknown strategy {cfg.strategy!r}; expected one of: {', '.join(STRATEGIES)}")
+    strategy_options(settings, cfg.strategy)  # a bad TOPICCRAWL_<STRATEGY>_* value: one line, before the crawl
     if cfg.offline:
         spec = check_spec(cfg.web)
         if spec.kind != "generated" and spec.arg and not Path(spec.arg).exists():
