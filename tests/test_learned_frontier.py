@@ -598,11 +598,3 @@ def test_queued_links_get_their_association_recomputed_as_pages_arrive():
         f.observe_page(f"http://x.test/p{i}", "x.test", 0.9, terms=["fern", f"w{i}"], relevance=0.9)
     # a refresh ran at the 5th page: "fern" now lifts its link above the one of higher R(l)
     assert [link.url.rsplit("/", 1)[1] for link in iter(f.pop, None)] == ["fern", "other"]
-
-
-def test_anchor_association_is_refused_on_redis_with_one_line():
-    from topiccrawl.redis.learned import RedisLearnedFrontier
-
-    with pytest.raises(FrontierError, match="^TOPICCRAWL_LEARNED_ASSOCIATION is not available with TOPICCRAWL_STORE=redis"):
-        RedisLearnedFrontier.from_options(None, {}, {"learned_association": "anchor"})
-    assert LearnedOptions.coerce({}).learned_association == "auto"  # which Redis runs without it (docs)

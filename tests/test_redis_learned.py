@@ -13,11 +13,13 @@ import pytest
 
 from redis_fixture import StartGate, redis_server, start_worker  # noqa: F401
 from topiccrawl.crawl.settings import ConfigError
+from topiccrawl.learning.association import TermAssociation
 from topiccrawl.learning.linkvalue import LinkFeatures, url_tokens
 from topiccrawl.redis import crawl_keys
 from topiccrawl.redis.annealing import make_redis_frontier
 from topiccrawl.redis.learned import RedisLearnedFrontier
 from topiccrawl.strategies.base import Link
+from topiccrawl.strategies.learned import make_learned
 from topiccrawl.weblab.api import WebLab
 
 OPTIONS = {"learned_retrain_every": "20", "learned_epsilon": "0", "learned_seed": "1"}
@@ -60,6 +62,32 @@ def _crawl(frontiers, pages: int) -> list[str]:
                 seen.add(target)
                 f.push(Link(target, feat.score, depth=1, domain=target.split("/")[2], payload=None))
     return fetched
+
+
+def _crawl_with_terms(frontiers, pages: int) -> tuple[list[str], list[tuple[list[str], float]]]:
+    """As :func:`_crawl`, with the anchor association's inputs: each link's anchor words, and each
+    page's terms (a word of its own, "gold" when relevant) and R(P)."""
+    seen = {link.url for f in frontiers for link in f.state()["links"]}
+    fetched, texts = [], []
+    for i in range(pages):
+        f = frontiers[i % len(frontiers)]
+        link = f.pop()
+        assert link is not None
+        relevant, out = _page(link.url)
+        for _, feat in out:
+            feat.terms = tuple(feat.anchor)
+        n = int(link.url.rsplit("p", 1)[1])
+        terms = ["page", f"own{n % 11}"] + (["gold"] if relevant else [])
+        relevance = 0.6 if relevant else 0.2
+        f.observe_page(link.url, link.url.split("/")[2], 0.9 if relevant else 0.1, out, terms=terms,
+                       relevance=relevance)
+        fetched.append(link.url)
+        texts.append((terms, relevance))
+        for target, feat in out:
+            if target not in seen:
+                seen.add(target)
+                f.push(Link(target, feat.score, depth=1, domain=target.split("/")[2], payload=None))
+    return fetched, texts
 
 
 def _seed(frontier) -> None:
@@ -238,6 +266,10 @@ def test_two_scrapy_workers_crawl_with_one_model_and_a_late_worker_starts_from_i
     assert max(s["topiccrawl/learned/pages"] for s in stats) == len(labelled)
     assert sum(s["topiccrawl/learned/trained_here"] for s in stats) >= 1
     assert all(s["finish_reason"] == "topiccrawl_max_pages" for s in stats)
+    # the anchor association (on by default) counted every worker's pages in one set of statistics
+    assert max(s["topiccrawl/learned/association_pages"] for s in stats) >= 300
+    assert min(s["topiccrawl/learned/association_terms"] for s in stats) > 100
+    assert client.hlen("topiccrawl:lrn:learned:assoc") > 0  # queued links keep their anchor words
 
     # a worker started now (a larger budget: the crawl goes on) joins with the published model
     late = _start(tmp_path, "late", redis_server.url, slow_lab.proxy_url, 340)
@@ -250,7 +282,43 @@ def test_two_scrapy_workers_crawl_with_one_model_and_a_late_worker_starts_from_i
           f"rescored {stats[0]['topiccrawl/learned/rescored']}, explored {stats[0]['topiccrawl/learned/explored']}; "
           f"Redis bytes: events {client.memory_usage('topiccrawl:lrn:learned:events')} for "
           f"{client.llen('topiccrawl:lrn:learned:events')} events, "
-          f"model {client.memory_usage('topiccrawl:lrn:learned:model')}")
+          f"model {client.memory_usage('topiccrawl:lrn:learned:model')}, "
+          f"term statistics {sum(client.memory_usage(f'topiccrawl:lrn:learned:terms:{x}') for x in 'ns')} "
+          f"for {client.hlen('topiccrawl:lrn:learned:terms:n')} terms")
+
+
+ANCHOR = {**OPTIONS, "learned_association": "anchor", "learned_rescore_all": "4096"}
+
+
+def test_the_anchor_association_is_shared_and_one_worker_orders_as_memory_does(redis_server):
+    client = redis_server.client()
+    a, b = _frontier(client, "a", options=ANCHOR), _frontier(client, "b", options=ANCHOR)
+    _seed(a)
+    _, texts = _crawl_with_terms([a, b], 120)
+    # both workers read one set of statistics: the memory formula over every worker's pages
+    memory = TermAssociation()
+    for terms, relevance in texts:
+        memory.add_page(terms, relevance)
+    probe = [["gold"], ["plain", "item"], ["own3"], ["never"], []]
+    assert a.association.pages == b.association.pages == 120 and len(a.association) == len(memory)
+    assert a.association.shifts(probe).tolist() == pytest.approx(memory.shifts(probe).tolist(), abs=1e-9)
+    assert a.association.shifts([["gold"]])[0] > 0.0 == a.association.shifts([["plain"]])[0]
+    assert b.stats()["learned/association_pages"] == 120
+    # every queued link with anchor words carries the shift of the statistics now (refreshed every
+    # 25 pages and at each re-scoring; 120 pages: the last refresh was at page 100, 20 pages ago)
+    fields = client.hgetall(a.learned_keys["assoc"])
+    queued = set(client.zrange(a.keys["requests"], 0, -1))
+    assert queued and set(fields) <= queued | set(client.zrange(a.keys["leases"], 0, -1))
+    gold = [m for m, f in fields.items() if "gold" in f.split("\x1f")]
+    assert gold and all(float(fields[m].split("\x1f")[0]) > 0 for m in gold)
+
+    # one worker alone fetches in the order of the memory strategy with the same options
+    orders = []
+    for frontier in (_frontier(client, "solo", crawl="solo", options=ANCHOR), make_learned(ANCHOR)):
+        assert frontier.association is not None
+        _seed(frontier)
+        orders.append(_crawl_with_terms([frontier], 150)[0])
+    assert orders[0] == orders[1]
 
 
 def _fitted_constant(frontier, value_logit: float) -> None:

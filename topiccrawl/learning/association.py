@@ -22,6 +22,22 @@ def anchor_terms(text: str) -> tuple[str, ...]:
     return tuple(t for t in tokenize(text) if len(t) > 1)
 
 
+def max_shifts(lengths: np.ndarray, counts: np.ndarray, sums: np.ndarray, mean: float,
+               strength: float) -> np.ndarray:
+    """max_t a_t − m per list of terms, a_t = (s_t + k·m) / (n_t + k): ``lengths`` the lists'
+    sizes, ``counts`` and ``sums`` n_t and s_t of their terms one after the other (0 and 0 for a
+    term never seen: a_t = m), ``mean`` m, ``strength`` k; 0 for an empty list."""
+    out = np.zeros(len(lengths))
+    if not len(counts):
+        return out
+    v = (sums + strength * mean) / (counts + strength) - mean
+    v[counts == 0] = 0.0  # exactly (k·m / k need not round to m)
+    some = lengths > 0
+    starts = np.cumsum(lengths) - lengths
+    out[some] = np.maximum.reduceat(v, starts[some])
+    return out
+
+
 class TermAssociation:
     """Term statistics of the fetched pages; ``strength`` is k, ``max_terms`` bounds the vocabulary
     (terms first seen after it is full are not counted: they count as m). A term is an index into
@@ -92,22 +108,15 @@ class TermAssociation:
     def shifts(self, term_lists: Sequence[Sequence[str]]) -> np.ndarray:
         """:meth:`shift` of each of ``term_lists``, vectorised (one look-up per term)."""
         n = len(term_lists)
-        out = np.zeros(n)
         if not n or not self.pages:
-            return out
-        lens = np.fromiter(map(len, term_lists), dtype=np.int64, count=n)
+            return np.zeros(n)
         flat = list(chain.from_iterable(term_lists))
-        if not flat:
-            return out
         at = np.fromiter(map(self._index.get, flat, repeat(-1)), dtype=np.int64, count=len(flat))
-        m, k = self.total / self.pages, self.strength
         known = at >= 0
-        v = np.zeros(len(flat))
-        v[known] = (self._s[at[known]] + k * m) / (self._n[at[known]] + k) - m
-        some = lens > 0
-        starts = np.cumsum(lens) - lens
-        out[some] = np.maximum.reduceat(v, starts[some])
-        return out
+        counts, sums = np.zeros(len(flat)), np.zeros(len(flat))
+        counts[known], sums[known] = self._n[at[known]], self._s[at[known]]
+        return max_shifts(np.fromiter(map(len, term_lists), dtype=np.int64, count=n), counts, sums,
+                          self.total / self.pages, self.strength)
 
     def __getstate__(self) -> dict:
         size = len(self._index)

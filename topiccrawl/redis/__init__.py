@@ -10,6 +10,7 @@ Modules, small and focused like scrapy-redis's:
                 Lua script; ``make_redis_frontier`` picks the frontier of a strategy
 ``learned``     :class:`RedisLearnedFrontier`: the ``learned`` queue scored by link values, the
                 workers' labels in one event list, one published model version (trainer lease)
+``association`` the anchor association's term statistics of ``learned``, shared by the workers
 ``bandit``      :class:`RedisBandit`: the DWDBRM UCB1 statistics, atomic updates
 ``discovery``   the discovery spiders' scheduler: own iteration queue, shared duplicates, bandit
                 (with pending plays) and page limit

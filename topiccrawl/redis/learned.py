@@ -28,11 +28,16 @@ Redis") with its shared parts under the crawl's key prefix (``topiccrawl:<crawl_
   when it holds at most ``rescore_all`` links, else the ``rescore_top`` best and ``rescore_sample``
   random queued links (ZRANDMEMBER); a link popped meanwhile keeps its value
   (``lua/learned_rescore.lua``).
+* **Anchor association** (``association="anchor"``): the term statistics are shared
+  (:mod:`topiccrawl.redis.association`); a link's priority is its value plus the shift of its
+  anchor terms, stored with it, recomputed by the trainer for the links it re-scores and for the
+  whole queue (at most ``rescore_all`` links) every ``association_every`` pages of the crawl.
 
 Keys besides the frontier's (``learned:`` + name): ``prio`` HASH member -> ZSET score, ``rows``
-HASH member -> ``base64(row) holder``, ``state`` HASH (options JSON, explored, rescored,
-trainer_expired), ``events`` LIST, ``model`` HASH (version, weights, meta), ``trainer`` /
-``trainer:owner`` the trainer's lease set. All of them live as long as the crawl id: a restarted
+HASH member -> ``base64(row) holder``, ``assoc`` HASH member -> ``shift SEP term SEP ...``,
+``state`` HASH (options JSON, explored, rescored, trainer_expired, assoc_pages, assoc_total),
+``events`` LIST, ``model`` HASH (version, weights, meta), ``trainer`` / ``trainer:owner`` the
+trainer's lease set, ``terms:n`` / ``terms:s`` HASHes term -> n_t / s_t. All of them live as long as the crawl id: a restarted
 worker replays the events and loads the model; JOBDIR is not used.
 """
 
@@ -44,11 +49,12 @@ import json
 import random
 import time
 from collections import Counter, OrderedDict
-from dataclasses import asdict, replace
+from dataclasses import asdict
 
 import numpy as np
 
 from topiccrawl.learning.linkvalue import LinkFeatures, LinkValueModel
+from topiccrawl.redis.association import RedisTermAssociation
 from topiccrawl.redis.frontier import RedisFrontier
 from topiccrawl.strategies.base import FrontierError, Link
 from topiccrawl.strategies.learned import (
@@ -63,7 +69,11 @@ from topiccrawl.strategies.wanglandau import clip01
 
 #: the learned keys (``learned:`` + name) after the frontier's in the queue scripts, in the order
 #: ``lua/learned.lua`` names them
-NAMES = ("prio", "rows", "state")
+NAMES = ("prio", "rows", "state", "assoc")
+#: the anchor association's term statistics (:mod:`topiccrawl.redis.association`)
+TERM_NAMES = ("terms:n", "terms:s")
+#: separates the fields of an ``assoc`` entry: the link's shift at its last scoring, then its anchor terms
+SEP = "\x1f"
 #: the keys of ``lua/learned_sync.lua`` (the frontier's ``stats`` follows)
 SYNC_NAMES = ("events", "model", "trainer", "trainer:owner", "state")
 #: events read per script call (a joining worker replays the list in chunks of this size)
@@ -143,9 +153,10 @@ class RedisLearnedFrontier(RedisFrontier):
                  rescore_all: int = 4096, rescore_top: int = 128, rescore_sample: int = 128, seed: int = 0,
                  max_pending: int = 20_000, host_strength: float = 2.0, rng: random.Random | None = None,
                  options: dict | None = None, lease_seconds: float = 30.0, budget: int = 0,
-                 worker: str = "worker", explore_sample: int = 1) -> None:
+                 worker: str = "worker", explore_sample: int = 1, association: str = "off",
+                 association_every: int = 25) -> None:
         self._base = keys["requests"][: -len("requests")] + "learned:"
-        self.learned_keys = {name: self._base + name for name in (*NAMES, *SYNC_NAMES)}
+        self.learned_keys = {name: self._base + name for name in (*NAMES, *SYNC_NAMES, *TERM_NAMES)}
         super().__init__(client, keys, self.STRATEGIES[0], None, lease_seconds, budget, worker)
         self.model = model if model is not None else LinkValueModel(random_state=seed)
         self.epsilon, self.rescore_all, self.rescore_top, self.rescore_sample = \
@@ -154,6 +165,11 @@ class RedisLearnedFrontier(RedisFrontier):
         self.explore_sample = max(1, int(explore_sample))
         self.options = options if options is not None else {"seed": seed}
         self.rng = rng if rng is not None else random.Random(f"{seed}|{worker}")
+        k = self.learned_keys
+        self.association = (RedisTermAssociation(client, {"n": k["terms:n"], "s": k["terms:s"], "state": k["state"]})
+                            if association == "anchor" else None)
+        self.association_every = max(1, int(association_every))
+        self._refreshed = 0  # crawl pages at this worker's last association refresh
         self._decide = self._script("learned_pop.lua")
         self._rescore_script = self._script("learned_rescore.lua")
         self._sync_script = self.leases.script("learned_sync.lua")
@@ -187,14 +203,13 @@ class RedisLearnedFrontier(RedisFrontier):
         if options.learned_siblings != "off":
             raise FrontierError("TOPICCRAWL_LEARNED_SIBLINGS is not available with TOPICCRAWL_STORE=redis yet "
                                 "(in memory only, docs/learned.md)")
-        if options.learned_association == "anchor":
-            raise FrontierError("TOPICCRAWL_LEARNED_ASSOCIATION is not available with TOPICCRAWL_STORE=redis yet "
-                                "(in memory only, docs/learned.md)")
-        memory = make_learned(replace(options, learned_association="off"))  # "auto": off on Redis
+        memory = make_learned(options)
         return cls(client, keys, model=memory.model, epsilon=memory.epsilon, rescore_all=memory.rescore_all,
                    rescore_top=memory.rescore_top, rescore_sample=memory.rescore_sample, seed=options.learned_seed,
                    max_pending=memory.max_pending, host_strength=memory.host_strength, options=asdict(options),
-                   explore_sample=memory.explore_sample, **lease)
+                   explore_sample=memory.explore_sample,
+                   association="off" if memory.association is None else "anchor",
+                   association_every=memory.association_every, **lease)
 
     def extra_keys(self) -> list[str]:
         return [self.learned_keys[name] for name in NAMES]
@@ -212,12 +227,17 @@ class RedisLearnedFrontier(RedisFrontier):
         return fallback_features(link, self.model.k)
 
     def push_args(self, link: Link) -> list:
-        """The ZSET score (−value) and the row field (``base64(row) holder``) of ``link``."""
+        """The ZSET score (−priority), the row field (``base64(row) holder``) and the association
+        field of ``link`` (``shift SEP term SEP term ...``; '' without anchor terms): the priority
+        is the link value plus, with the association, the shift of its anchor terms."""
         model = self.model
+        waiting = self._incoming.get(link.url)
+        shift, terms = waiting[4:6] if waiting is not None and len(waiting) > 5 else (0.0, ())
         row, holder, priority = push_value(model, self._incoming, link)
         if model.page(link.url) is None:
             self._queued.add(link.url)
-        return [_score(priority), f"{_b64(row)} {holder}" if holder else _b64(row)]
+        return [_score(priority + shift), f"{_b64(row)} {holder}" if holder else _b64(row),
+                SEP.join((repr(shift), *terms)) if terms else ""]
 
     def pop(self) -> Link | None:
         """One decision (atomic, leased): the best link, or with probability ε a random one (the
@@ -258,7 +278,14 @@ class RedisLearnedFrontier(RedisFrontier):
         via = self._inflight.pop(url, None)
         self._queued.discard(url)
         holder_value = 0.0
-        if model.page(url) is None:
+        new = model.page(url) is None
+        shifts: dict[str, float] = {}
+        if self.association is not None:  # count the page's terms, read its anchors' (one round trip)
+            out_links = list(out_links)
+            lookup = (t for target, f in out_links if target not in self._queued for t in f.terms)
+            shifts = self.association.exchange(terms if new else None,
+                                               probability if relevance is None else relevance, lookup)
+        if new:
             event = ["p", self.worker, url, domain, probability, relevant, via[1] if via else None,
                      _b64(via[0]) if via else None]
             self._step(json.dumps(event, ensure_ascii=False, separators=(",", ":")))
@@ -278,11 +305,13 @@ class RedisLearnedFrontier(RedisFrontier):
         rows = model.encode(features)
         values = model.predict_rows(rows).tolist() if model.fitted else [None] * len(rows)
         version, examples = model.version_, []
-        for target, row, value in zip(targets, rows, values, strict=True):
+        for target, f, row, value in zip(targets, features, rows, values, strict=True):
             if model.page(target) is not None:  # fetched before: an example and an edge, for every worker
                 examples.append([target, _b64(row)])
             else:
-                self._remember(self._incoming, target, (row, url, value, version))
+                terms = tuple(f.terms) if self.association is not None else ()
+                shift = max((shifts[t] for t in terms), default=0.0)
+                self._remember(self._incoming, target, (row, url, value, version, shift, terms))
         if examples:
             self._outbox.append(json.dumps(["x", url, examples], ensure_ascii=False, separators=(",", ":")))
 
@@ -317,8 +346,14 @@ class RedisLearnedFrontier(RedisFrontier):
         self.trainer = trainer
         if self._stale or version > self.model.version_:
             self._load()
-        if trainer and self.model.retrain_due and not (self.budget and dp >= self.budget):
+        trained = trainer and self.model.retrain_due and not (self.budget and dp >= self.budget)
+        if trained:
             self._train()
+        pages, every = self.model.n_pages, self.association_every
+        if self.association is not None and trainer and pages // every > self._refreshed // every:
+            self._refreshed = pages
+            if not trained:  # a retrain's re-scoring recomputed the shifts already
+                self._refresh_association()
 
     def _apply(self, event: list) -> None:
         """One training event, in list order (every worker the same)."""
@@ -400,10 +435,42 @@ class RedisLearnedFrontier(RedisFrontier):
             if not pairs:
                 continue
             values = self.model.predict_rows([row for _, row in pairs]).tolist()
+            shifts, assoc = self._shifts([m for m, _ in pairs])
             args = []
-            for (member, _), value in zip(pairs, values):
-                args += [member, _score(value)]
+            for (member, _), value, shift, field in zip(pairs, values, shifts, assoc, strict=True):
+                args += [member, _score(value + shift), field]
             self._rescore_script(keys=self._keys, args=args)
+
+    def _shifts(self, members: list[str]) -> tuple[list[float], list[str]]:
+        """The association shifts of queued ``members`` from the shared statistics now, and their
+        new ``assoc`` fields ('': none, left as it is); zeros without the association."""
+        if self.association is None:
+            return [0.0] * len(members), [""] * len(members)
+        fields = self.r.hmget(self.learned_keys["assoc"], members)
+        terms = [f.split(SEP)[1:] if f else [] for f in fields]
+        shifts = self.association.shifts(terms).tolist()
+        return shifts, [SEP.join((repr(a), *t)) if t else "" for a, t in zip(shifts, terms, strict=True)]
+
+    def _refresh_association(self) -> None:
+        """Every queued link's association shift recomputed (a queue of at most ``rescore_all``
+        links; the link values stay): its score moves by the change of its shift."""
+        requests = self.keys["requests"]
+        if self.r.zcard(requests) > self.rescore_all:
+            return
+        queued = self.r.zrange(requests, 0, -1, withscores=True)
+        for i in range(0, len(queued), 4096):
+            chunk = queued[i:i + 4096]
+            members = [m for m, _ in chunk]
+            old = self.r.hmget(self.learned_keys["assoc"], members)
+            shifts, fields = self._shifts(members)
+            args = []
+            for (member, score), before, shift, field in zip(chunk, old, shifts, fields, strict=True):
+                if field:
+                    was = float(before.split(SEP, 1)[0])
+                    if shift != was:
+                        args += [member, _score(-score + shift - was), field]
+            if args:
+                self._rescore_script(keys=self._keys, args=args)
 
     def leave(self) -> None:
         """This worker stops: its last labels are sent, the newest model loaded, the trainer
@@ -430,6 +497,8 @@ class RedisLearnedFrontier(RedisFrontier):
             "learned/trained_here": self._trained,
             "learned/start_version": self.start_version,
             "learned/model_pages": int(self._model_meta.get("pages", 0)),
+            **({"learned/association_pages": self.association.pages, "learned/association_terms": len(self.association)}
+               if self.association is not None else {}),
         }
 
     def model_meta(self) -> dict:

@@ -57,7 +57,8 @@ from topiccrawl.strategies.wanglandau import clip01
 SIBLING_RULES = ("off", "yield")
 #: ``association``: "anchor" shifts a link by its anchor terms' association (docs/learned.md)
 ASSOCIATION_RULES = ("off", "anchor")
-#: the setting's values: ``auto`` is ``anchor`` in memory and ``off`` on Redis (not available there yet)
+#: the setting's values: ``auto`` (the default) is ``anchor``, in memory and on Redis (``off`` there
+#: before the association was shared; the name stays so settings written then keep working)
 ASSOCIATION_SETTINGS = ("auto", *ASSOCIATION_RULES)
 
 

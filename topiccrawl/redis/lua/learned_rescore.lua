@@ -1,11 +1,13 @@
--- After frontier.lua and learned.lua. New values of queued links after a retrain: a member still
--- queued gets its new score; one popped meanwhile is left alone (it is leased or done).
--- ARGV: member, score (-value), member, score, ... -> how many were re-scored
+-- After frontier.lua and learned.lua. New values of queued links after a retrain (or new anchor
+-- association shifts): a member still queued gets its new score; one popped meanwhile is left
+-- alone (it is leased or done).
+-- ARGV: member, score (-priority), association field ('' = unchanged), member, ... -> how many were re-scored
 local n = 0
-for i = 1, #ARGV, 2 do
+for i = 1, #ARGV, 3 do
   if redis.call('ZSCORE', REQUESTS, ARGV[i]) then
     redis.call('ZADD', REQUESTS, ARGV[i + 1], ARGV[i])
     redis.call('HSET', PRIO, ARGV[i], ARGV[i + 1])
+    if ARGV[i + 2] ~= '' then redis.call('HSET', ASSOC, ARGV[i], ARGV[i + 2]) end
     n = n + 1
   end
 end
