@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from itertools import repeat
 
 import numpy as np
 import scipy.sparse as sp
@@ -52,12 +53,14 @@ def _counts(terms: Sequence[str], n_features: int) -> tuple[np.ndarray, np.ndarr
     index = _INDEX.get(n_features)
     if index is None or len(index) > _INDEX_MAX:
         index = _INDEX[n_features] = {}
-    cols = list(map(index.get, terms))
-    if None in cols:
-        for i, (term, col) in enumerate(zip(terms, cols)):
-            if col is None:  # HashingVectorizer's column: |signed murmur3(utf-8)| mod n_features
-                cols[i] = index[term] = abs(murmurhash3_32(term, seed=0)) % n_features
-    cols, counts = np.unique(np.array(cols, dtype=np.int64), return_counts=True)
+    cols = np.fromiter(map(index.get, terms, repeat(-1)), dtype=np.int64, count=len(terms))
+    for i in np.flatnonzero(cols < 0).tolist():  # terms not in the index (repeats: the first adds it)
+        term = terms[i]
+        col = index.get(term)
+        if col is None:  # HashingVectorizer's column: |signed murmur3(utf-8)| mod n_features
+            col = index[term] = abs(murmurhash3_32(term, seed=0)) % n_features
+        cols[i] = col
+    cols, counts = np.unique(cols, return_counts=True)
     return cols, counts.astype(np.float64)
 
 
