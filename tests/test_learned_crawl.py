@@ -55,6 +55,9 @@ def test_a_topic_with_examples_and_no_words_learns_its_words(tmp_path):
     # the derived words are what the user would copy: a topic file made of them loads and scores
     assert "台风" in words, words
     assert stats["topiccrawl/classifier/examples"] == 5 and stats["topiccrawl/classifier/mode"] == "pu"
+    # the examples joined the anchor association as pages of known relevance, then the crawled pages
+    assert stats["topiccrawl/learned/association_examples"] == 5
+    assert stats["topiccrawl/learned/association_pages"] == 5 + stats["topiccrawl/learned/pages"]
     assert stats["topiccrawl/truth/relevant"] > 0
 
 

@@ -598,3 +598,23 @@ def test_queued_links_get_their_association_recomputed_as_pages_arrive():
         f.observe_page(f"http://x.test/p{i}", "x.test", 0.9, terms=["fern", f"w{i}"], relevance=0.9)
     # a refresh ran at the 5th page: "fern" now lifts its link above the one of higher R(l)
     assert [link.url.rsplit("/", 1)[1] for link in iter(f.pop, None)] == ["fern", "other"]
+
+
+def test_example_pages_join_the_association_as_pages_of_known_relevance_when_asked():
+    examples, counters = [["albatross", "petrel", "seabird"], ["petrel", "gull"]], [["football", "goal"]]
+    off = LearnedFrontier(association="anchor")  # the class's default is off; the crawl's setting is on
+    assert off.observe_examples(examples, counters) == 0 and off.association.pages == 0
+    assert make_learned().association_examples
+    assert not make_learned({"learned_association_examples": "false"}).association_examples
+    f = LearnedFrontier(association="anchor", association_examples=True)
+    assert f.observe_examples(examples, counters) == 3
+    a = f.association
+    assert a.pages == 3 and a.total == 2.0  # relevance 1 for an example, 0 for a counter-example
+    for i in range(20):  # ordinary pages of middling R(P), none of them naming these words
+        a.add_page([f"w{i}", "common"], 0.2)
+    assert a.shift(["petrel"]) > a.shift(["albatross"]) > 0.0 > a.shift(["football"])
+    assert f.stats()["learned/association_examples"] == 3
+    g = LearnedFrontier(association="anchor", association_examples=True)
+    g.load_state(pickle.loads(pickle.dumps(f.state())))  # JOBDIR keeps the count with the statistics
+    assert g.stats()["learned/association_examples"] == 3 and g.association.shift(["petrel"]) == a.shift(["petrel"])
+    assert LearnedFrontier(association="off", association_examples=True).observe_examples(examples) == 0

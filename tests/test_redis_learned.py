@@ -321,6 +321,21 @@ def test_the_anchor_association_is_shared_and_one_worker_orders_as_memory_does(r
     assert orders[0] == orders[1]
 
 
+def test_example_pages_count_once_in_the_shared_association_whichever_worker_adds_them(redis_server):
+    client = redis_server.client()
+    a, b = _frontier(client, "a", crawl="ex", options=ANCHOR), _frontier(client, "b", crawl="ex", options=ANCHOR)
+    examples, counters = [["albatross", "petrel"], ["petrel", "gull"]], [["football"]]
+    for f in (a, b, a):  # every worker fetches the examples for itself (and again after a restart)
+        assert f.observe_examples(examples, counters) == 3
+    memory = TermAssociation()
+    for terms, relevance in [(examples[0], 1.0), (examples[1], 1.0), (counters[0], 0.0)]:
+        memory.add_page(terms, relevance)
+    assert a.association.pages == 3
+    assert b.association.shifts([["petrel"], ["football"]]).tolist() == memory.shifts([["petrel"], ["football"]]).tolist()
+    off = {**ANCHOR, "learned_association_examples": "false"}
+    assert _frontier(client, "c", crawl="ex0", options=off).observe_examples(examples) == 0
+
+
 def _fitted_constant(frontier, value_logit: float) -> None:
     """A fitted model that values every link expit(value_logit) (blend 1: the model alone)."""
     m = frontier.model

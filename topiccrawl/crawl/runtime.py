@@ -404,6 +404,15 @@ class TopicCrawl:
             self.scorer = RelevanceScorer(self.topic, anchor_weight=self.config.anchor_weight)
         return words
 
+    def examples_to_frontier(self) -> int:
+        """Hand the fetched example and counter-example pages' terms to a learning frontier that
+        keeps an anchor association (docs/learned.md, "The example pages in the association");
+        the number of pages it took."""
+        observe = getattr(self.frontier, "observe_examples", None)
+        if observe is None or not (self._example_terms or self._counter_terms):
+            return 0
+        return observe(self._example_terms, self._counter_terms)
+
     def _use_words(self, words: dict[str, float]) -> None:
         """Give a topic without words of its own the words derived from its examples."""
         self.topic = replace(self.topic, words=words)

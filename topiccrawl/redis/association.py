@@ -38,13 +38,15 @@ class RedisTermAssociation:
         self._keys = [keys["n"], keys["s"], keys["state"]]
 
     def exchange(self, terms: Iterable[str] | None, relevance: float,
-                 lookup: Iterable[str] = ()) -> dict[str, float]:
+                 lookup: Iterable[str] = (), once: str = "") -> dict[str, float]:
         """Count a fetched page (its ``terms``, repeats once, and ``relevance``; ``terms`` None:
-        count nothing), then a_t − m of each ``lookup`` term: one script call."""
+        count nothing; ``once``: a name of the page, counted only by the first call that gives it),
+        then a_t − m of each ``lookup`` term: one script call."""
         page = sorted(set(terms)) if terms is not None else []
         want = list(dict.fromkeys(lookup))
         rel = round(min(max(relevance, 0.0), 1.0) * UNIT) if terms is not None else -1
-        res = self._script(keys=self._keys, args=[self.max_terms, rel, len(page), *page, *want])
+        res = self._script(keys=self._keys, args=[self.max_terms, rel, f"once:{once}" if once else "", len(page),
+                                                  *page, *want])
         return self._values(res, want)
 
     def _values(self, res: list, want: list[str]) -> dict[str, float]:

@@ -44,6 +44,7 @@ worker replays the events and loads the model; JOBDIR is not used.
 from __future__ import annotations
 
 import base64
+import hashlib
 import io
 import json
 import random
@@ -154,7 +155,7 @@ class RedisLearnedFrontier(RedisFrontier):
                  max_pending: int = 20_000, host_strength: float = 2.0, rng: random.Random | None = None,
                  options: dict | None = None, lease_seconds: float = 30.0, budget: int = 0,
                  worker: str = "worker", explore_sample: int = 1, association: str = "off",
-                 association_every: int = 25) -> None:
+                 association_every: int = 25, association_examples: bool = False) -> None:
         self._base = keys["requests"][: -len("requests")] + "learned:"
         self.learned_keys = {name: self._base + name for name in (*NAMES, *SYNC_NAMES, *TERM_NAMES)}
         super().__init__(client, keys, self.STRATEGIES[0], None, lease_seconds, budget, worker)
@@ -169,6 +170,7 @@ class RedisLearnedFrontier(RedisFrontier):
         self.association = (RedisTermAssociation(client, {"n": k["terms:n"], "s": k["terms:s"], "state": k["state"]})
                             if association == "anchor" else None)
         self.association_every = max(1, int(association_every))
+        self.association_examples = association_examples
         self._refreshed = 0  # crawl pages at this worker's last association refresh
         self._decide = self._script("learned_pop.lua")
         self._rescore_script = self._script("learned_rescore.lua")
@@ -209,7 +211,8 @@ class RedisLearnedFrontier(RedisFrontier):
                    max_pending=memory.max_pending, host_strength=memory.host_strength, options=asdict(options),
                    explore_sample=memory.explore_sample,
                    association="off" if memory.association is None else "anchor",
-                   association_every=memory.association_every, **lease)
+                   association_every=memory.association_every,
+                   association_examples=memory.association_examples, **lease)
 
     def extra_keys(self) -> list[str]:
         return [self.learned_keys[name] for name in NAMES]
@@ -314,6 +317,18 @@ class RedisLearnedFrontier(RedisFrontier):
                 self._remember(self._incoming, target, (row, url, value, version, shift, terms))
         if examples:
             self._outbox.append(json.dumps(["x", url, examples], ensure_ascii=False, separators=(",", ":")))
+
+    def observe_examples(self, examples, counter_examples=()) -> int:
+        """The example pages into the shared association (as :meth:`LearnedFrontier.observe_examples`);
+        every worker fetches the examples, each page counts once (named by a digest of its terms).
+        Returns the number of pages given."""
+        if self.association is None or not self.association_examples:
+            return 0
+        pages = [(terms, 1.0) for terms in examples] + [(terms, 0.0) for terms in counter_examples]
+        for terms, relevance in pages:
+            digest = hashlib.sha1("\x1f".join(terms).encode("utf-8")).hexdigest()
+            self.association.exchange(terms, relevance, once=f"{relevance:g}:{digest}")
+        return len(pages)
 
     def page_probabilities(self, probabilities: dict[str, float]) -> None:
         """Fetched pages' P(relevant) under this worker's refitted page classifier (URL -> P): an

@@ -149,6 +149,7 @@ class FocusedSpider(scrapy.Spider):
         if tc.focus is None or not tc.focus.n_examples:
             return
         words = tc.learn_words()
+        tc.examples_to_frontier()
         if words:
             from topiccrawl.learning.examples import format_words_toml
 

@@ -165,13 +165,15 @@ class LearnedFrontier(FrontierBase):
     def __init__(self, model: LinkValueModel | None = None, *, epsilon: float = 0.05, rescore_all: int = 4096,
                  rescore_top: int = 128, rescore_sample: int = 128, seed: int = 0, max_pending: int = 20_000,
                  host_strength: float = 2.0, explore_sample: int = 1, siblings: str = "off",
-                 association: str = "off", association_every: int = 25) -> None:
+                 association: str = "off", association_every: int = 25, association_examples: bool = False) -> None:
         if siblings not in SIBLING_RULES:
             raise ValueError(f"siblings={siblings!r}: expected one of {', '.join(SIBLING_RULES)}")
         if association not in ASSOCIATION_RULES:
             raise ValueError(f"association={association!r}: expected one of {', '.join(ASSOCIATION_RULES)}")
         self.association = TermAssociation() if association == "anchor" else None
         self.association_every = max(1, int(association_every))
+        self.association_examples = association_examples
+        self._example_pages = 0  # example pages counted in the association
         self.model = model if model is not None else LinkValueModel(random_state=seed)
         self.siblings = siblings != "off"
         self.sibling_rule = siblings
@@ -398,6 +400,18 @@ class LearnedFrontier(FrontierBase):
                 else:
                     self._remember(self._incoming, target, (row, url, value, version, tuple(f.terms)))
 
+    def observe_examples(self, examples: Iterable[Sequence[str]], counter_examples: Iterable[Sequence[str]] = ()) -> int:
+        """The example pages' terms into the anchor association as pages of known relevance: 1
+        for an example, 0 for a counter-example (with ``association_examples``; docs/learned.md,
+        "The example pages in the association"). Returns the number of pages added."""
+        if self.association is None or not self.association_examples:
+            return 0
+        pages = [(terms, 1.0) for terms in examples] + [(terms, 0.0) for terms in counter_examples]
+        for terms, relevance in pages:
+            self.association.add_page(terms, relevance)
+        self._example_pages += len(pages)
+        return len(pages)
+
     def page_probabilities(self, probabilities: dict[str, float]) -> None:
         """Fetched pages' P(relevant) under a refitted page classifier (URL -> P): the link labels
         follow them from the next retrain (``label_rule`` of the model)."""
@@ -505,7 +519,8 @@ class LearnedFrontier(FrontierBase):
             "learned/relevant_pages": m.n_relevant,
             "learned/explored": self._explored,
             "learned/rescored": self._rescored,
-            **({"learned/association_pages": self.association.pages, "learned/association_terms": len(self.association)}
+            **({"learned/association_pages": self.association.pages, "learned/association_terms": len(self.association),
+                "learned/association_examples": self._example_pages}
                if self.association is not None else {}),
         }
 
@@ -519,6 +534,7 @@ class LearnedFrontier(FrontierBase):
             "learned": {
                 "entries": [(e.row, e.holder, e.priority, e.base, e.terms, e.assoc) for e in self._live],
                 "association": self.association,
+                "example_pages": self._example_pages,
                 "siblings": {h: sorted(k) for h, k in self._kids.items()},
                 "model": self.model,
                 "rng": self._rng.getstate(),
@@ -554,6 +570,7 @@ class LearnedFrontier(FrontierBase):
         self._held = {}
         if self.association is not None and learned.get("association") is not None:
             self.association = learned["association"]
+            self._example_pages = learned.get("example_pages", 0)
         for link, (row, holder, priority, *rest) in zip(state["links"], learned["entries"]):
             entry = _Entry(link, row, holder, priority, *rest)  # states before sibling yield: base = priority
             if self.siblings and holder is not None:
@@ -585,6 +602,7 @@ class LearnedOptions(StrategyOptions):
     learned_explore_sample: int = option_field(1, low=1, high=1024)
     learned_siblings: str = option_field("off", choices=SIBLING_RULES)
     learned_association: str = option_field("auto", choices=ASSOCIATION_SETTINGS)
+    learned_association_examples: bool = True
 
     def kwargs(self) -> dict:
         """The :class:`LearnedFrontier` arguments (its model included)."""
@@ -596,7 +614,8 @@ class LearnedOptions(StrategyOptions):
                 "rescore_top": self.learned_rescore_top, "rescore_sample": self.learned_rescore_sample,
                 "seed": self.learned_seed, "explore_sample": self.learned_explore_sample,
                 "siblings": self.learned_siblings,
-                "association": "anchor" if self.learned_association == "auto" else self.learned_association}
+                "association": "anchor" if self.learned_association == "auto" else self.learned_association,
+                "association_examples": self.learned_association_examples}
 
 
 def make_learned(options: LearnedOptions | Mapping | None = None,
