@@ -35,10 +35,11 @@ Redis") with its shared parts under the crawl's key prefix (``topiccrawl:<crawl_
 
 Keys besides the frontier's (``learned:`` + name): ``prio`` HASH member -> ZSET score, ``rows``
 HASH member -> ``base64(row) holder``, ``assoc`` HASH member -> ``shift SEP term SEP ...``,
-``state`` HASH (options JSON, explored, rescored, trainer_expired, assoc_pages, assoc_total),
-``events`` LIST, ``model`` HASH (version, weights, meta), ``trainer`` / ``trainer:owner`` the
-trainer's lease set, ``terms:n`` / ``terms:s`` HASHes term -> n_t / s_t. All of them live as long as the crawl id: a restarted
-worker replays the events and loads the model; JOBDIR is not used.
+``state`` HASH (options JSON, explored, rescored, trainer_expired, assoc_pages, assoc_total, the
+example pages counted), ``events`` LIST, ``model`` HASH (version, weights, meta), ``trainer`` /
+``trainer:owner`` the trainer's lease set, ``terms:n`` / ``terms:s`` HASHes term -> n_t / s_t.
+All of them live as long as the crawl id: a restarted worker replays the events and loads the
+model; JOBDIR is not used.
 """
 
 from __future__ import annotations
@@ -456,12 +457,14 @@ class RedisLearnedFrontier(RedisFrontier):
                 args += [member, _score(value + shift), field]
             self._rescore_script(keys=self._keys, args=args)
 
-    def _shifts(self, members: list[str]) -> tuple[list[float], list[str]]:
+    def _shifts(self, members: list[str], fields: list[str | None] | None = None) -> tuple[list[float], list[str]]:
         """The association shifts of queued ``members`` from the shared statistics now, and their
-        new ``assoc`` fields ('': none, left as it is); zeros without the association."""
+        new ``assoc`` fields ('': none, left as it is); zeros without the association. ``fields``:
+        their current ``assoc`` fields when already read."""
         if self.association is None:
             return [0.0] * len(members), [""] * len(members)
-        fields = self.r.hmget(self.learned_keys["assoc"], members)
+        if fields is None:
+            fields = self.r.hmget(self.learned_keys["assoc"], members)
         terms = [f.split(SEP)[1:] if f else [] for f in fields]
         shifts = self.association.shifts(terms).tolist()
         return shifts, [SEP.join((repr(a), *t)) if t else "" for a, t in zip(shifts, terms, strict=True)]
@@ -477,7 +480,7 @@ class RedisLearnedFrontier(RedisFrontier):
             chunk = queued[i:i + 4096]
             members = [m for m, _ in chunk]
             old = self.r.hmget(self.learned_keys["assoc"], members)
-            shifts, fields = self._shifts(members)
+            shifts, fields = self._shifts(members, old)
             args = []
             for (member, score), before, shift, field in zip(chunk, old, shifts, fields, strict=True):
                 if field:

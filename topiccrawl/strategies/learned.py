@@ -36,6 +36,8 @@ a_t the smoothed mean R(P) of the fetched pages whose text holds t, m the crawl'
 (:class:`~topiccrawl.learning.association.TermAssociation`); recomputed for the whole queue every
 ``association_every`` pages while it holds at most ``rescore_all`` links, and for the re-scored
 links at each retrain (docs/learned.md, "Anchor words judged by the pages that contain them").
+With ``association_examples`` the fetched example pages join the statistics as pages of relevance
+1, counter-examples 0 (:meth:`LearnedFrontier.observe_examples`).
 """
 
 from __future__ import annotations
