@@ -156,7 +156,8 @@ class LearnedFrontier(FrontierBase):
     ``association``: ``"anchor"`` adds to a link's priority the association of its anchor's terms
     with the fetched pages' R(P) (:class:`~topiccrawl.learning.association.TermAssociation`),
     recomputed every ``association_every`` fetched pages for a queue of at most ``rescore_all``
-    links and at re-scoring (``"off"``: none);
+    links and at re-scoring (``"off"``: none); ``association_examples``: the example pages join
+    the association's statistics (:meth:`observe_examples`);
     ``host_strength``: pseudo-count a of the host yield (good + a·g) / (seen + a), g the crawl's
     smoothed yield (and of the sibling yield); ``siblings``: shift priorities by the holder page's
     sibling yield (``"yield"``; ``"off"``: no shift; module docstring).
