@@ -304,8 +304,8 @@ def test_the_anchor_association_is_shared_and_one_worker_orders_as_memory_does(r
     assert a.association.shifts(probe).tolist() == pytest.approx(memory.shifts(probe).tolist(), abs=1e-9)
     assert a.association.shifts([["gold"]])[0] > 0.0 == a.association.shifts([["plain"]])[0]
     assert b.stats()["learned/association_pages"] == 120
-    # every queued link with anchor words carries the shift of the statistics now (refreshed every
-    # 25 pages and at each re-scoring; 120 pages: the last refresh was at page 100, 20 pages ago)
+    # queued links keep their anchor words and shift (pushed, refreshed every 25 pages and re-scored
+    # after retrains): those whose anchor says "gold", a word of relevant pages, are shifted up
     fields = client.hgetall(a.learned_keys["assoc"])
     queued = set(client.zrange(a.keys["requests"], 0, -1))
     assert queued and set(fields) <= queued | set(client.zrange(a.keys["leases"], 0, -1))
