@@ -61,6 +61,7 @@ from topiccrawl.redis.frontier import RedisFrontier
 from topiccrawl.strategies.base import FrontierError, Link
 from topiccrawl.strategies.learned import (
     LearnedOptions,
+    example_pages,
     fallback_features,
     make_learned,
     push_value,
@@ -325,7 +326,7 @@ class RedisLearnedFrontier(RedisFrontier):
         Returns the number of pages given."""
         if self.association is None or not self.association_examples:
             return 0
-        pages = [(terms, 1.0) for terms in examples] + [(terms, 0.0) for terms in counter_examples]
+        pages = example_pages(examples, counter_examples)
         for terms, relevance in pages:
             digest = hashlib.sha1("\x1f".join(terms).encode("utf-8")).hexdigest()
             self.association.exchange(terms, relevance, once=f"{relevance:g}:{digest}")

@@ -87,6 +87,12 @@ def push_value(model: LinkValueModel, incoming: OrderedDict, link: Link) -> tupl
     return row, holder, clip01(link.score)
 
 
+def example_pages(examples: Iterable[Sequence[str]], counter_examples: Iterable[Sequence[str]] = ()) -> list[tuple]:
+    """``(terms, relevance)`` of the example pages for the anchor association: 1 for an example,
+    0 for a counter-example (docs/learned.md, "The example pages in the association")."""
+    return [(terms, 1.0) for terms in examples] + [(terms, 0.0) for terms in counter_examples]
+
+
 def remember(table: OrderedDict, key: str, value: tuple, limit: int) -> None:
     """``table[key] = value`` as the newest entry; the oldest go beyond ``limit`` entries."""
     table[key] = value
@@ -409,7 +415,7 @@ class LearnedFrontier(FrontierBase):
         "The example pages in the association"). Returns the number of pages added."""
         if self.association is None or not self.association_examples:
             return 0
-        pages = [(terms, 1.0) for terms in examples] + [(terms, 0.0) for terms in counter_examples]
+        pages = example_pages(examples, counter_examples)
         for terms, relevance in pages:
             self.association.add_page(terms, relevance)
         self._example_pages += len(pages)
