@@ -205,12 +205,19 @@ def test_the_web_lab_dies_with_its_crawler_and_ignores_the_terminals_ctrl_c(tmp_
     # Ctrl-C in a terminal: SIGINT to the crawler's process group. The crawler stops gracefully,
     # its requests in flight still answered by the lab, which it then stops.
     proc, log = _crawl(tmp_path, "ctrl-c", settings, new_session=True)
-    _wait_for(lambda: "Crawled" in log.read_text(encoding="utf-8", errors="replace"), proc, what="a progress line")
+    # a progress line with a counted page, so the engine runs: Scrapy's own "Crawled 0 pages" line
+    # comes at spider open, before the engine runs, and a SIGINT in between stops the reactor
+    # without closing the spider (Crawler.stop_async stops only a running engine): no stats.json
+    counted = re.compile(r"\[topiccrawl\.crawl\.extensions\] INFO: Crawled [1-9]")
+    _wait_for(lambda: counted.search(log.read_text(encoding="utf-8", errors="replace")), proc,
+              what="a progress line with a counted page")
     labs = _children(proc.pid)
     assert len(labs) == 1
     os.killpg(proc.pid, signal.SIGINT)
     assert proc.wait(60) == 0, log.read_text(encoding="utf-8", errors="replace")[-3000:]
-    stats = json.loads((tmp_path / "out" / "stats.json").read_text(encoding="utf-8"))
+    written = tmp_path / "out" / "stats.json"
+    assert written.is_file(), log.read_text(encoding="utf-8", errors="replace")[-3000:]
+    stats = json.loads(written.read_text(encoding="utf-8"))
     assert stats["finish_reason"] == "shutdown"
     assert "downloader/exception_count" not in stats, "the lab died with the Ctrl-C"
     assert not _alive(labs[0])
