@@ -1,7 +1,7 @@
 """Replay the pages of finished crawls through page-classifier rules, without crawling again.
 
     python -m bench.replay_focus OUT [OUT ...] --rule base --rule share2:pseudo_share=0.02 \\
-        --rule c01:classifier.C=0.1 [--variant learned] [--out replay.md]
+        --rule c01:classifier.C=0.1 [--variant learned] [--examples] [--out replay.md]
 
 ``OUT`` is a ``bench.learned_focus --out`` folder: its ``results.json`` names the web (``spec``), and
 every run's ``harvest.csv`` lists the fetched pages in fetch order with their R(P) and ground truth.
@@ -15,7 +15,13 @@ harvest rate) at the crawl's last page, the self-assessment of the crawl itself 
 
 The crawl's order stays what it was, so a rule is judged on the self-assessment alone: a rule that
 also changes the link labels (the crawl's pseudo-positives) must be crawled to see its effect on
-recall. Corpora with ``labels`` only (wikispeedia, htmltree, generated) work; the development
+recall. ``--examples`` replays a variant given ``examples=truth:N`` (``learned-examples``): the
+example pages the crawl picked (:func:`bench.learned_focus.truth_examples`) are added first, and a
+variant without words keeps ``use_words`` off, as the crawl's classifier did. Such a crawl derives
+its words from the examples against the seed pages and registers them with jieba, which changes
+how every later Chinese page is segmented; the replay does the same, so it replays one such
+topic per process (a Chinese corpus: one ``OUT`` with one topic). Corpora with ``labels`` only
+(wikispeedia, htmltree, generated) work; the development
 topics are where rules are chosen (docs/learned.md), never the evaluation ones.
 """
 
@@ -28,10 +34,12 @@ import statistics
 import sys
 from pathlib import Path
 
+from bench.learned_focus import truth_examples
 from topiccrawl.learning.classifier import PageClassifier
+from topiccrawl.learning.examples import topic_words
 from topiccrawl.learning.focus import PageFocus
 from topiccrawl.scoring.relevance import RelevanceScorer
-from topiccrawl.scoring.text import document_terms, extract
+from topiccrawl.scoring.text import add_words, document_terms, extract, has_cjk
 from topiccrawl.scoring.topic import load_topic
 from topiccrawl.weblab.corpus import open_corpus
 
@@ -92,16 +100,20 @@ class Pages:
         return terms
 
 
-def replay(pages: Pages, urls, relevance, focus_kw: dict, classifier_kw: dict, topic=None) -> float | None:
+def replay(pages: Pages, urls, relevance, focus_kw: dict, classifier_kw: dict, topic=None,
+           examples: list[list[str]] = (), use_words: bool = True) -> float | None:
     """The self-assessment at the last page. ``rank=full`` (a rule key): pseudo-positives ranked by
-    the cosine over the full page vector, computed in fetch order (``restrict_to_topic=False``)."""
-    focus_kw = dict(focus_kw)
+    the cosine over the full page vector, computed in fetch order (``restrict_to_topic=False``).
+    ``examples``: the terms of example pages, added before the first page."""
+    focus_kw = {"use_words": use_words, **focus_kw}
     if focus_kw.pop("rank", "relevance") == "full":  # as the crawl's TOPICCRAWL_CLASSIFIER_RANK=full
         if topic is None:
             raise SystemExit("rank=full needs the crawl's topic (results.json 'topics')")
         focus_kw["rank_scorer"] = RelevanceScorer(topic, restrict_to_topic=False)
     classifier = PageClassifier(**{"random_state": 0, **classifier_kw})
     focus = PageFocus(classifier=classifier, **focus_kw)
+    for terms in examples:
+        focus.add_example(terms)
     for url, r in zip(urls, relevance, strict=True):
         focus.observe(pages.terms(url), r, key=url)
     return focus.expected_harvest
@@ -112,17 +124,29 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("outs", nargs="+", type=Path, help="bench.learned_focus --out folders")
     ap.add_argument("--rule", action="append", required=True, help="NAME:KEY=VALUE,... (repeatable)")
     ap.add_argument("--variant", default="learned", help="the crawls replayed (default: learned)")
+    ap.add_argument("--examples", action="store_true",
+                    help="add the truth:N example pages of a variant given examples=truth:N (module docstring)")
     ap.add_argument("--out", type=Path, help="also write the table here (markdown)")
     args = ap.parse_args(argv)
     rules = [parse_rule(r) for r in args.rule]
     errors: dict[str, dict[str, list[float]]] = {}  # topic -> rule (or "crawl") -> abs errors
+    derived: list[str] = []  # the words registered with jieba for an examples-only topic
     for out in args.outs:
         results = out / "results.json"
         if not results.is_file():
             raise SystemExit(f"{out}: no results.json (not a bench.learned_focus --out folder)")
         meta = json.loads(results.read_text(encoding="utf-8"))
         pages = Pages(meta["spec"])
+        picked: dict[str, list[str]] = {}  # topic -> its example URLs
+        example_terms: dict[str, list[list[str]]] = {}  # topic -> its examples' terms, as first segmented
         topic_files = meta.get("topics") or {}
+        variant = (meta.get("variants") or {}).get(args.variant, {})
+        n_examples, use_words = 0, bool(variant.get("words", True))
+        if args.examples:
+            n_examples = next((int(a.rpartition(":")[2]) for a in variant.get("args", ())
+                               if a.startswith("examples=truth:")), 0)
+            if not n_examples:
+                raise SystemExit(f"{out}: variant {args.variant!r} was not given examples=truth:N")
         for run in sorted(out.glob(f"runs/*/{args.variant}-*/harvest.csv")):
             topic = run.parent.parent.name
             urls, relevance, truth, crawl = read_run(run)
@@ -132,9 +156,25 @@ def main(argv: list[str] | None = None) -> None:
             row = errors.setdefault(topic, {})
             if crawl is not None:
                 row.setdefault("crawl", []).append(abs(crawl - true))
-            described = load_topic(topic_files[topic]) if topic in topic_files else None
+            described = (load_topic(topic_files[topic], register_words=use_words or not n_examples)
+                         if topic in topic_files else None)
+            examples = picked.get(topic, [])
+            if n_examples and topic not in picked:
+                if described is None:
+                    raise SystemExit(f"{out}: --examples needs the topic file of {topic!r} (results.json 'topics')")
+                examples = picked[topic] = truth_examples(meta["spec"], described.labels, n_examples)
+                if not use_words:  # the crawl's derived words (runtime learn_words), registered as it did
+                    if derived and any(map(has_cjk, derived)):
+                        raise SystemExit("--examples on a Chinese corpus: one topic per process (module docstring)")
+                    seeds = list(described.seeds) or pages.corpus.seeds()
+                    derived = [w for w, _ in topic_words([pages.terms(u) for u in examples],
+                                                         [pages.terms(u) for u in seeds], k=30)]
+                    add_words(derived)
+                    example_terms[topic] = [pages.terms(u) for u in examples]
+                    pages.cache.clear()  # later pages segmented with the derived words, as in the crawl
             for name, focus_kw, classifier_kw in rules:
-                p = replay(pages, urls, relevance, focus_kw, classifier_kw, described)
+                p = replay(pages, urls, relevance, focus_kw, classifier_kw, described,
+                           example_terms.get(topic) or [pages.terms(u) for u in examples], use_words)
                 row.setdefault(name, []).append(abs((p or 0.0) - true))
             print(f"{topic} {run.parent.name}: true {true:.3f}, " + ", ".join(
                 f"{k} {v[-1]:.3f}" for k, v in row.items()), file=sys.stderr, flush=True)
