@@ -40,7 +40,7 @@ from topiccrawl.learning.examples import topic_words
 from topiccrawl.learning.focus import PageFocus
 from topiccrawl.scoring.relevance import RelevanceScorer
 from topiccrawl.scoring.text import add_words, document_terms, extract, has_cjk
-from topiccrawl.scoring.topic import load_topic
+from topiccrawl.scoring.topic import _loads, load_topic
 from topiccrawl.weblab.corpus import open_corpus
 
 
@@ -100,6 +100,15 @@ class Pages:
         return terms
 
 
+def topic_labels_seeds(path: str) -> tuple[set[str], list[str]]:
+    """A topic file's labels and seeds, read without :func:`load_topic` (which registers the
+    topic's words with jieba: an examples-only crawl never did)."""
+    data = _loads(Path(path).read_text(encoding="utf-8"))
+    if "seed_file" in data:
+        raise SystemExit(f"{path}: --examples reads inline seeds only, not seed_file")
+    return set(data.get("labels", ())), list(data.get("seeds", ()))
+
+
 def replay(pages: Pages, urls, relevance, focus_kw: dict, classifier_kw: dict, topic=None,
            examples: list[list[str]] = (), use_words: bool = True) -> float | None:
     """The self-assessment at the last page. ``rank=full`` (a rule key): pseudo-positives ranked by
@@ -156,17 +165,20 @@ def main(argv: list[str] | None = None) -> None:
             row = errors.setdefault(topic, {})
             if crawl is not None:
                 row.setdefault("crawl", []).append(abs(crawl - true))
-            described = (load_topic(topic_files[topic], register_words=use_words or not n_examples)
-                         if topic in topic_files else None)
+            # an examples-only crawl never registered the topic's own words with jieba (loading does)
+            examples_only = bool(n_examples) and not use_words
+            described = load_topic(topic_files[topic]) if topic in topic_files and not examples_only else None
             examples = picked.get(topic, [])
             if n_examples and topic not in picked:
-                if described is None:
+                if topic not in topic_files:
                     raise SystemExit(f"{out}: --examples needs the topic file of {topic!r} (results.json 'topics')")
-                examples = picked[topic] = truth_examples(meta["spec"], described.labels, n_examples)
-                if not use_words:  # the crawl's derived words (runtime learn_words), registered as it did
+                labels, seeds = topic_labels_seeds(topic_files[topic]) if examples_only else (
+                    described.labels, list(described.seeds))
+                examples = picked[topic] = truth_examples(meta["spec"], labels, n_examples)
+                if examples_only:  # the crawl's derived words (runtime learn_words), registered as it did
                     if derived and any(map(has_cjk, derived)):
                         raise SystemExit("--examples on a Chinese corpus: one topic per process (module docstring)")
-                    seeds = list(described.seeds) or pages.corpus.seeds()
+                    seeds = seeds or pages.corpus.seeds()
                     derived = [w for w, _ in topic_words([pages.terms(u) for u in examples],
                                                          [pages.terms(u) for u in seeds], k=30)]
                     add_words(derived)

@@ -81,12 +81,11 @@ def shipped_topics() -> list[str]:
     return sorted(p.name[:-5] for p in _shipped_dir().iterdir() if p.name.endswith(".toml"))
 
 
-def load_topic(name_or_path: str, *, register_words: bool = True) -> Topic:
+def load_topic(name_or_path: str) -> Topic:
     """Load a topic from a ``.toml`` path or by shipped name (``台风灾害``, ``typhoon``, ``weather-en``).
 
     Registers the topic words with jieba (:func:`topiccrawl.scoring.text.add_words`) so that they are
-    never split (``register_words=False``: not, for a tool that only reads the topic's labels or
-    seeds). Raises :class:`TopicError` with a one-line message on any problem.
+    never split. Raises :class:`TopicError` with a one-line message on any problem.
     """
     arg = str(name_or_path).strip()
     path = Path(arg)
@@ -103,8 +102,7 @@ def load_topic(name_or_path: str, *, register_words: bool = True) -> Topic:
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise TopicError(f"{path}: invalid TOML: {exc}") from None
     topic = _parse(data, path)
-    if register_words:
-        text.add_words(list(topic.words))
+    text.add_words(list(topic.words))
     return topic
 
 
