@@ -7,6 +7,7 @@ import csv
 import json
 import math
 
+import jieba
 import pytest
 
 from bench.learned_focus import (
@@ -224,3 +225,62 @@ def test_replay_feeds_a_crawls_pages_in_order_to_each_rule_and_reports_the_error
         parse_rule("c:C")
     with pytest.raises(SystemExit, match="no results.json"):
         main([str(tmp_path), "--rule", "base"])
+
+
+
+def test_replay_of_an_examples_only_crawl_adds_its_examples_and_registers_the_derived_words(tmp_path):
+    from bench.learned_focus import truth_examples
+    from bench.replay_focus import Pages, main
+    from topiccrawl.learning.classifier import PageClassifier
+    from topiccrawl.learning.examples import topic_words
+    from topiccrawl.learning.focus import PageFocus
+    from topiccrawl.scoring.text import has_cjk
+    from topiccrawl.weblab.corpus import open_corpus
+
+    spec = "generated:zh-disaster?pages=1000&seed=1"
+    corpus = open_corpus(spec)
+    ok = [u for u in corpus.iter_urls() if corpus.get(u).status == 200]
+    books = [u for u in ok if "kind:bookstore" in corpus.labels(u)][:30]
+    others = [u for u in ok if "kind:bookstore" not in corpus.labels(u)][:120]
+    urls = [u for i in range(30) for u in (books[i], *others[4 * i: 4 * i + 4])]
+    truth = ["kind:bookstore" in corpus.labels(u) for u in urls]
+    relevance = [0.0] * len(urls)  # an examples-only crawl: the classifier does not read R(P)
+    out = tmp_path / "out"
+    run = out / "runs" / "books" / "learned-examples-0"
+    run.mkdir(parents=True)
+    topic = tmp_path / "books.toml"
+    topic.write_text('name = "books"\nlabels = ["kind:bookstore"]\n', encoding="utf-8")
+    variants = {"learned-examples": {"args": ["examples=truth:3"], "words": False},
+                "learned": {"args": [], "words": True}}
+    (out / "results.json").write_text(json.dumps({"spec": spec, "topics": {"books": str(topic)},
+                                                  "variants": variants}), encoding="utf-8")
+    with (run / "harvest.csv").open("w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["dp", "truth_relevant", "url", "relevance", "expected_harvest"])
+        for i, (u, r) in enumerate(zip(urls, relevance)):
+            w.writerow([i + 1, sum(truth[: i + 1]), u, r, 0.5 if i == len(urls) - 1 else ""])
+
+    # what the crawl did: the examples and the seeds segmented first, the words derived from them
+    before = Pages(spec)
+    examples = truth_examples(spec, {"kind:bookstore"}, 3)
+    example_terms = [before.terms(u) for u in examples]
+    words = [w for w, _ in topic_words(example_terms, [before.terms(u) for u in corpus.seeds()], k=30)]
+    chinese = [w for w in words if has_cjk(w)]
+    assert chinese and not all(jieba.get_FREQ(w) == 2000 for w in chinese)  # not registered yet
+    table = tmp_path / "replay.md"
+    main([str(out), "--variant", "learned-examples", "--examples", "--rule", "base", "--out", str(table)])
+
+    assert all(jieba.get_FREQ(w) == 2000 for w in chinese)  # registered as add_words does
+    after = Pages(spec)
+    focus = PageFocus(classifier=PageClassifier(random_state=0), use_words=False)
+    for terms in example_terms:
+        focus.add_example(terms)
+    for u, r in zip(urls, relevance):
+        focus.observe(after.terms(u), r, key=u)
+    true = sum(truth) / len(truth)
+    assert focus.fitted and len(examples) == 3
+    row = table.read_text(encoding="utf-8").splitlines()[2]
+    assert row == f"| books | {abs(0.5 - true):.3f} | {abs(focus.expected_harvest - true):.3f} |"
+
+    with pytest.raises(SystemExit, match="was not given examples=truth:N"):
+        main([str(out), "--variant", "learned", "--examples", "--rule", "base"])
