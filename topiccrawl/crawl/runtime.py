@@ -298,17 +298,19 @@ class TopicCrawl:
         ex, terms = self.page_terms(response)
         relevance = self.scorer.page_relevance(terms)
         probability = None
+        # the page term of R(l) (eq. 5): R(P), or P(relevant) once the page classifier is fitted
+        mode = self.config.holder_score
+        by_probability = self.focus is not None and (
+            mode == "probability" or (mode == "auto" and self.learns and self.focus.n_examples))
         if self.focus is not None:
             refits = self.focus.refits
             probability = self.focus.observe(terms, relevance, key=response.url)
             if self.learns and self.focus.refits != refits and self.frontier is not None:
                 hook = getattr(self.frontier, "page_probabilities", None)
-                if hook is not None:
-                    hook(self.focus.reservoir_probabilities)
-        # the page term of R(l) (eq. 5): R(P), or P(relevant) once the page classifier is fitted
-        mode = self.config.holder_score
-        holder = probability if probability is not None and self.focus.fitted and (
-            mode == "probability" or (mode == "auto" and self.learns and self.focus.n_examples)) else relevance
+                if hook is not None:  # with P as the holder term, queued links may follow their holder's new P
+                    hook(self.focus.reservoir_probabilities,
+                         holder_weight=1.0 - self.scorer.anchor_weight if by_probability else None)
+        holder = probability if probability is not None and by_probability and self.focus.fitted else relevance
         best: dict[str, ScoredLink] = {}
         anchors: dict[str, object] = {}  # the anchor that gave each link its best score
         for a in ex.anchors:

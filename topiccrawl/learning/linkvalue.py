@@ -117,6 +117,22 @@ def _pack_row(cols: list[int], *dense: float) -> bytes:
     return struct.pack(f"<{len(cols)}I{_F}f", *cols, *dense)
 
 
+def row_score(row: bytes) -> float:
+    """R(l) of an encoded row (its ``score`` column)."""
+    return unpack_from("<f", row, len(row) - 4)[0]
+
+
+def refreshed_row(row: bytes, probability: float, weight: float) -> bytes:
+    """``row`` with holder P ``probability`` and R(l) moved by ``weight``·(new − old P), clipped to
+    [0, 1]; the same object when the stored P (float32) already equals it."""
+    at = len(row) - 4 * _F
+    old, host, value, score = unpack_from(_DENSE_FMT, row, at)
+    new = unpack_from("<f", struct.pack("<f", probability))[0]
+    if new == old:
+        return row
+    return row[:at] + struct.pack(_DENSE_FMT, new, host, value, min(1.0, max(0.0, score + weight * (new - old))))
+
+
 #: Latin words and runs of CJK characters (CJK Unified Ideographs and Extension A)
 _QUICK_RE = re.compile(r"[a-z0-9]+|[\u3400-\u4dbf\u4e00-\u9fff]+")
 

@@ -207,6 +207,9 @@ class RedisLearnedFrontier(RedisFrontier):
         if options.learned_siblings != "off":
             raise FrontierError("TOPICCRAWL_LEARNED_SIBLINGS is not available with TOPICCRAWL_STORE=redis yet "
                                 "(in memory only, docs/learned.md)")
+        if options.learned_holder_refresh:
+            raise FrontierError("TOPICCRAWL_LEARNED_HOLDER_REFRESH is not available with TOPICCRAWL_STORE=redis yet "
+                                "(in memory only, docs/learned.md)")
         memory = make_learned(options)
         return cls(client, keys, model=memory.model, epsilon=memory.epsilon, rescore_all=memory.rescore_all,
                    rescore_top=memory.rescore_top, rescore_sample=memory.rescore_sample, seed=options.learned_seed,
@@ -332,9 +335,10 @@ class RedisLearnedFrontier(RedisFrontier):
             self.association.exchange(terms, relevance, once=f"{relevance:g}:{digest}")
         return len(pages)
 
-    def page_probabilities(self, probabilities: dict[str, float]) -> None:
+    def page_probabilities(self, probabilities: dict[str, float], holder_weight: float | None = None) -> None:
         """Fetched pages' P(relevant) under this worker's refitted page classifier (URL -> P): an
-        event for every worker's model (the link labels follow them from the next retrain)."""
+        event for every worker's model (the link labels follow them from the next retrain).
+        ``holder_weight`` is not used: queued links do not follow their holder's P on Redis."""
         if probabilities and hasattr(self.model, "set_probabilities"):
             self._outbox.append(json.dumps(["q", self.worker, probabilities], ensure_ascii=False,
                                            separators=(",", ":")))

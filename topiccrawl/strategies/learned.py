@@ -51,7 +51,15 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from topiccrawl.learning.association import TermAssociation
-from topiccrawl.learning.linkvalue import FIRST_BLENDS, LABEL_RULES, LinkFeatures, LinkValueModel, url_tokens
+from topiccrawl.learning.linkvalue import (
+    FIRST_BLENDS,
+    LABEL_RULES,
+    LinkFeatures,
+    LinkValueModel,
+    refreshed_row,
+    row_score,
+    url_tokens,
+)
 from topiccrawl.strategies.base import FrontierBase, Link, StrategyOptions, option_field
 from topiccrawl.strategies.wanglandau import clip01
 
@@ -166,7 +174,9 @@ class LearnedFrontier(FrontierBase):
     the association's statistics (:meth:`observe_examples`);
     ``host_strength``: pseudo-count a of the host yield (good + a·g) / (seen + a), g the crawl's
     smoothed yield (and of the sibling yield); ``siblings``: shift priorities by the holder page's
-    sibling yield (``"yield"``; ``"off"``: no shift; module docstring).
+    sibling yield (``"yield"``; ``"off"``: no shift; module docstring); ``holder_refresh``: queued
+    links follow their holder page's new P at a refit of the page classifier
+    (:meth:`page_probabilities`).
     """
 
     name = "learned"
@@ -174,7 +184,8 @@ class LearnedFrontier(FrontierBase):
     def __init__(self, model: LinkValueModel | None = None, *, epsilon: float = 0.05, rescore_all: int = 4096,
                  rescore_top: int = 128, rescore_sample: int = 128, seed: int = 0, max_pending: int = 20_000,
                  host_strength: float = 2.0, explore_sample: int = 1, siblings: str = "off",
-                 association: str = "off", association_every: int = 25, association_examples: bool = False) -> None:
+                 association: str = "off", association_every: int = 25, association_examples: bool = False,
+                 holder_refresh: bool = False) -> None:
         if siblings not in SIBLING_RULES:
             raise ValueError(f"siblings={siblings!r}: expected one of {', '.join(SIBLING_RULES)}")
         if association not in ASSOCIATION_RULES:
@@ -183,6 +194,8 @@ class LearnedFrontier(FrontierBase):
         self.association_every = max(1, int(association_every))
         self.association_examples = association_examples
         self._example_pages = 0  # example pages counted in the association
+        self.holder_refresh = holder_refresh
+        self._holder_refreshed = 0  # queued links whose holder term followed a new P
         self.model = model if model is not None else LinkValueModel(random_state=seed)
         self.siblings = siblings != "off"
         self.sibling_rule = siblings
@@ -421,12 +434,43 @@ class LearnedFrontier(FrontierBase):
         self._example_pages += len(pages)
         return len(pages)
 
-    def page_probabilities(self, probabilities: dict[str, float]) -> None:
+    def page_probabilities(self, probabilities: dict[str, float], holder_weight: float | None = None) -> None:
         """Fetched pages' P(relevant) under a refitted page classifier (URL -> P): the link labels
-        follow them from the next retrain (``label_rule`` of the model)."""
+        follow them from the next retrain (``label_rule`` of the model). ``holder_weight`` (1 − ∂,
+        given when R(l)'s holder term is P) with ``holder_refresh``: the queued links follow too
+        (:meth:`refresh_holders`)."""
         self.model.set_probabilities(probabilities)
         if self.siblings:
             self._psum = self.model.probability_sum()
+        if self.holder_refresh and holder_weight:
+            self.refresh_holders(probabilities, holder_weight)
+
+    def refresh_holders(self, probabilities: Mapping[str, float], weight: float) -> int:
+        """Queued links whose holder page has a new P: R(l) + ``weight``·(P_new − P_old) and the
+        new P in the holder column (R(l) = ∂·R(anchor) + (1 − ∂)·P, WL paper eq. 5), then
+        re-prioritised as at a re-scoring, one heapify (docs/learned.md, "Queued links follow
+        their holder's new P"). Returns the number of links changed."""
+        changed = []
+        for e in self._live:
+            p = probabilities.get(e.holder) if e.holder is not None else None
+            if p is not None:
+                row = refreshed_row(e.row, p, weight)
+                if row is not e.row:
+                    e.row = row
+                    changed.append(e)
+        if not changed:
+            return 0
+        model = self.model
+        values = (model.predict_rows([e.row for e in changed]).tolist() if model.fitted
+                  else [row_score(e.row) for e in changed])
+        for e, v in zip(changed, values):
+            e.base = v + e.assoc
+        live = self._live
+        values = [e.base for e in live]
+        self._sibling_values(live, values)
+        self._requeue_all(live, values)
+        self._holder_refreshed += len(changed)
+        return len(changed)
 
     def feedback(self, url: str, domain: str, relevance: float, beta: float | None = None) -> None:
         """The HarvestPipeline's hook for each counted page: records a page :meth:`observe_page` did
@@ -528,6 +572,7 @@ class LearnedFrontier(FrontierBase):
             "learned/relevant_pages": m.n_relevant,
             "learned/explored": self._explored,
             "learned/rescored": self._rescored,
+            **({"learned/holder_refreshed": self._holder_refreshed} if self.holder_refresh else {}),
             **({"learned/association_pages": self.association.pages, "learned/association_terms": len(self.association),
                 "learned/association_examples": self._example_pages}
                if self.association is not None else {}),
@@ -612,6 +657,7 @@ class LearnedOptions(StrategyOptions):
     learned_siblings: str = option_field("off", choices=SIBLING_RULES)
     learned_association: str = option_field("auto", choices=ASSOCIATION_SETTINGS)
     learned_association_examples: bool = True
+    learned_holder_refresh: bool = False
 
     def kwargs(self) -> dict:
         """The :class:`LearnedFrontier` arguments (its model included)."""
@@ -624,7 +670,8 @@ class LearnedOptions(StrategyOptions):
                 "seed": self.learned_seed, "explore_sample": self.learned_explore_sample,
                 "siblings": self.learned_siblings,
                 "association": "anchor" if self.learned_association == "auto" else self.learned_association,
-                "association_examples": self.learned_association_examples}
+                "association_examples": self.learned_association_examples,
+                "holder_refresh": self.learned_holder_refresh}
 
 
 def make_learned(options: LearnedOptions | Mapping | None = None,
