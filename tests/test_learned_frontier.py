@@ -454,6 +454,57 @@ def test_page_probabilities_reach_the_link_labels_through_the_frontier():
         make_learned({"learned_labels": "nope"})
 
 
+def test_queued_links_follow_their_holders_new_probability_at_a_classifier_refit():
+    def crawl(refresh: bool):
+        f = make_learned({"learned_holder_refresh": refresh, "learned_association": "off", "learned_epsilon": 0.0})
+        assert f.holder_refresh is (refresh != "off")
+        # R(l) = 0.7·R(anchor) + 0.3·P(holder) at the push: a1 0.35 + 0.06, b1 0.28 + 0.18
+        f.observe_page("http://x.test/a", "x.test", 0.2, [("http://x.test/a1", features(["p"], "http://x.test/a1", 0.41))])
+        f.observe_page("http://x.test/b", "x.test", 0.6, [("http://x.test/b1", features(["q"], "http://x.test/b1", 0.46))])
+        for url, score in (("http://x.test/a1", 0.41), ("http://x.test/b1", 0.46), ("http://x.test/seed", 0.45)):
+            f.push(Link(url, score))
+        return f
+
+    f = crawl(refresh="auto")  # the default: on in memory
+    f.page_probabilities({"http://x.test/a": 0.9, "http://x.test/b": 0.1})  # the holder term is R(P): no weight
+    assert f.peek()[1].url == "http://x.test/b1" and f.stats()["learned/holder_refreshed"] == 0
+    f.page_probabilities({"http://x.test/a": 0.9, "http://x.test/b": 0.1, "http://x.test/seed": 1.0}, holder_weight=0.3)
+    assert f.stats()["learned/holder_refreshed"] == 2  # the seed has no holder
+    priority, link = f.peek()
+    assert link.url == "http://x.test/a1" and priority == pytest.approx(0.41 + 0.3 * 0.7, abs=1e-6)
+    assert drain(f) == ["http://x.test/a1", "http://x.test/seed", "http://x.test/b1"]
+    f.page_probabilities({"http://x.test/a": 0.9}, holder_weight=0.3)  # nothing queued: nothing to do
+    assert f.stats()["learned/holder_refreshed"] == 2
+
+    f = crawl(refresh="on")  # a second refit moves them again, from the P the first one gave
+    f.page_probabilities({"http://x.test/a": 0.9, "http://x.test/b": 0.1}, holder_weight=0.3)
+    f.page_probabilities({"http://x.test/a": 0.0, "http://x.test/b": 1.0}, holder_weight=0.3)
+    restored = make_learned({"learned_association": "off", "learned_epsilon": 0.0})
+    restored.load_state(pickle.loads(pickle.dumps(f.state())))  # the moved rows are what JOBDIR keeps
+    for g in (f, restored):
+        assert g.peek()[0] == pytest.approx(0.28 + 0.3, abs=1e-6)
+        assert drain(g) == ["http://x.test/b1", "http://x.test/seed", "http://x.test/a1"]
+
+    f = crawl(refresh="off")  # the option off: the priorities stay
+    f.page_probabilities({"http://x.test/a": 0.9, "http://x.test/b": 0.1}, holder_weight=0.3)
+    assert drain(f) == ["http://x.test/b1", "http://x.test/seed", "http://x.test/a1"]
+    assert "learned/holder_refreshed" not in f.stats()
+    with pytest.raises(OptionError):
+        make_learned({"learned_holder_refresh": "maybe"})
+
+
+def test_a_refreshed_row_moves_its_score_by_the_holder_weight_and_clips_it():
+    from topiccrawl.learning.linkvalue import refreshed_row, row_score
+
+    m = LinkValueModel(n_features=2**10)
+    row = m.encode([LinkFeatures(anchor=["a"], holder_probability=0.5, score=0.5)])[0]
+    assert refreshed_row(row, 0.5, 0.3) is row  # the same P: the same row
+    up = refreshed_row(row, 1.0, 0.3)
+    assert row_score(up) == pytest.approx(0.65) and up[:-16] == row[:-16]
+    assert m.matrix([up]).toarray()[0, -len(NUMERIC)] == 1.0  # the holder column holds the new P
+    assert row_score(refreshed_row(row, 0.0, 2.0)) == 0.0 and row_score(refreshed_row(row, 1.0, 2.0)) == 1.0
+
+
 # -- sibling yield -----------------------------------------------------------------------------------------
 
 

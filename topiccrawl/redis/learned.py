@@ -207,9 +207,9 @@ class RedisLearnedFrontier(RedisFrontier):
         if options.learned_siblings != "off":
             raise FrontierError("TOPICCRAWL_LEARNED_SIBLINGS is not available with TOPICCRAWL_STORE=redis yet "
                                 "(in memory only, docs/learned.md)")
-        if options.learned_holder_refresh:
-            raise FrontierError("TOPICCRAWL_LEARNED_HOLDER_REFRESH is not available with TOPICCRAWL_STORE=redis yet "
-                                "(in memory only, docs/learned.md)")
+        if options.learned_holder_refresh == "on":
+            raise FrontierError("TOPICCRAWL_LEARNED_HOLDER_REFRESH=on is not available with TOPICCRAWL_STORE=redis yet "
+                                "(in memory only; auto is off there, docs/learned.md)")
         memory = make_learned(options)
         return cls(client, keys, model=memory.model, epsilon=memory.epsilon, rescore_all=memory.rescore_all,
                    rescore_top=memory.rescore_top, rescore_sample=memory.rescore_sample, seed=options.learned_seed,
