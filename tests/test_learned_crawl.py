@@ -26,6 +26,8 @@ def test_learned_crawl_reports_probabilities_and_a_self_assessed_harvest(tmp_pat
     stats = _stats(out)
     assert stats["topiccrawl/dp"] == 300
     assert stats["topiccrawl/learned/retrains"] >= 1 and stats["topiccrawl/classifier/refits"] >= 1
+    # words only: R(l)'s holder term is R(P), which a refit does not change
+    assert stats["topiccrawl/learned/holder_refreshed"] == 0
     pages = _pages(out)
     probabilities = [p["probability"] for p in pages]
     assert all(p is not None and 0.0 <= p <= 1.0 for p in probabilities)
@@ -58,6 +60,8 @@ def test_a_topic_with_examples_and_no_words_learns_its_words(tmp_path):
     # the examples joined the anchor association as pages of known relevance, then the crawled pages
     assert stats["topiccrawl/learned/association_examples"] == 5
     assert stats["topiccrawl/learned/association_pages"] == 5 + stats["topiccrawl/learned/pages"]
+    # with examples the holder term is P: the queued links followed their holders' new P at refits
+    assert stats["topiccrawl/learned/holder_refreshed"] > 0
     assert stats["topiccrawl/truth/relevant"] > 0
 
 
