@@ -565,13 +565,11 @@ def test_a_page_linking_to_relevant_pages_fetched_before_pushes_its_links_higher
         LearnedOptions.coerce({"learned_siblings": "on"})
 
 
-def test_sibling_yield_and_holder_refresh_on_are_refused_on_redis_with_one_line():
+def test_sibling_yield_is_refused_on_redis_with_one_line():
     from topiccrawl.redis.learned import RedisLearnedFrontier
 
     with pytest.raises(FrontierError, match="^TOPICCRAWL_LEARNED_SIBLINGS is not available with TOPICCRAWL_STORE=redis"):
         RedisLearnedFrontier.from_options(None, {}, {"learned_siblings": "yield"})
-    with pytest.raises(FrontierError, match="^TOPICCRAWL_LEARNED_HOLDER_REFRESH=on is not available with TOPICCRAWL_STORE"):
-        RedisLearnedFrontier.from_options(None, {}, {"learned_holder_refresh": "on"})
 
 
 # -- anchor association ------------------------------------------------------------------------------------

@@ -336,6 +336,39 @@ def test_example_pages_count_once_in_the_shared_association_whichever_worker_add
     assert _frontier(client, "c", crawl="ex0", options=off).observe_examples(examples) == 0
 
 
+def test_queued_links_follow_their_holders_new_probability_as_in_memory(redis_server):
+    """A worker's classifier refit moves the shared queue's links of its pages as the memory
+    frontier moves its own: one worker fetches in the memory order, refits included."""
+    client = redis_server.client()
+
+    def crawl(frontier, pages: int = 150) -> list[str]:
+        _seed(frontier)
+        fetched = []
+        for _ in range(pages // 30):
+            fetched += _crawl_with_terms([frontier], 30)[0]
+            # a refit: the fetched pages' new P (relevant ones up, the others down, by position)
+            new = {u: (0.6 if int(u.rsplit("p", 1)[1]) % 3 == 0 else 0.0) + (i % 5) / 50 for i, u in enumerate(fetched)}
+            frontier.page_probabilities(new, holder_weight=0.3)
+        return fetched
+
+    options = {**ANCHOR, "learned_holder_refresh": "on"}
+    solo = _frontier(client, "solo", crawl="hr", options=options)
+    redis_order = crawl(solo)
+    memory = make_learned(options)
+    assert crawl(memory) == redis_order
+    # and the queues hold the same priorities (moved rows, values and kept association shifts)
+    scores = sorted(-s for _, s in client.zrange(solo.keys["requests"], 0, -1, withscores=True))
+    assert scores == pytest.approx(sorted(e.priority for e in memory._live), abs=1e-9)
+    assert memory.stats()["learned/holder_refreshed"] > 0
+    redis_stats = _frontier(client, "other", crawl="hr", options=options).stats()
+    assert redis_stats["learned/holder_refreshed"] == memory.stats()["learned/holder_refreshed"]
+    # without the refresh the order is another: the test sees the refresh
+    assert crawl(_frontier(client, "solo", crawl="hr-off", options={**ANCHOR, "learned_holder_refresh": "off"})) \
+        != redis_order
+    # auto is on, in memory and on Redis
+    assert _frontier(client, "x", crawl="hr-auto", options=ANCHOR).holder_refresh is True
+
+
 def _fitted_constant(frontier, value_logit: float) -> None:
     """A fitted model that values every link expit(value_logit) (blend 1: the model alone)."""
     m = frontier.model

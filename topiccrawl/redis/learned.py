@@ -32,11 +32,14 @@ Redis") with its shared parts under the crawl's key prefix (``topiccrawl:<crawl_
   (:mod:`topiccrawl.redis.association`); a link's priority is its value plus the shift of its
   anchor terms, stored with it, recomputed by the trainer for the links it re-scores and for the
   whole queue (at most ``rescore_all`` links) every ``association_every`` pages of the crawl.
+* **Holder refresh** (``holder_refresh``): after a refit of its page classifier, a worker moves the
+  queued links of the pages it has new P for, as the memory strategy does
+  (:meth:`RedisLearnedFrontier.refresh_holders`).
 
 Keys besides the frontier's (``learned:`` + name): ``prio`` HASH member -> ZSET score, ``rows``
 HASH member -> ``base64(row) holder``, ``assoc`` HASH member -> ``shift SEP term SEP ...``,
-``state`` HASH (options JSON, explored, rescored, trainer_expired, assoc_pages, assoc_total, the
-example pages counted), ``events`` LIST, ``model`` HASH (version, weights, meta), ``trainer`` /
+``state`` HASH (options JSON, explored, rescored, holder_refreshed, trainer_expired, assoc_pages,
+assoc_total, the example pages counted), ``events`` LIST, ``model`` HASH (version, weights, meta), ``trainer`` /
 ``trainer:owner`` the trainer's lease set, ``terms:n`` / ``terms:s`` HASHes term -> n_t / s_t.
 All of them live as long as the crawl id: a restarted worker replays the events and loads the
 model; JOBDIR is not used.
@@ -55,7 +58,7 @@ from dataclasses import asdict
 
 import numpy as np
 
-from topiccrawl.learning.linkvalue import LinkFeatures, LinkValueModel
+from topiccrawl.learning.linkvalue import LinkFeatures, LinkValueModel, refreshed_row, row_score
 from topiccrawl.redis.association import RedisTermAssociation
 from topiccrawl.redis.frontier import RedisFrontier
 from topiccrawl.strategies.base import FrontierError, Link
@@ -157,7 +160,8 @@ class RedisLearnedFrontier(RedisFrontier):
                  max_pending: int = 20_000, host_strength: float = 2.0, rng: random.Random | None = None,
                  options: dict | None = None, lease_seconds: float = 30.0, budget: int = 0,
                  worker: str = "worker", explore_sample: int = 1, association: str = "off",
-                 association_every: int = 25, association_examples: bool = False) -> None:
+                 association_every: int = 25, association_examples: bool = False,
+                 holder_refresh: bool = False) -> None:
         self._base = keys["requests"][: -len("requests")] + "learned:"
         self.learned_keys = {name: self._base + name for name in (*NAMES, *SYNC_NAMES, *TERM_NAMES)}
         super().__init__(client, keys, self.STRATEGIES[0], None, lease_seconds, budget, worker)
@@ -173,6 +177,7 @@ class RedisLearnedFrontier(RedisFrontier):
                             if association == "anchor" else None)
         self.association_every = max(1, int(association_every))
         self.association_examples = association_examples
+        self.holder_refresh = holder_refresh
         self._refreshed = 0  # crawl pages at this worker's last association refresh
         self._decide = self._script("learned_pop.lua")
         self._rescore_script = self._script("learned_rescore.lua")
@@ -207,9 +212,6 @@ class RedisLearnedFrontier(RedisFrontier):
         if options.learned_siblings != "off":
             raise FrontierError("TOPICCRAWL_LEARNED_SIBLINGS is not available with TOPICCRAWL_STORE=redis yet "
                                 "(in memory only, docs/learned.md)")
-        if options.learned_holder_refresh == "on":
-            raise FrontierError("TOPICCRAWL_LEARNED_HOLDER_REFRESH=on is not available with TOPICCRAWL_STORE=redis yet "
-                                "(in memory only; auto is off there, docs/learned.md)")
         memory = make_learned(options)
         return cls(client, keys, model=memory.model, epsilon=memory.epsilon, rescore_all=memory.rescore_all,
                    rescore_top=memory.rescore_top, rescore_sample=memory.rescore_sample, seed=options.learned_seed,
@@ -217,7 +219,7 @@ class RedisLearnedFrontier(RedisFrontier):
                    explore_sample=memory.explore_sample,
                    association="off" if memory.association is None else "anchor",
                    association_every=memory.association_every,
-                   association_examples=memory.association_examples, **lease)
+                   association_examples=memory.association_examples, holder_refresh=memory.holder_refresh, **lease)
 
     def extra_keys(self) -> list[str]:
         return [self.learned_keys[name] for name in NAMES]
@@ -338,10 +340,47 @@ class RedisLearnedFrontier(RedisFrontier):
     def page_probabilities(self, probabilities: dict[str, float], holder_weight: float | None = None) -> None:
         """Fetched pages' P(relevant) under this worker's refitted page classifier (URL -> P): an
         event for every worker's model (the link labels follow them from the next retrain).
-        ``holder_weight`` is not used: queued links do not follow their holder's P on Redis."""
+        ``holder_weight`` (1 − ∂, when R(l)'s holder term is P) with ``holder_refresh``: the queued
+        links of these pages follow them (:meth:`refresh_holders`)."""
         if probabilities and hasattr(self.model, "set_probabilities"):
             self._outbox.append(json.dumps(["q", self.worker, probabilities], ensure_ascii=False,
                                            separators=(",", ":")))
+        if self.holder_refresh and holder_weight and probabilities:
+            self.refresh_holders(probabilities, holder_weight)
+
+    def refresh_holders(self, probabilities: dict[str, float], weight: float) -> int:
+        """The shared queue's links whose holder page has a new P (this worker's pages): the
+        memory strategy's :meth:`~topiccrawl.strategies.learned.LearnedFrontier.refresh_holders`,
+        each link's association shift kept; a link popped meanwhile is left alone. Returns how
+        many links this call moved."""
+        requests, moved = self.keys["requests"], 0
+        queued = self.r.zrange(requests, 0, -1)
+        for i in range(0, len(queued), 4096):
+            members = queued[i:i + 4096]
+            fields = self.r.hmget(self.learned_keys["rows"], members)
+            changed = []
+            for member, field in zip(members, fields, strict=True):
+                if not field:
+                    continue
+                encoded, _, holder = field.partition(" ")
+                p = probabilities.get(holder) if holder else None
+                if p is None:
+                    continue
+                row = _unb64(encoded)
+                new = refreshed_row(row, p, weight)
+                if new is not row:
+                    changed.append((member, new, holder))
+            if not changed:
+                continue
+            rows = [row for _, row, _ in changed]
+            values = self.model.predict_rows(rows).tolist() if self.model.fitted else [row_score(r) for r in rows]
+            assoc = self.r.hmget(self.learned_keys["assoc"], [m for m, _, _ in changed])
+            args = ["holder_refreshed"]
+            for (member, row, holder), value, field in zip(changed, values, assoc, strict=True):
+                shift = float(field.split(SEP, 1)[0]) if field else 0.0
+                args += [member, _score(value + shift), "", f"{_b64(row)} {holder}"]
+            moved += self._rescore_script(keys=self._keys, args=args)
+        return moved
 
     def feedback(self, url: str, domain: str, relevance: float, beta: float | None = None) -> None:
         """A counted page :meth:`observe_page` did not see is recorded (as in memory)."""
@@ -457,9 +496,9 @@ class RedisLearnedFrontier(RedisFrontier):
                 continue
             values = self.model.predict_rows([row for _, row in pairs]).tolist()
             shifts, assoc = self._shifts([m for m, _ in pairs])
-            args = []
+            args = ["rescored"]
             for (member, _), value, shift, field in zip(pairs, values, shifts, assoc, strict=True):
-                args += [member, _score(value + shift), field]
+                args += [member, _score(value + shift), field, ""]
             self._rescore_script(keys=self._keys, args=args)
 
     def _shifts(self, members: list[str], fields: list[str | None] | None = None) -> tuple[list[float], list[str]]:
@@ -486,13 +525,13 @@ class RedisLearnedFrontier(RedisFrontier):
             members = [m for m, _ in chunk]
             old = self.r.hmget(self.learned_keys["assoc"], members)
             shifts, fields = self._shifts(members, old)
-            args = []
+            args = ["rescored"]
             for (member, score), before, shift, field in zip(chunk, old, shifts, fields, strict=True):
                 if field:
                     was = float(before.split(SEP, 1)[0])
                     if shift != was:
-                        args += [member, _score(-score + shift - was), field]
-            if args:
+                        args += [member, _score(-score + shift - was), field, ""]
+            if len(args) > 1:
                 self._rescore_script(keys=self._keys, args=args)
 
     def leave(self) -> None:
@@ -505,7 +544,8 @@ class RedisLearnedFrontier(RedisFrontier):
         """The memory strategy's ``learned/*`` statistics (explored and rescored: all workers'),
         and this worker's part: trainer, retrains here, the version it joined at."""
         m = self.model
-        explored, rescored = self.r.hmget(self.learned_keys["state"], "explored", "rescored")
+        explored, rescored, refreshed = self.r.hmget(self.learned_keys["state"], "explored", "rescored",
+                                                     "holder_refreshed")
         return {
             "learned/model_version": m.version_,
             "learned/blend": m.blend_,
@@ -516,6 +556,7 @@ class RedisLearnedFrontier(RedisFrontier):
             "learned/relevant_pages": m.n_relevant,
             "learned/explored": int(explored or 0),
             "learned/rescored": int(rescored or 0),
+            **({"learned/holder_refreshed": int(refreshed or 0)} if self.holder_refresh else {}),
             "learned/trainer": self.trainer,
             "learned/trained_here": self._trained,
             "learned/start_version": self.start_version,

@@ -75,7 +75,7 @@ ASSOCIATION_RULES = ("off", "anchor")
 #: before the association was shared; the name stays so settings written then keep working)
 ASSOCIATION_SETTINGS = ("auto", *ASSOCIATION_RULES)
 #: ``holder_refresh``: queued links follow their holder's new P at a classifier refit; ``auto`` (the
-#: default) is ``on`` in memory and ``off`` on Redis, where it is not implemented (docs/learned.md)
+#: default) is ``on``, in memory and on Redis (docs/learned.md)
 HOLDER_REFRESH_SETTINGS = ("auto", "on", "off")
 
 
