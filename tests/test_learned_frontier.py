@@ -457,7 +457,7 @@ def test_page_probabilities_reach_the_link_labels_through_the_frontier():
 def test_queued_links_follow_their_holders_new_probability_at_a_classifier_refit():
     def crawl(refresh: bool):
         f = make_learned({"learned_holder_refresh": refresh, "learned_association": "off", "learned_epsilon": 0.0})
-        assert f.holder_refresh is (refresh != "off")
+        assert f.holder_refresh is refresh
         # R(l) = 0.7·R(anchor) + 0.3·P(holder) at the push: a1 0.35 + 0.06, b1 0.28 + 0.18
         f.observe_page("http://x.test/a", "x.test", 0.2, [("http://x.test/a1", features(["p"], "http://x.test/a1", 0.41))])
         f.observe_page("http://x.test/b", "x.test", 0.6, [("http://x.test/b1", features(["q"], "http://x.test/b1", 0.46))])
@@ -465,7 +465,8 @@ def test_queued_links_follow_their_holders_new_probability_at_a_classifier_refit
             f.push(Link(url, score))
         return f
 
-    f = crawl(refresh="auto")  # the default: on in memory
+    f = crawl(refresh=True)
+    assert make_learned().holder_refresh  # the default
     f.page_probabilities({"http://x.test/a": 0.9, "http://x.test/b": 0.1})  # the holder term is R(P): no weight
     assert f.peek()[1].url == "http://x.test/b1" and f.stats()["learned/holder_refreshed"] == 0
     f.page_probabilities({"http://x.test/a": 0.9, "http://x.test/b": 0.1, "http://x.test/seed": 1.0}, holder_weight=0.3)
@@ -476,7 +477,7 @@ def test_queued_links_follow_their_holders_new_probability_at_a_classifier_refit
     f.page_probabilities({"http://x.test/a": 0.9}, holder_weight=0.3)  # nothing queued: nothing to do
     assert f.stats()["learned/holder_refreshed"] == 2
 
-    f = crawl(refresh="on")  # a second refit moves them again, from the P the first one gave
+    f = crawl(refresh=True)  # a second refit moves them again, from the P the first one gave
     f.page_probabilities({"http://x.test/a": 0.9, "http://x.test/b": 0.1}, holder_weight=0.3)
     f.page_probabilities({"http://x.test/a": 0.0, "http://x.test/b": 1.0}, holder_weight=0.3)
     restored = make_learned({"learned_association": "off", "learned_epsilon": 0.0})
@@ -485,7 +486,7 @@ def test_queued_links_follow_their_holders_new_probability_at_a_classifier_refit
         assert g.peek()[0] == pytest.approx(0.28 + 0.3, abs=1e-6)
         assert drain(g) == ["http://x.test/b1", "http://x.test/seed", "http://x.test/a1"]
 
-    f = crawl(refresh="off")  # the option off: the priorities stay
+    f = crawl(refresh=False)  # the option off: the priorities stay
     f.page_probabilities({"http://x.test/a": 0.9, "http://x.test/b": 0.1}, holder_weight=0.3)
     assert drain(f) == ["http://x.test/b1", "http://x.test/seed", "http://x.test/a1"]
     assert "learned/holder_refreshed" not in f.stats()

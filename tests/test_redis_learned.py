@@ -351,7 +351,7 @@ def test_queued_links_follow_their_holders_new_probability_as_in_memory(redis_se
             frontier.page_probabilities(new, holder_weight=0.3)
         return fetched
 
-    options = {**ANCHOR, "learned_holder_refresh": "on"}
+    options = {**ANCHOR, "learned_holder_refresh": "true"}
     solo = _frontier(client, "solo", crawl="hr", options=options)
     redis_order = crawl(solo)
     memory = make_learned(options)
@@ -363,10 +363,10 @@ def test_queued_links_follow_their_holders_new_probability_as_in_memory(redis_se
     redis_stats = _frontier(client, "other", crawl="hr", options=options).stats()
     assert redis_stats["learned/holder_refreshed"] == memory.stats()["learned/holder_refreshed"]
     # without the refresh the order is another: the test sees the refresh
-    assert crawl(_frontier(client, "solo", crawl="hr-off", options={**ANCHOR, "learned_holder_refresh": "off"})) \
+    assert crawl(_frontier(client, "solo", crawl="hr-off", options={**ANCHOR, "learned_holder_refresh": "false"})) \
         != redis_order
-    # auto is on, in memory and on Redis
-    assert _frontier(client, "x", crawl="hr-auto", options=ANCHOR).holder_refresh is True
+    # on by default, in memory and on Redis
+    assert _frontier(client, "x", crawl="hr-default", options=ANCHOR).holder_refresh is True
 
 
 def _fitted_constant(frontier, value_logit: float) -> None:

@@ -39,7 +39,7 @@ links at each retrain (docs/learned.md, "Anchor words judged by the pages that c
 With ``association_examples`` the fetched example pages join the statistics as pages of relevance
 1, counter-examples 0 (:meth:`LearnedFrontier.observe_examples`).
 
-Holder refresh (``holder_refresh``; on by default in memory): where R(l)'s holder term is the page
+Holder refresh (``holder_refresh``; on by default, in memory and on Redis): where R(l)'s holder term is the page
 classifier's P, a refit of the classifier moves every queued link's R(l) by (1 − ∂)·(P_new − P_old)
 of its holder page (eq. 5) and re-prioritises it (:meth:`LearnedFrontier.refresh_holders`).
 """
@@ -74,9 +74,6 @@ ASSOCIATION_RULES = ("off", "anchor")
 #: the setting's values: ``auto`` (the default) is ``anchor``, in memory and on Redis (``off`` there
 #: before the association was shared; the name stays so settings written then keep working)
 ASSOCIATION_SETTINGS = ("auto", *ASSOCIATION_RULES)
-#: ``holder_refresh``: queued links follow their holder's new P at a classifier refit; ``auto`` (the
-#: default) is ``on``, in memory and on Redis (docs/learned.md)
-HOLDER_REFRESH_SETTINGS = ("auto", "on", "off")
 
 
 def fallback_features(link: Link, k: int) -> LinkFeatures:
@@ -664,7 +661,7 @@ class LearnedOptions(StrategyOptions):
     learned_siblings: str = option_field("off", choices=SIBLING_RULES)
     learned_association: str = option_field("auto", choices=ASSOCIATION_SETTINGS)
     learned_association_examples: bool = True
-    learned_holder_refresh: str = option_field("auto", choices=HOLDER_REFRESH_SETTINGS)
+    learned_holder_refresh: bool = True
 
     def kwargs(self) -> dict:
         """The :class:`LearnedFrontier` arguments (its model included)."""
@@ -678,7 +675,7 @@ class LearnedOptions(StrategyOptions):
                 "siblings": self.learned_siblings,
                 "association": "anchor" if self.learned_association == "auto" else self.learned_association,
                 "association_examples": self.learned_association_examples,
-                "holder_refresh": self.learned_holder_refresh in ("auto", "on")}
+                "holder_refresh": self.learned_holder_refresh}
 
 
 def make_learned(options: LearnedOptions | Mapping | None = None,
