@@ -179,35 +179,49 @@ def test_topic_copy_without_words_keeps_name_labels_and_seeds(tmp_path):
 # -- bench.replay_focus -------------------------------------------------------------------------------
 
 
-def test_replay_feeds_a_crawls_pages_in_order_to_each_rule_and_reports_the_errors(tmp_path):
-    from bench.replay_focus import Pages, main, parse_rule
-    from topiccrawl.learning.classifier import PageClassifier
-    from topiccrawl.learning.focus import PageFocus
+REPLAY_WEB = "generated:zh-disaster?pages=1000&seed=1"
+
+
+def _bookstore_pages(books: int) -> tuple[list[str], list[bool]]:
+    """Pages of REPLAY_WEB in a crawl's order, a bookstore page in five, and whether each is one."""
     from topiccrawl.weblab.corpus import open_corpus
 
-    spec = "generated:zh-disaster?pages=1000&seed=1"
-    corpus = open_corpus(spec)
+    corpus = open_corpus(REPLAY_WEB)
     ok = [u for u in corpus.iter_urls() if corpus.get(u).status == 200]
-    books = [u for u in ok if "kind:bookstore" in corpus.labels(u)][:24]
-    others = [u for u in ok if "kind:bookstore" not in corpus.labels(u)][:96]
-    urls = [u for i in range(24) for u in (books[i], *others[4 * i: 4 * i + 4])]  # a bookstore page in five
-    truth = ["kind:bookstore" in corpus.labels(u) for u in urls]
-    relevance = [0.8 if t else 0.1 * (i % 3) for i, t in enumerate(truth)]
-    assert sum(truth) == 24 and len(urls) == 120
-    out = tmp_path / "out"
-    run = out / "runs" / "books" / "learned-0"
+    shops = [u for u in ok if "kind:bookstore" in corpus.labels(u)][:books]
+    others = [u for u in ok if "kind:bookstore" not in corpus.labels(u)][: 4 * books]
+    urls = [u for i in range(books) for u in (shops[i], *others[4 * i: 4 * i + 4])]
+    return urls, ["kind:bookstore" in corpus.labels(u) for u in urls]
+
+
+def _crawl_output(out, variant: str, urls, truth, relevance, meta: dict) -> None:
+    """A ``bench.learned_focus --out`` folder with one run of topic "books": its harvest.csv (the
+    crawl's own P̄ 0.5 on the last row) and results.json (``spec`` and ``meta``)."""
+    run = out / "runs" / "books" / f"{variant}-0"
     run.mkdir(parents=True)
-    (out / "results.json").write_text(json.dumps({"spec": spec}), encoding="utf-8")
+    (out / "results.json").write_text(json.dumps({"spec": REPLAY_WEB, **meta}), encoding="utf-8")
     with (run / "harvest.csv").open("w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
         w.writerow(["dp", "truth_relevant", "url", "relevance", "expected_harvest"])
         for i, (u, r) in enumerate(zip(urls, relevance)):
             w.writerow([i + 1, sum(truth[: i + 1]), u, r, 0.5 if i == len(urls) - 1 else ""])
+
+
+def test_replay_feeds_a_crawls_pages_in_order_to_each_rule_and_reports_the_errors(tmp_path):
+    from bench.replay_focus import Pages, main, parse_rule
+    from topiccrawl.learning.classifier import PageClassifier
+    from topiccrawl.learning.focus import PageFocus
+
+    urls, truth = _bookstore_pages(24)
+    relevance = [0.8 if t else 0.1 * (i % 3) for i, t in enumerate(truth)]
+    assert sum(truth) == 24 and len(urls) == 120
+    out = tmp_path / "out"
+    _crawl_output(out, "learned", urls, truth, relevance, {})
     table = tmp_path / "replay.md"
     main([str(out), "--rule", "base", "--rule", "wide:pseudo_share=0.2,classifier.C=0.5", "--out", str(table)])
 
     true = sum(truth) / len(truth)
-    pages = Pages(spec)
+    pages = Pages(REPLAY_WEB)
     expected = {}
     for name, kw in (("base", {}), ("wide", {"pseudo_share": 0.2})):
         focus = PageFocus(classifier=PageClassifier(random_state=0, **({"C": 0.5} if kw else {})), **kw)
@@ -237,28 +251,16 @@ def test_replay_of_an_examples_only_crawl_adds_its_examples_and_registers_the_de
     from topiccrawl.scoring.text import has_cjk
     from topiccrawl.weblab.corpus import open_corpus
 
-    spec = "generated:zh-disaster?pages=1000&seed=1"
-    corpus = open_corpus(spec)
-    ok = [u for u in corpus.iter_urls() if corpus.get(u).status == 200]
-    books = [u for u in ok if "kind:bookstore" in corpus.labels(u)][:30]
-    others = [u for u in ok if "kind:bookstore" not in corpus.labels(u)][:120]
-    urls = [u for i in range(30) for u in (books[i], *others[4 * i: 4 * i + 4])]
-    truth = ["kind:bookstore" in corpus.labels(u) for u in urls]
+    spec, corpus = REPLAY_WEB, open_corpus(REPLAY_WEB)
+    urls, truth = _bookstore_pages(30)
     relevance = [0.0] * len(urls)  # an examples-only crawl: the classifier does not read R(P)
     out = tmp_path / "out"
-    run = out / "runs" / "books" / "learned-examples-0"
-    run.mkdir(parents=True)
     topic = tmp_path / "books.toml"
     topic.write_text('name = "books"\nlabels = ["kind:bookstore"]\n', encoding="utf-8")
     variants = {"learned-examples": {"args": ["examples=truth:3"], "words": False},
                 "learned": {"args": [], "words": True}}
-    (out / "results.json").write_text(json.dumps({"spec": spec, "topics": {"books": str(topic)},
-                                                  "variants": variants}), encoding="utf-8")
-    with (run / "harvest.csv").open("w", newline="", encoding="utf-8") as fh:
-        w = csv.writer(fh)
-        w.writerow(["dp", "truth_relevant", "url", "relevance", "expected_harvest"])
-        for i, (u, r) in enumerate(zip(urls, relevance)):
-            w.writerow([i + 1, sum(truth[: i + 1]), u, r, 0.5 if i == len(urls) - 1 else ""])
+    _crawl_output(out, "learned-examples", urls, truth, relevance,
+                  {"topics": {"books": str(topic)}, "variants": variants})
 
     # what the crawl did: the examples and the seeds segmented first, the words derived from them
     before = Pages(spec)
