@@ -358,7 +358,7 @@ def test_queued_links_follow_their_holders_new_probability_as_in_memory(redis_se
     assert crawl(memory) == redis_order
     # and the queues hold the same priorities (moved rows, values and kept association shifts)
     scores = sorted(-s for _, s in client.zrange(solo.keys["requests"], 0, -1, withscores=True))
-    assert scores == pytest.approx(sorted(e.priority for e in memory._live), abs=1e-9)
+    assert scores == pytest.approx(sorted(e[2] for e in memory.state()["learned"]["entries"]), abs=1e-9)
     assert memory.stats()["learned/holder_refreshed"] > 0
     redis_stats = _frontier(client, "other", crawl="hr", options=options).stats()
     assert redis_stats["learned/holder_refreshed"] == memory.stats()["learned/holder_refreshed"]
