@@ -495,9 +495,13 @@ def test_queued_links_follow_their_holders_new_probability_at_a_classifier_refit
 
 
 def test_a_refreshed_row_moves_its_score_by_the_holder_weight_and_clips_it():
-    from topiccrawl.learning.linkvalue import refreshed_row, row_score
+    from topiccrawl.learning.linkvalue import refreshed_row
 
-    m = LinkValueModel(n_features=2**10)
+    m = LinkValueModel(n_features=2**10)  # unfitted: a row's value is its R(l)
+
+    def row_score(row: bytes) -> float:
+        return float(m.predict_rows([row])[0])
+
     row = m.encode([LinkFeatures(anchor=["a"], holder_probability=0.5, score=0.5)])[0]
     assert refreshed_row(row, 0.5, 0.3) is row  # the same P: the same row
     up = refreshed_row(row, 1.0, 0.3)

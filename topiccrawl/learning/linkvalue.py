@@ -117,11 +117,6 @@ def _pack_row(cols: list[int], *dense: float) -> bytes:
     return struct.pack(f"<{len(cols)}I{_F}f", *cols, *dense)
 
 
-def row_score(row: bytes) -> float:
-    """R(l) of an encoded row (its ``score`` column)."""
-    return unpack_from("<f", row, len(row) - 4)[0]
-
-
 def refreshed_row(row: bytes, probability: float, weight: float) -> bytes:
     """``row`` with holder P ``probability`` and R(l) moved by ``weight``·(new − old P), clipped to
     [0, 1]; the same object when the stored P (float32) already equals it."""

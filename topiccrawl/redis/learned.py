@@ -58,7 +58,7 @@ from dataclasses import asdict
 
 import numpy as np
 
-from topiccrawl.learning.linkvalue import LinkFeatures, LinkValueModel, refreshed_row, row_score
+from topiccrawl.learning.linkvalue import LinkFeatures, LinkValueModel, refreshed_row
 from topiccrawl.redis.association import RedisTermAssociation
 from topiccrawl.redis.frontier import RedisFrontier
 from topiccrawl.strategies.base import FrontierError, Link
@@ -373,7 +373,7 @@ class RedisLearnedFrontier(RedisFrontier):
             if not changed:
                 continue
             rows = [row for _, row, _ in changed]
-            values = self.model.predict_rows(rows).tolist() if self.model.fitted else [row_score(r) for r in rows]
+            values = self.model.predict_rows(rows).tolist()  # R(l) while unfitted
             assoc = self.r.hmget(self.learned_keys["assoc"], [m for m, _, _ in changed])
             args = ["holder_refreshed"]
             for (member, row, holder), value, field in zip(changed, values, assoc, strict=True):

@@ -61,7 +61,6 @@ from topiccrawl.learning.linkvalue import (
     LinkFeatures,
     LinkValueModel,
     refreshed_row,
-    row_score,
     url_tokens,
 )
 from topiccrawl.strategies.base import FrontierBase, Link, StrategyOptions, option_field
@@ -464,9 +463,7 @@ class LearnedFrontier(FrontierBase):
                     changed.append(e)
         if not changed:
             return 0
-        model = self.model
-        values = (model.predict_rows([e.row for e in changed]).tolist() if model.fitted
-                  else [row_score(e.row) for e in changed])
+        values = self.model.predict_rows([e.row for e in changed]).tolist()  # R(l) while unfitted
         for e, v in zip(changed, values):
             e.base = v + e.assoc
         live = self._live
