@@ -110,3 +110,66 @@ def test_anchor_association_counts_every_page_and_resumes_from_jobdir(tmp_path):
     off, out3 = run_crawl(tmp_path / "c", args={**args, "max_pages": 30},
                           settings={**SERIAL, "TOPICCRAWL_LEARNED_ASSOCIATION": "off"})
     assert off.returncode == 0 and "topiccrawl/learned/association_pages" not in _stats(out3)
+
+
+# -- the examples' order --------------------------------------------------------------------------
+EXAMPLE_TEXTS = ["台风 登陆 暴雨 洪水 灾情", "台风 预警 防台风 转移 群众", "台风 路径 气象台 风力 等级",
+                 "洪水 决堤 救援 灾区 物资", "暴雨 内涝 停课 航班 取消"]
+OTHER_TEXTS = ["股票 基金 市场 投资 收益", "银行 利率 经济 指数 财报", "足球 比赛 球队 进球 联赛",
+               "电影 票房 导演 演员 上映", "手机 芯片 发布 屏幕 电池"]
+
+
+def _html(url: str, text: str, request=None):
+    from scrapy.http import HtmlResponse
+
+    body = f"<html><head><title>{text[:4]}</title></head><body><p>{text} {text}</p></body></html>"
+    return HtmlResponse(url, body=body.encode(), encoding="utf-8", request=request)
+
+
+def _example_spider():
+    from scrapy.utils.test import get_crawler
+
+    from topiccrawl.spiders.focused import FocusedSpider
+
+    crawler = get_crawler(FocusedSpider, {
+        "TOPICCRAWL_WEB": "generated:zh-disaster?pages=1000&seed=1", "TOPICCRAWL_WEB_PROXY": "http://127.0.0.1:9",
+        "TOPICCRAWL_STRATEGY": "learned", "TOPICCRAWL_PLOT_ENABLED": False})
+    urls = [f"http://ex{i}.example.cn/{i}.html" for i in range(len(EXAMPLE_TEXTS))]
+    crawler.spider = crawler._create_spider(topic="台风灾害", examples=",".join(urls))
+    return crawler.spider
+
+
+def _probabilities(tc) -> list[float]:
+    """P(relevant) of the same 60 pages (the classifier fits at the 30th)."""
+    texts = EXAMPLE_TEXTS + OTHER_TEXTS * 3
+    return [tc.process_page(_html(f"http://p{i % 7}.example.cn/{i}.html", texts[i % len(texts)]), 1, None, "")[0]
+            .probability for i in range(60)]
+
+
+def test_examples_reach_the_classifier_in_the_order_given_not_the_order_they_arrived():
+    """With five examples the classifier's folds depend on the examples' order: an example page
+    that answers late must not change what the crawl learns."""
+    spiders = {}
+    for arrival in ("given", "reversed", "shuffled"):
+        spider = _example_spider()
+        requests = spider._example_requests()
+        examples = [r for r in requests if not r.meta.get("background")]
+        assert len(examples) == 5 and len(requests) > 5  # the seeds come as the words' background
+        answered = {"given": requests, "reversed": requests[::-1],
+                    "shuffled": requests[2:] + requests[:2]}[arrival]
+        for r in answered:
+            text = EXAMPLE_TEXTS[examples.index(r)] if r in examples else OTHER_TEXTS[0]
+            spider.parse_example(_html(r.url, text, request=r))
+        spider._learn_from_examples()
+        assert spider.tc.focus.n_examples == 5
+        spiders[arrival] = spider
+    given = _probabilities(spiders["given"].tc)
+    assert spiders["given"].tc.focus.fitted
+    assert _probabilities(spiders["reversed"].tc) == given
+    assert _probabilities(spiders["shuffled"].tc) == given
+    # control: the same pages given to the classifier in the reversed order train another model,
+    # so the test can tell the orders apart
+    control = _example_spider()
+    for text in reversed(EXAMPLE_TEXTS):
+        control.tc.add_example(control.tc.page_terms(_html("http://x.example.cn/", text))[1])
+    assert _probabilities(control.tc) != given

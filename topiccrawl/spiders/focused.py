@@ -44,6 +44,8 @@ class FocusedSpider(scrapy.Spider):
         self.examples_arg = examples
         self._waiting = 0
         self._examples_done: Deferred | None = None
+        #: fetched example and background pages waiting for the last one: (request index, kind, terms)
+        self._fetched: list[tuple[int, str, list[str]]] = []
 
     @property
     def tc(self) -> TopicCrawl:
@@ -101,31 +103,34 @@ class FocusedSpider(scrapy.Spider):
         urls += [(u, True) for u in topic.counter_examples]
         requests = [scrapy.Request(url, callback=self.parse_example, errback=self.example_failed, dont_filter=True,
                                    meta={META_KEY: {"score": 2.0, "depth": 0}, "counter_example": counter,
-                                         LOCAL_META: True})
-                    for url, counter in urls]
+                                         LOCAL_META: True, "example_index": i})
+                    for i, (url, counter) in enumerate(urls)]
         has_examples = any(not counter for _, counter in urls) or (tc.focus is not None and tc.focus.n_examples)
         if has_examples and tc.config.examples_background == "seeds":
             # the seed pages, as ordinary pages of this web, are the background the words are
             # derived against (docs/learned.md); fetched again later as seeds, then they count
             requests += [scrapy.Request(url, callback=self.parse_example, errback=self.example_failed,
                                         dont_filter=True, meta={META_KEY: {"score": 2.0, "depth": 0}, "background": True,
-                                                                LOCAL_META: True})
-                         for url in tc.seed_arg(self.seed_arg)]
+                                                                LOCAL_META: True, "example_index": len(urls) + i})
+                         for i, url in enumerate(tc.seed_arg(self.seed_arg))]
         if requests:
             self._waiting = len(requests)
             self._examples_done = Deferred()
         return requests
 
     def parse_example(self, response):
-        """An example page (it trains the classifier) or a background page; no item, no links."""
+        """An example page (it trains the classifier) or a background page; no item, no links.
+        Kept until every example request has settled, then handed over in the order the examples
+        were given (:meth:`_learn_from_examples`), not the order they arrived in."""
         counter = response.meta.get("counter_example", False)
         if isinstance(response, TextResponse):
             _, terms = self.tc.page_terms(response)
+            index = response.meta.get("example_index", len(self._fetched))
             if response.meta.get("background"):
-                self.tc.add_background(terms)
+                self._fetched.append((index, "background", terms))
                 self.crawler.stats.inc_value("topiccrawl/examples/background")
             else:
-                self.tc.add_example(terms, counter=counter)
+                self._fetched.append((index, "counter" if counter else "example", terms))
                 self.crawler.stats.inc_value("topiccrawl/examples/fetched")
         else:
             self.crawler.stats.inc_value("topiccrawl/examples/not_html")
@@ -146,6 +151,14 @@ class FocusedSpider(scrapy.Spider):
 
     def _learn_from_examples(self) -> None:
         tc = self.tc
+        # the order given (topic file, -a examples, the truth:N pick), whatever order the pages
+        # arrived in: with a few examples the classifier's folds, and so its estimates, depend on it
+        for _, kind, terms in sorted(self._fetched, key=lambda f: f[0]):
+            if kind == "background":
+                tc.add_background(terms)
+            else:
+                tc.add_example(terms, counter=kind == "counter")
+        self._fetched = []
         if tc.focus is None or not tc.focus.n_examples:
             return
         words = tc.learn_words()
