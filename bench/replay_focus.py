@@ -4,10 +4,12 @@
         --rule c01:classifier.C=0.1 [--variant learned] [--examples] [--out replay.md]
 
 ``OUT`` is a ``bench.learned_focus --out`` folder: its ``results.json`` names the web (``spec``), and
-every run's ``harvest.csv`` lists the fetched pages in fetch order with their R(P) and ground truth.
+every run's ``harvest.csv`` lists the fetched pages with their R(P), ground truth and ``observed``,
+the order in which the crawl's classifier saw them (rows are in counting order, which concurrent
+responses can change; a file without the column is read in its row order).
 Each page is read from the corpus (no HTTP, no lab server) and extracted as the crawler extracts it
 (:func:`topiccrawl.scoring.text.extract`, :func:`~topiccrawl.scoring.text.document_terms`), then fed,
-in the crawl's order, to a :class:`~topiccrawl.learning.focus.PageFocus` built from each ``--rule``
+in the classifier's order, to a :class:`~topiccrawl.learning.focus.PageFocus` built from each ``--rule``
 (``NAME:KEY=VALUE,...``; keys are ``PageFocus`` arguments, ``classifier.KEY`` the
 ``PageClassifier``'s). Reported per topic (mean over its runs) and over topics: abs(P̄ − true
 harvest rate) at the crawl's last page, the self-assessment of the crawl itself next to it (a
@@ -69,17 +71,18 @@ def parse_rule(spec: str) -> tuple[str, dict, dict]:
 
 
 def read_run(path: Path) -> tuple[list[str], list[float], list[bool], float | None]:
-    """URLs in fetch order, their R(P), whether each is truly relevant, the crawl's own P̄ at the end."""
+    """URLs in the order the crawl's classifier saw them (the ``observed`` column; counting order
+    where a row has none), their R(P), whether each is truly relevant, the crawl's own P̄ at the end."""
     rows = list(csv.DictReader(path.open(encoding="utf-8")))
-    urls, relevance, truth, prev = [], [], [], 0
+    pages, prev = [], 0
     for r in rows:
-        urls.append(r["url"])
-        relevance.append(float(r["relevance"]))
         count = int(r["truth_relevant"])
-        truth.append(count > prev)
+        pages.append((r["url"], float(r["relevance"]), count > prev, r.get("observed")))
         prev = count
+    if pages and all(p[3] for p in pages):
+        pages.sort(key=lambda p: int(p[3]))
     last = rows[-1].get("expected_harvest") if rows else None
-    return urls, relevance, truth, float(last) if last else None
+    return [p[0] for p in pages], [p[1] for p in pages], [p[2] for p in pages], float(last) if last else None
 
 
 class Pages:

@@ -3,9 +3,13 @@ subprocess over the web lab on real loopback HTTP."""
 
 from __future__ import annotations
 
+import csv
 import json
+import shutil
+import subprocess
+import sys
 
-from conftest import run_crawl
+from conftest import REPO, run_crawl
 
 WEB = "generated:zh-disaster?pages=5000&seed=11"
 SERIAL = {"TOPICCRAWL_WEB": WEB, "CONCURRENT_REQUESTS": "1", "TOPICCRAWL_PLOT_ENABLED": "false"}
@@ -63,6 +67,27 @@ def test_a_topic_with_examples_and_no_words_learns_its_words(tmp_path):
     # with examples the holder term is P: the queued links followed their holders' new P at refits
     assert stats["topiccrawl/learned/holder_refreshed"] > 0
     assert stats["topiccrawl/truth/relevant"] > 0
+    _replay_reproduces_the_crawl(tmp_path, out, topic, stats)
+
+
+def _replay_reproduces_the_crawl(tmp_path, out, topic, stats) -> None:
+    """harvest.csv's ``observed`` gives the order the classifier saw the pages in (rows are in
+    counting order); ``bench.replay_focus`` fed in that order reproduces the crawl's own P̄."""
+    rows = list(csv.DictReader((out / "harvest.csv").open(encoding="utf-8")))
+    assert sorted(int(r["observed"]) for r in rows) == list(range(1, stats["topiccrawl/dp"] + 1))
+    bench = tmp_path / "bench"
+    run = bench / "runs" / "typhoon-examples" / "learned-examples-0"
+    run.mkdir(parents=True)
+    shutil.copy(out / "harvest.csv", run / "harvest.csv")
+    (bench / "results.json").write_text(json.dumps({
+        "spec": WEB, "topics": {"typhoon-examples": str(topic)},
+        "variants": {"learned-examples": {"args": ["examples=truth:5"], "words": False}}}), encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-m", "bench.replay_focus", str(bench), "--variant", "learned-examples",
+                           "--examples", "--rule", "base"], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    line = next(x for x in proc.stderr.splitlines() if x.startswith("typhoon-examples learned-examples-0:"))
+    errors = dict(part.strip().rsplit(" ", 1) for part in line.split(":", 1)[1].split(","))
+    assert errors["crawl"] == errors["base"], line
 
 
 def test_a_topic_without_words_or_examples_is_a_one_line_error(tmp_path):

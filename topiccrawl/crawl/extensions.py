@@ -21,7 +21,7 @@ from topiccrawl.crawl.runtime import TopicComponent
 logger = logging.getLogger(__name__)
 
 CSV_FIELDS = ["dp", "lp", "accuracy", "truth_relevant", "truth_harvest_rate", "target_recall", "url", "relevance",
-              "expected_harvest"]
+              "expected_harvest", "observed"]
 
 
 def _plot_name(name: str) -> str:

@@ -179,6 +179,8 @@ class TopicCrawl:
         self.pagerank = PageRankCache(self.graph, every=self.config.pagerank_every)
         self.metrics = CrawlMetrics(self.topic.beta, self.topic.labels, self.config.checkpoints)
         self.harvest_rows: list[dict] = []
+        #: URL -> the page's place in the page classifier's order, until the page is counted
+        self._observed: dict[str, int] = {}
         self.started = datetime.now(timezone.utc)
         #: the page classifier (P(relevant | page)); on with ``TOPICCRAWL_CLASSIFIER=on``, or
         #: ``auto`` for the learned strategy and topics with examples
@@ -305,6 +307,7 @@ class TopicCrawl:
         if self.focus is not None:
             refits = self.focus.refits
             probability = self.focus.observe(terms, relevance, key=response.url)
+            self._observed[response.url] = self.focus.pages
             if self.learns and self.focus.refits != refits and self.frontier is not None:
                 hook = getattr(self.frontier, "page_probabilities", None)
                 if hook is not None:  # with P as the holder term, queued links may follow their holder's new P
@@ -457,6 +460,7 @@ class TopicCrawl:
 
     def record(self, item: PageItem) -> dict | None:
         """Count one downloaded page in the metrics; None once the page budget is spent."""
+        observed = self._observed.pop(item.url, None)
         if self.config.max_pages and self.metrics.dp >= self.config.max_pages:
             return None
         if self.shared is not None and not self.shared.count(item):
@@ -468,6 +472,9 @@ class TopicCrawl:
         if self.focus is not None:  # the classifier's self-assessed harvest rate, next to Accuracy
             expected = self.focus.expected_harvest
             row["expected_harvest"] = None if expected is None else round(expected, 6)
+            # pages are counted in the order their items finish, which with concurrent responses
+            # is not always the order the classifier saw them in (a replay needs the latter)
+            row["observed"] = observed
         self.harvest_rows.append(row)
         return row
 
@@ -517,7 +524,7 @@ class TopicCrawl:
         row = self.metrics.record(url, relevance, gt.labels(url) if gt else None, registered_domain(url),
                                   gt.identity(url) if gt else None)
         if self.focus is not None:
-            row["expected_harvest"] = None
+            row["expected_harvest"] = row["observed"] = None
         self.harvest_rows.append(row)
 
 
