@@ -6,7 +6,7 @@
 ``OUT`` is a ``bench.learned_focus --out`` folder: its ``results.json`` names the web (``spec``), and
 every run's ``harvest.csv`` lists the fetched pages with their R(P), ground truth and ``observed``,
 the order in which the crawl's classifier saw them (rows are in counting order, which concurrent
-responses can change; a file without the column is read in its row order).
+responses can change; a file where any row lacks the column is read in its row order).
 Each page is read from the corpus (no HTTP, no lab server) and extracted as the crawler extracts it
 (:func:`topiccrawl.scoring.text.extract`, :func:`~topiccrawl.scoring.text.document_terms`), then fed,
 in the classifier's order, to a :class:`~topiccrawl.learning.focus.PageFocus` built from each ``--rule``
@@ -71,8 +71,8 @@ def parse_rule(spec: str) -> tuple[str, dict, dict]:
 
 
 def read_run(path: Path) -> tuple[list[str], list[float], list[bool], float | None]:
-    """URLs in the order the crawl's classifier saw them (the ``observed`` column; counting order
-    where a row has none), their R(P), whether each is truly relevant, the crawl's own P̄ at the end."""
+    """URLs in the order the crawl's classifier saw them (the ``observed`` column; the rows' counting
+    order if any row lacks it), their R(P), whether each is truly relevant, the crawl's own P̄ at the end."""
     rows = list(csv.DictReader(path.open(encoding="utf-8")))
     pages, prev = [], 0
     for r in rows:
