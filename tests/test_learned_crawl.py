@@ -70,6 +70,40 @@ def test_a_topic_with_examples_and_no_words_learns_its_words(tmp_path):
     _replay_reproduces_the_crawl(tmp_path, out, topic, stats)
 
 
+def test_pages_the_examples_link_to_are_judged_in_the_anchor_association(tmp_path):
+    """``TOPICCRAWL_LEARNED_EXAMPLE_LINKS``: the pages the fetched examples link to, and the links to
+    them, carry one more term in the association, which judges it by those pages' R(P)."""
+    topic = tmp_path / "typhoon-examples.toml"
+    topic.write_text('name = "typhoon-examples"\nlanguage = "zh"\nlabels = ["topic:台风灾害"]\n', encoding="utf-8")
+    args = {"topic": str(topic), "strategy": "learned", "examples": "truth:5", "max_pages": 150}
+    on, out = run_crawl(tmp_path / "on", args=args, settings={**SERIAL, "TOPICCRAWL_LEARNED_EXAMPLE_LINKS": "true"})
+    assert on.returncode == 0, on.stderr[-3000:]
+    stats = _stats(out)
+    assert stats["topiccrawl/examples/fetched"] == 5 and stats["topiccrawl/examples/links"] > 5
+    fetched = stats["topiccrawl/examples/linked_pages_fetched"]
+    assert 0 < fetched <= stats["topiccrawl/dp"]
+    # the association judged the marker by the marked pages' R(P) against the crawl's mean (its sign
+    # is the web's business; exactly 0 only if no fetched page carried it)
+    assert stats["topiccrawl/learned/example_link_shift"] != 0.0
+    off, out_off = run_crawl(tmp_path / "off", args=args,
+                             settings={**SERIAL, "TOPICCRAWL_LEARNED_EXAMPLE_LINKS": "false"})
+    assert off.returncode == 0, off.stderr[-3000:]
+    stats_off = _stats(out_off)
+    assert "topiccrawl/learned/example_link_shift" not in stats_off
+    assert "topiccrawl/examples/linked_pages_fetched" not in stats_off
+
+
+def test_the_examples_out_links_are_saved_with_the_crawl_state():
+    """A JOBDIR resume does not fetch the examples again: the URLs they link to come back with the state."""
+    spider = _example_spider()
+    spider.tc.add_example(["台风"], links=["http://a.example.cn/1", "http://a.example.cn/2"])
+    spider.tc.add_example(["股票"], counter=True, links=["http://b.example.cn/1"])  # a counter-example's do not count
+    assert spider.tc.example_links == {"http://a.example.cn/1", "http://a.example.cn/2"}
+    restored = _example_spider()
+    restored.tc.load_state(spider.tc.state())
+    assert restored.tc.example_links == spider.tc.example_links
+
+
 def _replay_reproduces_the_crawl(tmp_path, out, topic, stats) -> None:
     """harvest.csv's ``observed`` gives the order the classifier saw the pages in (rows are in
     counting order); ``bench.replay_focus`` fed in that order reproduces the crawl's own P̄."""

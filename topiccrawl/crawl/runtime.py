@@ -19,6 +19,7 @@ import random
 import re
 import tempfile
 import weakref
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from functools import lru_cache
@@ -31,7 +32,7 @@ from scrapy import signals
 from topiccrawl.crawl.errors import ConfigError
 from topiccrawl.crawl.items import PageItem
 from topiccrawl.crawl.settings import TopicCrawlConfig, parse_url_list
-from topiccrawl.learning.association import anchor_terms
+from topiccrawl.learning.association import EXAMPLE_LINK, anchor_terms
 from topiccrawl.learning.focus import PageFocus
 from topiccrawl.learning.linkvalue import LinkFeatures, quick_terms, url_tokens
 from topiccrawl.scoring.dmoz import TreeError
@@ -193,6 +194,9 @@ class TopicCrawl:
         self._example_terms: list[list[str]] = []
         self._counter_terms: list[list[str]] = []
         self._background_terms: list[list[str]] = []
+        #: the URLs the fetched example pages link to (a learning frontier with ``example_links``
+        #: marks those pages and the links to them in its anchor association)
+        self.example_links: set[str] = set()
         self.lab = None
         self.corpus = None
         self.ground_truth: GroundTruth | None = None
@@ -354,6 +358,14 @@ class TopicCrawl:
         if getattr(frontier, "association", None) is not None:
             for target, f in out:
                 f.terms = anchor_terms(anchors[target].text)
+            marked = self.example_links if getattr(frontier, "example_links", False) else ()
+            if marked:  # "linked from an example page" is one more term (docs/learned.md)
+                for target, f in out:
+                    if target in marked:
+                        f.terms = (*f.terms, EXAMPLE_LINK)
+                if url in marked:
+                    terms = [*terms, EXAMPLE_LINK]
+                    self.crawler.stats.inc_value("topiccrawl/examples/linked_pages_fetched")
         frontier.observe_page(url, registered_domain(url), probability, out, terms=terms, relevance=relevance)
 
     @property
@@ -382,7 +394,9 @@ class TopicCrawl:
             return self._truth_sample(pages.truth, seed=1)
         return list(pages.urls) or list(self.topic.examples)
 
-    def add_example(self, terms: list[str], counter: bool = False) -> None:
+    def add_example(self, terms: list[str], counter: bool = False, links: Iterable[str] = ()) -> None:
+        """A fetched example (or counter-example) page: its terms, and for an example the URLs it
+        links to (:attr:`example_links`)."""
         if self.focus is None:
             self.focus = self._make_focus()
         if counter:
@@ -391,6 +405,7 @@ class TopicCrawl:
         else:
             self.focus.add_example(terms)
             self._example_terms.append(terms)
+            self.example_links.update(links)
 
     def add_background(self, terms: list[str]) -> None:
         """A background page (a seed fetched with the examples): words typical of every page of
@@ -503,6 +518,7 @@ class TopicCrawl:
             "harvest_rows": self.harvest_rows,
             "focus": self.focus,  # the page classifier and its training pages (pickled with JOBDIR)
             "topic_words": self.topic.words,
+            "example_links": sorted(self.example_links),
         }
 
     def load_state(self, state: dict) -> None:
@@ -513,6 +529,7 @@ class TopicCrawl:
         self.metrics = CrawlMetrics.from_state(state["metrics"])
         self.harvest_rows = state["harvest_rows"]
         self.focus = state.get("focus", self.focus)
+        self.example_links = set(state.get("example_links", ()))
         if state.get("topic_words") and not self.topic.words:  # words derived from examples
             self._use_words(dict(state["topic_words"]))
             self.scorer = scorer_from_state(state["scorer"], self.topic)

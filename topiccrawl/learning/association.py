@@ -16,6 +16,11 @@ import numpy as np
 
 from topiccrawl.scoring.text import tokenize
 
+#: the term a page an example page links to carries, and so does every link to it: the association
+#: judges "linked from an example" like an anchor word (docs/learned.md, "The examples' out-links in
+#: the association"); no text yields it (tokens hold no NUL)
+EXAMPLE_LINK = "\x00linked-from-example"
+
 
 def anchor_terms(text: str) -> tuple[str, ...]:
     """The terms of an anchor text that are looked up: its tokens of two or more characters."""

@@ -64,6 +64,7 @@ from topiccrawl.redis.frontier import RedisFrontier
 from topiccrawl.strategies.base import FrontierError, Link
 from topiccrawl.strategies.learned import (
     LearnedOptions,
+    example_link_stats,
     example_pages,
     fallback_features,
     make_learned,
@@ -161,7 +162,7 @@ class RedisLearnedFrontier(RedisFrontier):
                  options: dict | None = None, lease_seconds: float = 30.0, budget: int = 0,
                  worker: str = "worker", explore_sample: int = 1, association: str = "off",
                  association_every: int = 25, association_examples: bool = False,
-                 holder_refresh: bool = False) -> None:
+                 holder_refresh: bool = False, example_links: bool = False) -> None:
         self._base = keys["requests"][: -len("requests")] + "learned:"
         self.learned_keys = {name: self._base + name for name in (*NAMES, *SYNC_NAMES, *TERM_NAMES)}
         super().__init__(client, keys, self.STRATEGIES[0], None, lease_seconds, budget, worker)
@@ -177,6 +178,7 @@ class RedisLearnedFrontier(RedisFrontier):
                             if association == "anchor" else None)
         self.association_every = max(1, int(association_every))
         self.association_examples = association_examples
+        self.example_links = example_links
         self.holder_refresh = holder_refresh
         self._refreshed = 0  # crawl pages at this worker's last association refresh
         self._decide = self._script("learned_pop.lua")
@@ -219,7 +221,8 @@ class RedisLearnedFrontier(RedisFrontier):
                    explore_sample=memory.explore_sample,
                    association="off" if memory.association is None else "anchor",
                    association_every=memory.association_every,
-                   association_examples=memory.association_examples, holder_refresh=memory.holder_refresh, **lease)
+                   association_examples=memory.association_examples, holder_refresh=memory.holder_refresh,
+                   example_links=memory.example_links, **lease)
 
     def extra_keys(self) -> list[str]:
         return [self.learned_keys[name] for name in NAMES]
@@ -563,6 +566,7 @@ class RedisLearnedFrontier(RedisFrontier):
             "learned/model_pages": int(self._model_meta.get("pages", 0)),
             **({"learned/association_pages": self.association.pages, "learned/association_terms": len(self.association)}
                if self.association is not None else {}),
+            **example_link_stats(self),
         }
 
     def model_meta(self) -> dict:

@@ -44,8 +44,9 @@ class FocusedSpider(scrapy.Spider):
         self.examples_arg = examples
         self._waiting = 0
         self._examples_done: Deferred | None = None
-        #: fetched example and background pages waiting for the last one: (request index, kind, terms)
-        self._fetched: list[tuple[int, str, list[str]]] = []
+        #: fetched example and background pages waiting for the last one: (request index, kind, terms,
+        #: the URLs an example links to)
+        self._fetched: list[tuple[int, str, list[str], list[str]]] = []
 
     @property
     def tc(self) -> TopicCrawl:
@@ -124,13 +125,14 @@ class FocusedSpider(scrapy.Spider):
         were given (:meth:`_learn_from_examples`), not the order they arrived in."""
         counter = response.meta.get("counter_example", False)
         if isinstance(response, TextResponse):
-            _, terms = self.tc.page_terms(response)
+            ex, terms = self.tc.page_terms(response)
             index = response.meta.get("example_index", len(self._fetched))
             if response.meta.get("background"):
-                self._fetched.append((index, "background", terms))
+                self._fetched.append((index, "background", terms, []))
                 self.crawler.stats.inc_value("topiccrawl/examples/background")
             else:
-                self._fetched.append((index, "counter" if counter else "example", terms))
+                links = [] if counter else [a.url for a in ex.anchors]
+                self._fetched.append((index, "counter" if counter else "example", terms, links))
                 self.crawler.stats.inc_value("topiccrawl/examples/fetched")
         else:
             self.crawler.stats.inc_value("topiccrawl/examples/not_html")
@@ -153,12 +155,14 @@ class FocusedSpider(scrapy.Spider):
         tc = self.tc
         # the order given (topic file, -a examples, the truth:N pick), whatever order the pages
         # arrived in: with a few examples the classifier's folds, and so its estimates, depend on it
-        for _, kind, terms in sorted(self._fetched, key=lambda f: f[0]):
+        for _, kind, terms, links in sorted(self._fetched, key=lambda f: f[0]):
             if kind == "background":
                 tc.add_background(terms)
             else:
-                tc.add_example(terms, counter=kind == "counter")
+                tc.add_example(terms, counter=kind == "counter", links=links)
         self._fetched = []
+        if tc.example_links:
+            self.crawler.stats.set_value("topiccrawl/examples/links", len(tc.example_links))
         if tc.focus is None or not tc.focus.n_examples:
             return
         words = tc.learn_words()

@@ -37,7 +37,9 @@ a_t the smoothed mean R(P) of the fetched pages whose text holds t, m the crawl'
 ``association_every`` pages while it holds at most ``rescore_all`` links, and for the re-scored
 links at each retrain (docs/learned.md, "Anchor words judged by the pages that contain them").
 With ``association_examples`` the fetched example pages join the statistics as pages of relevance
-1, counter-examples 0 (:meth:`LearnedFrontier.observe_examples`).
+1, counter-examples 0 (:meth:`LearnedFrontier.observe_examples`). With ``example_links`` the crawler
+marks the pages the example pages link to, and the links to them, with one more term
+(:data:`~topiccrawl.learning.association.EXAMPLE_LINK`), which the association judges as any other.
 
 Holder refresh (``holder_refresh``; on by default, in memory and on Redis): where R(l)'s holder term is the page
 classifier's P, a refit of the classifier moves every queued link's R(l) by (1 − ∂)·(P_new − P_old)
@@ -54,7 +56,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from topiccrawl.learning.association import TermAssociation
+from topiccrawl.learning.association import EXAMPLE_LINK, TermAssociation
 from topiccrawl.learning.linkvalue import (
     FIRST_BLENDS,
     LABEL_RULES,
@@ -73,6 +75,15 @@ ASSOCIATION_RULES = ("off", "anchor")
 #: the setting's values: ``auto`` (the default) is ``anchor``, in memory and on Redis (``off`` there
 #: before the association was shared; the name stays so settings written then keep working)
 ASSOCIATION_SETTINGS = ("auto", *ASSOCIATION_RULES)
+
+
+def example_link_stats(frontier) -> dict:
+    """With ``example_links`` and the association on: the shift a link to a page an example links to
+    gets now (a_t − m of the marker term; 0 before such a page is fetched)."""
+    assoc = getattr(frontier, "association", None)
+    if not getattr(frontier, "example_links", False) or assoc is None:
+        return {}
+    return {"learned/example_link_shift": round(float(assoc.shifts([(EXAMPLE_LINK,)])[0]), 6)}
 
 
 def fallback_features(link: Link, k: int) -> LinkFeatures:
@@ -174,7 +185,8 @@ class LearnedFrontier(FrontierBase):
     with the fetched pages' R(P) (:class:`~topiccrawl.learning.association.TermAssociation`),
     recomputed every ``association_every`` fetched pages for a queue of at most ``rescore_all``
     links and at re-scoring (``"off"``: none); ``association_examples``: the example pages join
-    the association's statistics (:meth:`observe_examples`);
+    the association's statistics (:meth:`observe_examples`); ``example_links``: the crawler adds the
+    marker term of "linked from an example page" to pages and links (module docstring);
     ``host_strength``: pseudo-count a of the host yield (good + a·g) / (seen + a), g the crawl's
     smoothed yield (and of the sibling yield); ``siblings``: shift priorities by the holder page's
     sibling yield (``"yield"``; ``"off"``: no shift; module docstring); ``holder_refresh``: queued
@@ -188,7 +200,7 @@ class LearnedFrontier(FrontierBase):
                  rescore_top: int = 128, rescore_sample: int = 128, seed: int = 0, max_pending: int = 20_000,
                  host_strength: float = 2.0, explore_sample: int = 1, siblings: str = "off",
                  association: str = "off", association_every: int = 25, association_examples: bool = False,
-                 holder_refresh: bool = False) -> None:
+                 holder_refresh: bool = False, example_links: bool = False) -> None:
         if siblings not in SIBLING_RULES:
             raise ValueError(f"siblings={siblings!r}: expected one of {', '.join(SIBLING_RULES)}")
         if association not in ASSOCIATION_RULES:
@@ -196,6 +208,7 @@ class LearnedFrontier(FrontierBase):
         self.association = TermAssociation() if association == "anchor" else None
         self.association_every = max(1, int(association_every))
         self.association_examples = association_examples
+        self.example_links = example_links
         self._example_pages = 0  # example pages counted in the association
         self.holder_refresh = holder_refresh
         self._holder_refreshed = 0  # queued links whose holder term followed a new P
@@ -577,6 +590,7 @@ class LearnedFrontier(FrontierBase):
             **({"learned/association_pages": self.association.pages, "learned/association_terms": len(self.association),
                 "learned/association_examples": self._example_pages}
                if self.association is not None else {}),
+            **example_link_stats(self),
         }
 
     # -- JOBDIR -------------------------------------------------------------------------------------------
@@ -659,6 +673,7 @@ class LearnedOptions(StrategyOptions):
     learned_association: str = option_field("auto", choices=ASSOCIATION_SETTINGS)
     learned_association_examples: bool = True
     learned_holder_refresh: bool = True
+    learned_example_links: bool = False
 
     def kwargs(self) -> dict:
         """The :class:`LearnedFrontier` arguments (its model included)."""
@@ -672,7 +687,7 @@ class LearnedOptions(StrategyOptions):
                 "siblings": self.learned_siblings,
                 "association": "anchor" if self.learned_association == "auto" else self.learned_association,
                 "association_examples": self.learned_association_examples,
-                "holder_refresh": self.learned_holder_refresh}
+                "holder_refresh": self.learned_holder_refresh, "example_links": self.learned_example_links}
 
 
 def make_learned(options: LearnedOptions | Mapping | None = None,
