@@ -663,6 +663,7 @@ def results_json(ses: Session) -> dict:
     runs = [{"topic": r["topic"], "variant": r["variant"], "rep": r["rep"], "dir": r["dir"], "dp": r["dp"],
              "ended": ended(r), "finish_reason": r["finish_reason"], "frontier_exhausted": r["frontier_exhausted"],
              "examples_fetched": r["examples_fetched"], "pages_per_s": r["pages_per_s"], "wall_s": r["wall_s"],
+             "unreliable": r.get("unreliable"),
              "total_relevant": r["total_relevant"],
              "recall": {c: value_at(r["curve"], c, 2) for c in checkpoints},
              "harvest": {c: value_at(r["curve"], c, 1) for c in checkpoints},

@@ -97,6 +97,7 @@ def load_run(out: Path, strategy: str, wall: float | None = None) -> dict:
         "dp": stats["topiccrawl/dp"],
         "accuracy": stats["topiccrawl/accuracy"],
         "expected_harvest": stats.get("topiccrawl/classifier/expected_harvest"),
+        "unreliable": stats.get("topiccrawl/classifier/unreliable"),
         "total_relevant": total,
         "finish_reason": stats.get("finish_reason"),
         "frontier_exhausted": bool(stats.get("topiccrawl/frontier_exhausted")),

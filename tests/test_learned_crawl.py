@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 from conftest import REPO, run_crawl
+from topiccrawl.learning.focus import RELIABLE_AUC
 
 WEB = "generated:zh-disaster?pages=5000&seed=11"
 SERIAL = {"TOPICCRAWL_WEB": WEB, "CONCURRENT_REQUESTS": "1", "TOPICCRAWL_PLOT_ENABLED": "false"}
@@ -61,6 +62,10 @@ def test_a_topic_with_examples_and_no_words_learns_its_words(tmp_path):
     # the derived words are what the user would copy: a topic file made of them loads and scores
     assert "台风" in words, words
     assert stats["topiccrawl/classifier/examples"] == 5 and stats["topiccrawl/classifier/mode"] == "pu"
+    # how far to trust the self-assessment: the held-out AUC, the flag, and a warning when flagged
+    auc = stats["topiccrawl/classifier/heldout_auc"]
+    assert 0.0 <= auc <= 1.0 and stats["topiccrawl/classifier/unreliable"] == (auc < RELIABLE_AUC)
+    assert ("is unreliable" in proc.stderr) == stats["topiccrawl/classifier/unreliable"]
     # the examples joined the anchor association as pages of known relevance, then the crawled pages
     assert stats["topiccrawl/learned/association_examples"] == 5
     assert stats["topiccrawl/learned/association_pages"] == 5 + stats["topiccrawl/learned/pages"]
@@ -232,3 +237,29 @@ def test_examples_reach_the_classifier_in_the_order_given_not_the_order_they_arr
     for text in reversed(EXAMPLE_TEXTS):
         control.tc.add_example(control.tc.page_terms(_html("http://x.example.cn/", text))[1])
     assert _probabilities(control.tc) != given
+
+
+def test_an_unreliable_self_assessment_is_said_in_the_log(caplog):
+    """Example pages that look like every other fetched page: the held-out AUC is low, the crawl
+    warns at its close (one line naming the cure); distinct examples: no warning."""
+    import random
+
+    from topiccrawl.learning.focus import PageFocus
+
+    rng = random.Random(0)
+    pool = [f"w{i}" for i in range(300)]
+    for examples, flagged in (([rng.sample(pool, 40) for _ in range(8)], True),
+                              ([EXAMPLE_TEXTS[i % 5].split() * 3 + rng.sample(pool, 10) for i in range(8)], False)):
+        tc = _example_spider().tc
+        tc.focus = focus = PageFocus(use_words=False, min_pages=1000)
+        for terms in examples:
+            focus.add_example(terms)
+        for _ in range(200):
+            focus.observe(rng.sample(pool, 40), 0.0)
+        assert focus.refit()
+        caplog.clear()
+        assert tc.warn_if_unreliable() is flagged
+        assert ("is unreliable" in caplog.text) is flagged, caplog.text
+        if flagged:
+            assert "example pages" in caplog.text and len(caplog.records) == 1
+

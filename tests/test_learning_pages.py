@@ -24,6 +24,7 @@ from sklearn.model_selection import StratifiedKFold
 from conftest import shared_data_dir
 from topiccrawl.learning.classifier import PageClassifier, hash_terms
 from topiccrawl.learning.examples import format_words_toml, topic_words
+from topiccrawl.learning.focus import RELIABLE_AUC, PageFocus
 from topiccrawl.learning.normalize import stopwords, to_simplified
 from topiccrawl.scoring.text import STOPWORDS, has_cjk, tokenize
 from topiccrawl.scoring.topic import load_topic
@@ -233,6 +234,37 @@ def test_pu_mixture_sets_that_keep_fewer_positives_can_only_lower_the_prior(gene
     del old.__dict__["pu_kept"]
     restored = pickle.loads(pickle.dumps(old)).refit(X[positives], X[unlabeled])
     assert restored.prior_ == fits[0.5].prior_
+
+
+def test_the_held_out_auc_tells_positives_that_stand_out_from_ones_that_do_not(generated):
+    """``heldout_auc_``: how well the PU fit's held-out positives rank above the unlabeled pages;
+    :class:`PageFocus` flags its self-assessment unreliable below ``RELIABLE_AUC``."""
+    docs, labels = generated
+    y = _labels(labels, [TYPHOON])
+    X = hash_terms(docs)
+    rng = np.random.default_rng(0)
+    relevant, other = np.flatnonzero(y == 1), np.flatnonzero(y == 0)
+    positives = rng.choice(relevant, 10, replace=False)
+    unlabeled = rng.choice(np.setdiff1d(np.arange(len(y)), positives), 500, replace=False)
+    clear = PageClassifier().refit(X[positives], X[unlabeled])
+    assert clear.heldout_auc_ > 0.95
+    # positives drawn from the same pages as the unlabeled ones: nothing for held-out ones to stand out by
+    blurred = rng.choice(other, 10, replace=False)
+    mixed = PageClassifier().refit(X[blurred], X[np.setdiff1d(unlabeled, blurred)])
+    assert mixed.heldout_auc_ < 0.75
+    # labelled training has no held-out positives against unlabeled pages
+    train, _ = _split(y)
+    assert PageClassifier().fit(X[train], y[train]).heldout_auc_ is None
+    # through PageFocus: the flag follows the threshold, and is reported
+    for pages, flagged in ((positives, False), (blurred, True)):
+        focus = PageFocus(use_words=False, min_pages=1000)
+        for i in pages:
+            focus.add_example(docs[i])
+        for i in np.setdiff1d(unlabeled, pages)[:300]:
+            focus.observe(docs[i], 0.0)
+        assert focus.refit()
+        assert focus.unreliable is flagged and (focus.heldout_auc < RELIABLE_AUC) is flagged
+        assert focus.stats()["classifier/unreliable"] is flagged
 
 
 # -- topic words from example pages ------------------------------------------------------------

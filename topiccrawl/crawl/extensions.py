@@ -85,6 +85,7 @@ class TopicStats(TopicComponent):
         snapshot = self.tc.metrics.snapshot(self.tc.total_relevant())
         for key, value in {**snapshot, **self.tc.learning_stats()}.items():
             stats.set_value(f"topiccrawl/{key}", value)
+        self.tc.warn_if_unreliable()
         if self._cpu_started is not None:  # the crawl's own CPU cost, beside Scrapy's elapsed_time_seconds
             stats.set_value("topiccrawl/cpu_seconds", round(time.process_time() - self._cpu_started, 3))
         self.write_outputs(reason)

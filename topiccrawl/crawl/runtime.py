@@ -33,7 +33,7 @@ from topiccrawl.crawl.errors import ConfigError
 from topiccrawl.crawl.items import PageItem
 from topiccrawl.crawl.settings import TopicCrawlConfig, parse_url_list
 from topiccrawl.learning.association import EXAMPLE_LINK, anchor_terms
-from topiccrawl.learning.focus import PageFocus
+from topiccrawl.learning.focus import RELIABLE_AUC, PageFocus
 from topiccrawl.learning.linkvalue import LinkFeatures, quick_terms, url_tokens
 from topiccrawl.scoring.dmoz import TreeError
 from topiccrawl.scoring.groundtruth import GroundTruth
@@ -498,6 +498,19 @@ class TopicCrawl:
         if self.shared is not None:
             return self.shared.budget_spent
         return bool(self.config.max_pages) and self.metrics.dp >= self.config.max_pages
+
+    def warn_if_unreliable(self) -> bool:
+        """Say so in the log when the page classifier flags its self-assessment as unreliable
+        (:attr:`PageFocus.unreliable`); True if it did."""
+        focus = self.focus
+        if focus is None or not focus.unreliable:
+            return False
+        held = "example pages" if focus.n_examples else "pages the topic words match best"
+        logger.warning(
+            "the self-assessed harvest rate %.3f is unreliable: the page classifier's held-out %s rank like "
+            "ordinary fetched pages (AUC %.2f < %.2f); give more, or more varied, example pages, or "
+            "counter-examples (docs/learned.md)", focus.expected_harvest or 0.0, held, focus.heldout_auc, RELIABLE_AUC)
+        return True
 
     def learning_stats(self) -> dict:
         """``classifier/*`` statistics of the page classifier (empty when it is off)."""

@@ -30,6 +30,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.calibration import CalibratedClassifierCV
 from sklearn.feature_extraction.text import TfidfTransformer
 from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import StratifiedKFold
 from sklearn.utils import murmurhash3_32
 from sklearn.utils.validation import check_is_fitted
@@ -96,12 +97,16 @@ class PageClassifier(ClassifierMixin, BaseEstimator):
     1 / (1 + exp(a_k z_k + b'_k)) / c). Fitted attributes: ``mode_`` (``"calibrated"``,
     ``"logistic"`` or ``"pu"``), ``columns_`` (the hashed columns seen in training, sorted),
     ``idf_`` (their IDF) and ``idf_unseen_``, ``coef_`` (K x columns), ``intercept_`` (K),
-    ``sigmoid_`` (K x 2: a, b'), ``c_`` (PU: the estimated P(labelled | relevant); 1 otherwise)
-    and ``prior_`` (PU: the estimated share of relevant pages among the unlabeled ones).
+    ``sigmoid_`` (K x 2: a, b'), ``c_`` (PU: the estimated P(labelled | relevant); 1 otherwise),
+    ``prior_`` (PU: the estimated share of relevant pages among the unlabeled ones) and
+    ``heldout_auc_`` (PU: the ROC AUC of the labelled positives' out-of-fold scores against the
+    unlabeled pages', how well held-out positives stand out; None otherwise).
     """
 
     #: a classifier pickled before ``pu_kept`` existed (a JOBDIR of older code) keeps its behaviour
     pu_kept = 0.5
+    #: a classifier fitted before the held-out AUC was kept reports none
+    heldout_auc_ = None
 
     def __init__(self, n_features: int = 2**18, C: float = 1.0, calibration: str = "auto",
                  min_calibration: int = 30, cv: int = 3, pu_prior: str = "mixture", pu_kept: float = 0.5,
@@ -168,7 +173,7 @@ class PageClassifier(ClassifierMixin, BaseEstimator):
         self.idf_ = tfidf.idf_[self.columns_]
         self.idf_unseen_ = float(np.log(counts.shape[0] + 1.0) + 1.0)  # smooth_idf with df = 0
         Xc = tfidf.transform(counts).tocsr()[:, self.columns_]
-        self.c_, self.prior_ = 1.0, None
+        self.c_, self.prior_, self.heldout_auc_ = 1.0, None, None
         if (y == -1).any():
             models, sigmoids = self._fit_pu(Xc, (y == 1).astype(int))
             self.mode_ = "pu"
@@ -204,6 +209,7 @@ class PageClassifier(ClassifierMixin, BaseEstimator):
         folds = StratifiedKFold(min(self.cv, n_pos, n_unl), shuffle=True, random_state=self.random_state)
         for train, test in folds.split(Xc, s):
             oof[test] = self._logistic("balanced").fit(Xc[train], s[train]).decision_function(Xc[test])
+        self.heldout_auc_ = float(roc_auc_score(s, oof))
         platt = LogisticRegression(C=1e6).fit(oof[:, None], s)
         a, b = -float(platt.coef_[0, 0]), -float(platt.intercept_[0])
         if a >= 0:  # held-out positives score no higher than the rest: nothing learnt to rank by

@@ -22,7 +22,10 @@ Before the first fit a page's probability is its R(P), marked as not calibrated.
 
 The self-assessed harvest rate (:attr:`expected_harvest`) is the mean P(relevant) of the fetched
 pages: at a refit the reservoir is re-scored with the new model (an unbiased estimate of the mean
-over all fetched pages), and pages fetched since add their own probability.
+over all fetched pages), and pages fetched since add their own probability. It is flagged
+:attr:`unreliable` when the last refit's held-out positives did not stand out from the fetched
+pages (``heldout_auc_`` below :data:`RELIABLE_AUC`; docs/learned.md, "Telling the user when not to
+trust the estimate").
 """
 
 from __future__ import annotations
@@ -39,6 +42,9 @@ from topiccrawl.learning.classifier import PageClassifier, hash_terms
 PSEUDO_RULES = ("top", "beta", "relative")
 #: what a topic with words makes of a fetched page with none of them (R(P) = 0; docs/learned.md)
 WORDLESS_RULES = ("keep", "zero", "exclude")
+#: below this held-out AUC of the last refit the self-assessment is flagged unreliable (chosen on
+#: the development crawls, docs/learned.md)
+RELIABLE_AUC = 0.85
 
 
 def pseudo_positive_index(relevance: Sequence[float], rule: str = "top", *, share: float = 0.03,
@@ -223,6 +229,17 @@ class PageFocus:
             return None
         return (self._base_mean * self._base_pages + self._since) / self.pages
 
+    @property
+    def heldout_auc(self) -> float | None:
+        """The last refit's held-out AUC of its positives against the unlabeled pages (PU only)."""
+        return getattr(self.classifier, "heldout_auc_", None) if self.fitted else None
+
+    @property
+    def unreliable(self) -> bool:
+        """The self-assessment is not to be trusted: held-out positives rank like ordinary pages."""
+        auc = self.heldout_auc
+        return auc is not None and auc < RELIABLE_AUC
+
     def stats(self) -> dict:
         c = self.classifier
         out = {"classifier/refits": self.refits, "classifier/pages": self.pages,
@@ -231,4 +248,7 @@ class PageFocus:
             out["classifier/mode"] = c.mode_
             out["classifier/c"] = round(float(c.c_), 6)
             out["classifier/expected_harvest"] = round(self.expected_harvest or 0.0, 6)
+            if self.heldout_auc is not None:
+                out["classifier/heldout_auc"] = round(self.heldout_auc, 4)
+                out["classifier/unreliable"] = self.unreliable
         return out
