@@ -9,6 +9,8 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 from conftest import REPO, run_crawl
 from topiccrawl.learning.focus import RELIABLE_AUC
 
@@ -190,14 +192,14 @@ def _html(url: str, text: str, request=None):
     return HtmlResponse(url, body=body.encode(), encoding="utf-8", request=request)
 
 
-def _example_spider():
+def _example_spider(**settings):
     from scrapy.utils.test import get_crawler
 
     from topiccrawl.spiders.focused import FocusedSpider
 
     crawler = get_crawler(FocusedSpider, {
         "TOPICCRAWL_WEB": "generated:zh-disaster?pages=1000&seed=1", "TOPICCRAWL_WEB_PROXY": "http://127.0.0.1:9",
-        "TOPICCRAWL_STRATEGY": "learned", "TOPICCRAWL_PLOT_ENABLED": False})
+        "TOPICCRAWL_STRATEGY": "learned", "TOPICCRAWL_PLOT_ENABLED": False, **settings})
     urls = [f"http://ex{i}.example.cn/{i}.html" for i in range(len(EXAMPLE_TEXTS))]
     crawler.spider = crawler._create_spider(topic="台风灾害", examples=",".join(urls))
     return crawler.spider
@@ -239,24 +241,58 @@ def test_examples_reach_the_classifier_in_the_order_given_not_the_order_they_arr
     assert _probabilities(control.tc) != given
 
 
+def _flagged_focus(rng, flagged: bool):
+    """A fitted page classifier of 8 examples and 200 fetched pages; its held-out examples rank
+    like the fetched pages (``flagged``) or stand out."""
+    from topiccrawl.learning.focus import PageFocus
+
+    pool = [f"w{i}" for i in range(300)]
+    examples = ([rng.sample(pool, 40) for _ in range(8)] if flagged
+                else [EXAMPLE_TEXTS[i % 5].split() * 3 + rng.sample(pool, 10) for i in range(8)])
+    focus = PageFocus(use_words=False, min_pages=1000)
+    for terms in examples:
+        focus.add_example(terms)
+    for _ in range(200):
+        focus.observe(rng.sample(pool, 40), 0.0)
+    assert focus.refit() and focus.unreliable is flagged
+    return focus
+
+
+def test_an_unreliable_classifier_does_not_steer_with_the_guard():
+    """TOPICCRAWL_CLASSIFIER_GUARD: with examples P is R(l)'s holder term (eq. 5); while the
+    classifier is flagged unreliable, R(P) is, and the page counts as guarded."""
+    import random
+
+    from scrapy.http import HtmlResponse
+
+    body = "<html><body><p>台风 登陆 暴雨</p><a href='http://n.example.cn/1.html'>台风 预警</a></body></html>"
+
+    def score(spider) -> float:
+        page = HtmlResponse("http://p.example.cn/1.html", body=body.encode(), encoding="utf-8")
+        _, (link,) = spider.tc.process_page(page, 1, None, "")
+        return link.score
+
+    by_r = score(_example_spider())  # no classifier: the holder term is R(P)
+    scores = {}
+    for guard in (True, False):
+        for flagged in (True, False):
+            spider = _example_spider(TOPICCRAWL_CLASSIFIER_GUARD=guard)
+            spider.tc.focus = _flagged_focus(random.Random(0), flagged)
+            scores[guard, flagged] = score(spider)
+            steered_by_r = guard and flagged
+            assert (scores[guard, flagged] == pytest.approx(by_r)) is steered_by_r  # else P: another score
+            assert (spider.crawler.stats.get_value("topiccrawl/classifier/guarded_pages") == 1) is steered_by_r
+    assert scores[True, False] == scores[False, False]  # a reliable classifier steers either way
+
+
 def test_an_unreliable_self_assessment_is_said_in_the_log(caplog):
     """Example pages that look like every other fetched page: the held-out AUC is low, the crawl
     warns at its close (one line naming the cure); distinct examples: no warning."""
     import random
 
-    from topiccrawl.learning.focus import PageFocus
-
-    rng = random.Random(0)
-    pool = [f"w{i}" for i in range(300)]
-    for examples, flagged in (([rng.sample(pool, 40) for _ in range(8)], True),
-                              ([EXAMPLE_TEXTS[i % 5].split() * 3 + rng.sample(pool, 10) for i in range(8)], False)):
+    for flagged in (True, False):
         tc = _example_spider().tc
-        tc.focus = focus = PageFocus(use_words=False, min_pages=1000)
-        for terms in examples:
-            focus.add_example(terms)
-        for _ in range(200):
-            focus.observe(rng.sample(pool, 40), 0.0)
-        assert focus.refit()
+        tc.focus = _flagged_focus(random.Random(0), flagged)
         caplog.clear()
         assert tc.warn_if_unreliable() is flagged
         assert ("is unreliable" in caplog.text) is flagged, caplog.text

@@ -308,16 +308,22 @@ class TopicCrawl:
         mode = self.config.holder_score
         by_probability = self.focus is not None and (
             mode == "probability" or (mode == "auto" and self.learns and self.focus.n_examples))
+        guarded = False
         if self.focus is not None:
             refits = self.focus.refits
             probability = self.focus.observe(terms, relevance, key=response.url)
             self._observed[response.url] = self.focus.pages
-            if self.learns and self.focus.refits != refits and self.frontier is not None:
+            # TOPICCRAWL_CLASSIFIER_GUARD: a P flagged unreliable does not steer, R(P) does (docs/learned.md)
+            guarded = by_probability and self.config.classifier_guard and self.focus.unreliable
+            if guarded:
+                self.crawler.stats.inc_value("topiccrawl/classifier/guarded_pages")
+            if self.learns and self.focus.refits != refits and self.frontier is not None and not guarded:
                 hook = getattr(self.frontier, "page_probabilities", None)
                 if hook is not None:  # with P as the holder term, queued links may follow their holder's new P
                     hook(self.focus.reservoir_probabilities,
                          holder_weight=1.0 - self.scorer.anchor_weight if by_probability else None)
-        holder = probability if probability is not None and by_probability and self.focus.fitted else relevance
+        steer = relevance if guarded else probability  # what the holder term and the link model see
+        holder = steer if steer is not None and by_probability and self.focus.fitted else relevance
         best: dict[str, ScoredLink] = {}
         anchors: dict[str, object] = {}  # the anchor that gave each link its best score
         for a in ex.anchors:
@@ -326,8 +332,7 @@ class TopicCrawl:
                 best[a.url] = ScoredLink(a.url, score, a.text.strip()[:200])
                 anchors[a.url] = a
         if self.learns:
-            self._observe(response.url, relevance if probability is None else probability, best, anchors, depth,
-                          terms, relevance)
+            self._observe(response.url, relevance if steer is None else steer, best, anchors, depth, terms, relevance)
         self.graph.add_page(response.url, best.keys())
         self.pagerank.maybe_refresh()
         potential = self.pagerank.potential(response.url, self.config.potential_pagerank)

@@ -71,6 +71,7 @@ class TopicCrawlConfig:
     classifier_share: float = 0.03
     classifier_wordless: str = "keep"
     classifier_rank: str = "relevance"
+    classifier_guard: bool = False
     examples_background: str = "seeds"
     holder_score: str = "auto"
     dispatch: str = "eager"
