@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from conftest import REPO, run_crawl
-from topiccrawl.learning.focus import RELIABLE_AUC
+from topiccrawl.learning.focus import RELIABLE_AUC, PageFocus
 
 WEB = "generated:zh-disaster?pages=5000&seed=11"
 SERIAL = {"TOPICCRAWL_WEB": WEB, "CONCURRENT_REQUESTS": "1", "TOPICCRAWL_PLOT_ENABLED": "false"}
@@ -244,8 +244,6 @@ def test_examples_reach_the_classifier_in_the_order_given_not_the_order_they_arr
 def _flagged_focus(rng, flagged: bool):
     """A fitted page classifier of 8 examples and 200 fetched pages; its held-out examples rank
     like the fetched pages (``flagged``) or stand out."""
-    from topiccrawl.learning.focus import PageFocus
-
     pool = [f"w{i}" for i in range(300)]
     examples = ([rng.sample(pool, 40) for _ in range(8)] if flagged
                 else [EXAMPLE_TEXTS[i % 5].split() * 3 + rng.sample(pool, 10) for i in range(8)])
@@ -272,7 +270,7 @@ def test_an_unreliable_classifier_does_not_steer_with_the_guard():
         _, (link,) = spider.tc.process_page(page, 1, None, "")
         return link.score
 
-    by_r = score(_example_spider())  # no classifier: the holder term is R(P)
+    by_r = score(_example_spider())  # a classifier not fitted yet: the holder term is R(P)
     scores = {}
     for guard in (True, False):
         for flagged in (True, False):

@@ -232,7 +232,7 @@ class PageFocus:
     @property
     def heldout_auc(self) -> float | None:
         """The last refit's held-out AUC of its positives against the unlabeled pages (PU only)."""
-        return getattr(self.classifier, "heldout_auc_", None) if self.fitted else None
+        return self.classifier.heldout_auc_ if self.fitted else None  # None on a classifier of older code
 
     @property
     def unreliable(self) -> bool:
