@@ -1,7 +1,8 @@
 """The stats extension: progress lines during the crawl; stats JSON, harvest CSV and plot at close.
 
 Output folder: ``TOPICCRAWL_OUTPUT_DIR`` (``%(name)s`` = spider name, ``%(time)s`` = start time),
-files ``stats.json``, ``harvest.csv`` (one row per counted fetch) and ``harvest.png``.
+files ``stats.json``, ``harvest.csv`` (one row per counted fetch), ``harvest.png`` and ``audit.csv``
+(pages for a person to label, docs/audit.md).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import csv
 import json
 import logging
+import random
 import time
 from pathlib import Path
 
@@ -16,12 +18,13 @@ from scrapy import signals
 from scrapy.exceptions import CloseSpider
 from twisted.internet import task
 
+from topiccrawl.crawl.audit import write_audit
 from topiccrawl.crawl.runtime import TopicComponent
 
 logger = logging.getLogger(__name__)
 
 CSV_FIELDS = ["dp", "lp", "accuracy", "truth_relevant", "truth_harvest_rate", "target_recall", "url", "relevance",
-              "expected_harvest", "observed"]
+              "expected_harvest", "observed", "judged"]
 
 
 def _plot_name(name: str) -> str:
@@ -102,6 +105,13 @@ class TopicStats(TopicComponent):
         out = self.tc.output_dir
         out.mkdir(parents=True, exist_ok=True)
         total = self.tc.total_relevant()
+        self.tc.final_judgements()
+        audit = None
+        if self.tc.config.audit_enabled:
+            audit = write_audit(out, self.tc.harvest_rows, self.tc.config.audit_pages, random.Random())
+            if audit is not None:
+                self.crawler.stats.set_value("topiccrawl/audit/pages", min(
+                    self.tc.config.audit_pages, sum(r.get("judged") is not None for r in self.tc.harvest_rows)))
         stats = {k: v for k, v in self.crawler.stats.get_stats().items()}
         stats["finish_reason"] = reason
         stats["topiccrawl/checkpoints"] = self.tc.metrics.checkpoints(self.tc.config.checkpoints, total)
@@ -115,7 +125,11 @@ class TopicStats(TopicComponent):
                 writer.writerow(row)
         if self.tc.config.plot_enabled and self.tc.harvest_rows:
             self._plot(out / "harvest.png", total)
-        logger.info("wrote stats.json, harvest.csv%s to %s", " and harvest.png" if self.tc.config.plot_enabled else "", out)
+        written = ["stats.json", "harvest.csv"] + (["harvest.png"] if self.tc.config.plot_enabled else [])
+        logger.info("wrote %s to %s", ", ".join(written + (["audit.csv"] if audit else [])), out)
+        if audit is not None:
+            logger.info("to measure the true harvest rate, label the pages of %s (1 relevant, 0 not; from the "
+                        "top, as many as you like) and run: scrapy audit %s", audit, out)
 
     def _plot(self, path: Path, total: int | None) -> None:
         import matplotlib

@@ -489,6 +489,10 @@ class TopicCrawl:
         labels = gt.labels(item.url) if gt else None
         identity = gt.identity(item.url) if gt else None
         row = self.metrics.record(item.url, item.relevance, labels, registered_domain(item.url), identity)
+        # the crawl's own judgement of this page, what its self-assessed rate averages (audit.csv)
+        row["judged"] = (round(item.probability, 6) if item.probability is not None
+                         else float(item.relevance >= self.metrics.beta))
+        row["title"] = item.title
         if self.focus is not None:  # the classifier's self-assessed harvest rate, next to Accuracy
             expected = self.focus.expected_harvest
             row["expected_harvest"] = None if expected is None else round(expected, 6)
@@ -503,6 +507,18 @@ class TopicCrawl:
         if self.shared is not None:
             return self.shared.budget_spent
         return bool(self.config.max_pages) and self.metrics.dp >= self.config.max_pages
+
+    def final_judgements(self) -> None:
+        """At the close: each counted page's ``judged`` becomes its P(relevant) under the page
+        classifier's last model where the classifier kept the page (the figures its self-assessed
+        rate averages); pages fetched since that refit were judged by that model already."""
+        probabilities = self.focus.reservoir_probabilities if self.focus is not None else None
+        if not probabilities:
+            return
+        for row in self.harvest_rows:
+            p = probabilities.get(row["url"])
+            if p is not None:
+                row["judged"] = round(p, 6)
 
     def warn_if_unreliable(self) -> bool:
         """Say so in the log when the page classifier flags its self-assessment as unreliable
@@ -554,10 +570,13 @@ class TopicCrawl:
 
     def replay_count(self, url: str, relevance: float) -> None:
         """Count a page again from a JOBDIR journal (a page counted after the last snapshot), as
-        :meth:`record` did; the classifier's self-assessment of that moment is not kept."""
+        :meth:`record` did; the classifier's self-assessment of that moment and the page's P are not
+        kept (with the classifier on, the page then stays out of the audit unless the classifier kept it)."""
         gt = self.ground_truth
         row = self.metrics.record(url, relevance, gt.labels(url) if gt else None, registered_domain(url),
                                   gt.identity(url) if gt else None)
+        row["judged"] = None if self.focus is not None else float(relevance >= self.metrics.beta)
+        row["title"] = ""
         if self.focus is not None:
             row["expected_harvest"] = row["observed"] = None
         self.harvest_rows.append(row)

@@ -46,6 +46,8 @@ class TopicCrawlConfig:
     ground_truth: str = ""
     output_dir: str = "out/%(name)s"
     plot_enabled: bool = True
+    audit_enabled: bool = True
+    audit_pages: int = 50
     checkpoints: list[int] = field(default_factory=lambda: [100, 250, 500, 1000, 5000, 10000, 15000])
     progress_interval: float = 10.0
     checkpoint_interval: float = 30.0
@@ -133,6 +135,8 @@ class TopicCrawlConfig:
     def validate(self) -> None:
         if self.max_pages < 0:
             raise ConfigError("TOPICCRAWL_MAX_PAGES must be >= 0 (0 = no limit)")
+        if self.audit_pages < 1:
+            raise ConfigError("TOPICCRAWL_AUDIT_PAGES must be >= 1 (TOPICCRAWL_AUDIT_ENABLED=False writes no audit.csv)")
         if not 0.0 <= self.anchor_weight <= 1.0:
             raise ConfigError("TOPICCRAWL_ANCHOR_WEIGHT (∂ of eq. 5) must lie in [0, 1]")
         if not 0.0 <= self.link_threshold <= 1.0:

@@ -1,0 +1,117 @@
+"""The harvest audit's files (docs/audit.md): ``audit.csv`` written at a crawl's close, read back
+with a person's labels by ``scrapy audit`` (:mod:`topiccrawl.scoring.audit` has the estimator)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+import random
+from pathlib import Path
+
+from topiccrawl.scoring.audit import AuditError, AuditEstimate, difference_estimate, parse_label, sample_positions
+
+logger = logging.getLogger(__name__)
+
+AUDIT_FIELDS = ["order", "url", "title", "label"]
+
+
+def _labelled(path: Path) -> bool:
+    try:
+        with path.open(encoding="utf-8", newline="") as fh:
+            return any((row.get("label") or "").strip() for row in csv.DictReader(fh))
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return False
+
+
+def write_audit(out: Path, rows: list[dict], k: int, rng: random.Random) -> Path | None:
+    """``out/audit.csv``: k of the counted pages that carry a judgement, uniformly at random, in
+    random order, with an empty ``label`` column. An ``audit.csv`` that already holds labels (a
+    crawl resumed after its audit was labelled) is kept as ``audit.1.csv`` (``.2``, …) first."""
+    pool = [row for row in rows if row.get("judged") is not None]
+    if not pool:
+        return None
+    path = out / "audit.csv"
+    if path.exists() and _labelled(path):
+        n = 1
+        while (out / f"audit.{n}.csv").exists():
+            n += 1
+        path.rename(out / f"audit.{n}.csv")
+        logger.warning("kept the labelled audit of the earlier run as %s", out / f"audit.{n}.csv")
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=AUDIT_FIELDS)
+        writer.writeheader()
+        for order, i in enumerate(sample_positions(len(pool), k, rng), 1):
+            writer.writerow({"order": order, "url": pool[i]["url"], "title": pool[i].get("title") or "", "label": ""})
+    return path
+
+
+def _read_csv(path: Path, what: str) -> list[dict]:
+    try:
+        with path.open(encoding="utf-8", newline="") as fh:
+            return list(csv.DictReader(fh))
+    except FileNotFoundError:
+        raise AuditError(f"{path}: no {what} here (is this a crawl's output folder?)") from None
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise AuditError(f"{path}: cannot read the {what}: {exc}") from None
+
+
+def _number(text: str, path: Path, line: int, column: str) -> float:
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        raise AuditError(f"{path}, line {line}: {column} {text!r} is not a number") from None
+
+
+def audit(out: Path, *, truth: bool = False, confidence: float = 0.95) -> tuple[AuditEstimate, dict]:
+    """The audit of the crawl in folder ``out``: labels from ``audit.csv``'s ``label`` column (the
+    labelled rows must be the first ones: a prefix of a random order is a random sample), or with
+    ``truth`` from the offline web's ground truth in ``harvest.csv``. Returns the estimate and
+    extra facts (``true_harvest_rate`` when known, ``skipped`` rows)."""
+    harvest_path, audit_path = out / "harvest.csv", out / "audit.csv"
+    harvest = _read_csv(harvest_path, "harvest.csv")
+    if harvest and "judged" not in harvest[0]:
+        raise AuditError(f"{harvest_path}: no 'judged' column (a crawl of an older topiccrawl): no audit possible")
+    judged: dict[str, float] = {}
+    hits: dict[str, bool] = {}
+    previous = 0
+    for line, row in enumerate(harvest, 2):
+        if row.get("judged") not in (None, ""):
+            judged[row["url"]] = _number(row["judged"], harvest_path, line, "judged")
+        if row.get("truth_relevant") not in (None, ""):
+            count = int(_number(row["truth_relevant"], harvest_path, line, "truth_relevant"))
+            hits[row["url"]] = count > previous
+            previous = count
+    if not judged:
+        raise AuditError(f"{harvest_path}: no counted page with a judgement")
+    sample = _read_csv(audit_path, "audit.csv")
+    if sample and not {"url", "label"} <= set(sample[0]):
+        raise AuditError(f"{audit_path}: expected the columns {', '.join(AUDIT_FIELDS)}")
+    if truth and not hits:
+        raise AuditError(f"{harvest_path}: no ground truth (--truth needs a crawl of an offline web with labels)")
+    f_sample, labels, skipped, blank = [], [], 0, 0
+    for line, row in enumerate(sample, 2):
+        url = row["url"]
+        if url not in judged:
+            raise AuditError(f"{audit_path}, line {line}: {url} is not a counted page of this crawl's harvest.csv")
+        try:
+            label = hits.get(url, False) if truth else parse_label(row.get("label", ""))
+        except AuditError as exc:
+            raise AuditError(f"{audit_path}, line {line}: {exc}") from None
+        if label is None:
+            blank += 1
+            continue
+        skipped, blank = skipped + blank, 0  # blank rows above a labelled one: not a prefix
+        f_sample.append(judged[url])
+        labels.append(label)
+    estimate = difference_estimate(list(judged.values()), f_sample, labels, confidence)
+    extra = {"skipped": skipped, "labels": "ground truth" if truth else "audit.csv"}
+    if hits:
+        extra["true_harvest_rate"] = sum(hits.get(u, False) for u in judged) / len(judged)
+    return estimate, extra
+
+
+def write_report(out: Path, estimate: AuditEstimate, extra: dict) -> Path:
+    path = out / "audit.json"
+    path.write_text(json.dumps({**estimate.as_dict(), **extra}, indent=2), encoding="utf-8")
+    return path

@@ -1,0 +1,72 @@
+"""``scrapy audit OUTPUT_DIR``: the true harvest rate of a finished crawl from the pages a person
+labelled in its ``audit.csv`` (docs/audit.md)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from scrapy.commands import ScrapyCommand
+from scrapy.exceptions import UsageError
+
+from topiccrawl.crawl.audit import audit, write_report
+from topiccrawl.scoring.audit import AuditError
+
+
+def _interval(iv, digits: int = 3) -> str:
+    if iv.low is None:
+        return f"{iv.estimate:.{digits}f} (one label: no interval)"
+    return f"{iv.estimate:.{digits}f} [{iv.low:.{digits}f}, {iv.high:.{digits}f}]"
+
+
+class Command(ScrapyCommand):
+    requires_project = False
+    requires_crawler_process = False
+    default_settings = {"LOG_ENABLED": False}
+
+    def syntax(self) -> str:
+        return "OUTPUT_DIR [--truth] [--confidence 0.95]"
+
+    def short_desc(self) -> str:
+        return "Estimate a crawl's true harvest rate from the pages labelled in its audit.csv"
+
+    def long_desc(self) -> str:
+        return ("Read OUTPUT_DIR/audit.csv (label 1 = relevant, 0 = not, from the top) and harvest.csv, print "
+                "the audited harvest rate with its confidence interval next to the crawl's self-assessed "
+                "one, and write OUTPUT_DIR/audit.json; see docs/audit.md.")
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        parser.add_argument("--truth", action="store_true",
+                            help="label the audit's pages from the offline web's ground truth (a person simulated)")
+        parser.add_argument("--confidence", type=float, default=0.95, help="interval level (default 0.95)")
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        if len(args) != 1:
+            raise UsageError("expected exactly one OUTPUT_DIR (a crawl's output folder)")
+        out = Path(args[0])
+        try:
+            estimate, extra = audit(out, truth=opts.truth, confidence=opts.confidence)
+            report = write_report(out, estimate, extra)
+        except (AuditError, OSError) as exc:
+            print(f"error: {exc}", file=sys.stderr, flush=True)
+            self.exitcode = 2
+            return
+        level = f"{estimate.confidence:.0%}"
+        print(f"pages counted: {estimate.pages}, labelled: {estimate.labelled} ({extra['labels']})")
+        if extra["skipped"]:
+            print(f"warning: {extra['skipped']} unlabelled rows lie above labelled ones; label from the top, or the "
+                  "labelled pages are not a random sample", file=sys.stderr)
+        print(f"self-assessed harvest rate: {estimate.self_assessed:.3f}")
+        print(f"audited harvest rate ({level} interval): {_interval(estimate.audited)}")
+        print(f"labels alone ({level} Wilson interval): {_interval(estimate.plain)}")
+        bias = estimate.bias
+        if bias.low is not None:
+            verdict = ("consistent with the labels" if bias.low <= 0.0 <= bias.high else
+                       "too high" if bias.low > 0 else "too low")
+            print(f"self-assessment − audited: {bias.estimate:+.3f} [{bias.low:+.3f}, {bias.high:+.3f}]: {verdict}")
+        if "true_harvest_rate" in extra:
+            print(f"true harvest rate (ground truth): {extra['true_harvest_rate']:.3f}")
+        print(f"wrote {report}")
+        self.exitcode = 0
