@@ -41,8 +41,14 @@ def test_learned_crawl_reports_probabilities_and_a_self_assessed_harvest(tmp_pat
     assert len(set(probabilities)) > 10  # a classifier, not a constant
     # the classifier's estimate is a rate, reported next to the truth (its accuracy is benchmarked)
     assert 0.0 < stats["topiccrawl/classifier/expected_harvest"] < 1.0
-    rows = (out / "harvest.csv").read_text(encoding="utf-8").splitlines()
-    assert "expected_harvest" in rows[0] and rows[-1].split(",")[-1] != ""
+    rows = list(csv.DictReader((out / "harvest.csv").open(encoding="utf-8")))
+    assert rows[-1]["expected_harvest"] != ""
+    # each page's judgement for the audit is its P under the classifier's last model: what the
+    # self-assessed rate averages (up to the few pages observed but not counted at the close)
+    judged = [float(r["judged"]) for r in rows]
+    assert len(set(judged)) > 10  # a probability per page, not Accuracy's R(P) ≥ β
+    assert sum(judged) / len(judged) == pytest.approx(stats["topiccrawl/classifier/expected_harvest"], abs=0.03)
+    assert stats["topiccrawl/audit/pages"] == 50
 
 
 def test_a_topic_with_examples_and_no_words_learns_its_words(tmp_path):
@@ -296,4 +302,5 @@ def test_an_unreliable_self_assessment_is_said_in_the_log(caplog):
         assert ("is unreliable" in caplog.text) is flagged, caplog.text
         if flagged:
             assert "example pages" in caplog.text and len(caplog.records) == 1
+            assert "audit.csv" in caplog.text  # and how to measure the rate instead (docs/audit.md)
 

@@ -490,9 +490,9 @@ class TopicCrawl:
         identity = gt.identity(item.url) if gt else None
         row = self.metrics.record(item.url, item.relevance, labels, registered_domain(item.url), identity)
         # the crawl's own judgement of this page, what its self-assessed rate averages (audit.csv)
-        row["judged"] = (round(item.probability, 6) if item.probability is not None
-                         else float(item.relevance >= self.metrics.beta))
-        row["title"] = item.title
+        probability = getattr(item, "probability", None)  # the discovery spiders' items have none
+        row["judged"] = round(probability, 6) if probability is not None else float(item.relevance >= self.metrics.beta)
+        row["title"] = getattr(item, "title", "")
         if self.focus is not None:  # the classifier's self-assessed harvest rate, next to Accuracy
             expected = self.focus.expected_harvest
             row["expected_harvest"] = None if expected is None else round(expected, 6)
@@ -527,10 +527,12 @@ class TopicCrawl:
         if focus is None or not focus.unreliable:
             return False
         held = "example pages" if focus.n_examples else "pages the topic words match best"
+        audit = " (to measure it, label the pages of audit.csv: docs/audit.md)" if self.config.audit_enabled else ""
         logger.warning(
-            "the self-assessed harvest rate %.3f is unreliable: the page classifier's held-out %s rank like "
+            "the self-assessed harvest rate %.3f is unreliable%s: the page classifier's held-out %s rank like "
             "ordinary fetched pages (AUC %.2f < %.2f); give more, or more varied, example pages, or "
-            "counter-examples (docs/learned.md)", focus.expected_harvest or 0.0, held, focus.heldout_auc, RELIABLE_AUC)
+            "counter-examples (docs/learned.md)", focus.expected_harvest or 0.0, audit, held, focus.heldout_auc,
+            RELIABLE_AUC)
         return True
 
     def learning_stats(self) -> dict:

@@ -69,6 +69,8 @@ class AuditEstimate:
     audited: Interval
     plain: Interval
     bias: Interval
+    method: str = "difference"
+    weight: float = 1.0  # λ: the weight of the crawl's judgement (1 for the difference estimate)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -93,12 +95,22 @@ def wilson(successes: int, n: int, confidence: float = 0.95) -> Interval:
     return Interval(p, max(0.0, centre - half), min(1.0, centre + half))
 
 
+#: how the judgement enters the estimate: "difference" (λ = 1) or "tuned" (λ fitted, PPI++)
+METHODS = ("difference", "tuned")
+
+
 def difference_estimate(judged: Sequence[float], sample_judged: Sequence[float], labels: Sequence[bool],
-                        confidence: float = 0.95) -> AuditEstimate:
+                        confidence: float = 0.95, *, method: str = "difference", widen: bool = False) -> AuditEstimate:
     """The audit of N pages with judgements ``judged`` from the labelled sample (``sample_judged``
-    = the f of the sampled pages, ``labels`` their y), drawn uniformly without replacement."""
+    = the f of the sampled pages, ``labels`` their y), drawn uniformly without replacement.
+
+    ``method="tuned"``: ȳ + λ(F̄ − f̄) with λ = s_yf / s²_f clipped to [0, 1] (0 when f is constant
+    on the sample), the power-tuned estimate of PPI++ (Angelopoulos, Duchi & Zrnic, 2023).
+    ``widen``: the interval also holds the labels' Wilson interval."""
     if not 0.0 < confidence < 1.0:
         raise AuditError(f"confidence {confidence!r}: expected a number between 0 and 1")
+    if method not in METHODS:
+        raise ValueError(f"method={method!r}: expected one of {', '.join(METHODS)}")
     n, big_n = len(labels), len(judged)
     if len(sample_judged) != n:
         raise ValueError("one judgement per label")
@@ -107,16 +119,28 @@ def difference_estimate(judged: Sequence[float], sample_judged: Sequence[float],
     if big_n < n:
         raise ValueError("more labelled pages than pages")
     mean_f = math.fsum(judged) / big_n
-    residuals = [float(y) - f for y, f in zip(labels, sample_judged)]
+    ys = [float(y) for y in labels]
+    lam = 1.0
+    if method == "tuned":
+        mean_y, mean_fs = math.fsum(ys) / n, math.fsum(sample_judged) / n
+        var_f = math.fsum((f - mean_fs) ** 2 for f in sample_judged)
+        cov = math.fsum((y - mean_y) * (f - mean_fs) for y, f in zip(ys, sample_judged))
+        lam = min(1.0, max(0.0, cov / var_f)) if var_f > 0 else 0.0
+    residuals = [y - lam * f for y, f in zip(ys, sample_judged)]
     mean_r = math.fsum(residuals) / n
-    estimate = min(1.0, max(0.0, mean_f + mean_r))  # a rate: clipping only moves it towards the truth
+    raw = lam * mean_f + mean_r
+    estimate = min(1.0, max(0.0, raw))  # a rate: clipping only moves it towards the truth
+    plain = wilson(sum(bool(y) for y in labels), n, confidence)
     if n > 1:
         var = math.fsum((r - mean_r) ** 2 for r in residuals) / (n - 1)
         se = math.sqrt(max(0.0, 1.0 - n / big_n) * var / n)
         half = _t(confidence, n - 1) * se
-        audited = Interval(estimate, max(0.0, estimate - half), min(1.0, estimate + half))
-        bias = Interval(-mean_r, -mean_r - half, -mean_r + half)
+        low, high = max(0.0, raw - half), min(1.0, raw + half)
+        if widen:
+            low, high = min(low, plain.low), max(high, plain.high)
+        audited = Interval(estimate, low, high)
+        bias = Interval(mean_f - raw, mean_f - high, mean_f - low)
     else:
-        audited, bias = Interval(estimate, None, None), Interval(-mean_r, None, None)
+        audited, bias = Interval(estimate, None, None), Interval(mean_f - raw, None, None)
     return AuditEstimate(pages=big_n, labelled=n, confidence=confidence, self_assessed=mean_f, audited=audited,
-                         plain=wilson(sum(bool(y) for y in labels), n, confidence), bias=bias)
+                         plain=plain, bias=bias, method=method, weight=lam)

@@ -1,0 +1,174 @@
+"""The harvest audit: the difference estimator on plain data, audit.csv written by a real crawl on
+loopback HTTP, and ``scrapy audit`` reading it back as a user runs it."""
+
+from __future__ import annotations
+
+import csv
+import json
+import random
+import subprocess
+
+import pytest
+
+from conftest import REPO, bin_path, run_crawl
+from topiccrawl.crawl.audit import AUDIT_FIELDS, write_audit
+from topiccrawl.scoring.audit import AuditError, difference_estimate, parse_label, sample_positions, wilson
+from topiccrawl.scoring.topic import load_topic
+
+WEB = "generated:zh-disaster?pages=5000&seed=11"
+
+
+def _population(n: int, rate: float, seed: int) -> list[bool]:
+    rng = random.Random(seed)
+    return [rng.random() < rate for _ in range(n)]
+
+
+def test_a_census_gives_the_true_rate_with_no_width():
+    y = _population(200, 0.3, 1)
+    f = [0.8] * 200  # a judgement biased by +0.5
+    est = difference_estimate(f, f, y)
+    assert est.audited.estimate == pytest.approx(sum(y) / 200)
+    assert est.audited.low == pytest.approx(est.audited.high)  # sampling without replacement: nothing left to guess
+    assert est.self_assessed == pytest.approx(0.8)
+    assert est.bias.estimate == pytest.approx(0.8 - sum(y) / 200)
+
+
+def test_the_audit_corrects_a_biased_judgement_and_its_interval_holds():
+    y = _population(1000, 0.12, 2)
+    rng = random.Random(3)
+    # a judgement that ranks pages a little but is far too high on average (as a flagged classifier)
+    f = [min(1.0, 0.55 + 0.2 * yi + rng.uniform(-0.1, 0.1)) for yi in y]
+    true = sum(y) / len(y)
+    estimates, covered = [], 0
+    for _ in range(1500):
+        idx = rng.sample(range(1000), 50)
+        est = difference_estimate(f, [f[i] for i in idx], [y[i] for i in idx])
+        estimates.append(est.audited.estimate)
+        covered += est.audited.low <= true <= est.audited.high
+    assert abs(sum(f) / len(f) - true) > 0.4  # the self-assessment is far off
+    assert sum(estimates) / len(estimates) == pytest.approx(true, abs=0.01)  # the audit is not
+    assert 0.90 <= covered / 1500 <= 0.99
+
+
+def test_an_informative_judgement_narrows_the_interval():
+    y = _population(1000, 0.4, 4)
+    good = [0.9 if yi else 0.1 for yi in y]
+    idx = random.Random(5).sample(range(1000), 50)
+    labels = [y[i] for i in idx]
+    informed = difference_estimate(good, [good[i] for i in idx], labels)
+    blind = difference_estimate([0.4] * 1000, [0.4] * 50, labels)
+    width = lambda iv: iv.high - iv.low  # noqa: E731
+    assert width(informed.audited) < 0.5 * width(blind.audited)
+    assert informed.plain == blind.plain  # the labels alone do not use the judgement
+
+
+def test_the_tuned_weight_follows_how_much_the_judgement_tells():
+    y = _population(600, 0.2, 6)
+    idx = random.Random(7).sample(range(600), 60)
+    labels = [y[i] for i in idx]
+    # a constant judgement tells nothing: weight 0, the labels alone
+    flat = difference_estimate([0.7] * 600, [0.7] * 60, labels, method="tuned")
+    assert flat.weight == 0.0 and flat.audited.estimate == pytest.approx(sum(labels) / 60)
+    # a judgement equal to the truth: weight 1, and the estimate is the true rate itself
+    exact = difference_estimate([float(v) for v in y], [float(v) for v in labels], labels, method="tuned")
+    assert exact.weight == pytest.approx(1.0) and exact.audited.estimate == pytest.approx(sum(y) / 600)
+    # widening: the interval holds the labels' Wilson interval as well as its own
+    wide = difference_estimate([float(v) for v in y], [float(v) for v in labels], labels, method="tuned", widen=True)
+    assert wide.audited.low <= min(exact.audited.low, wide.plain.low)
+    assert wide.audited.high >= max(exact.audited.high, wide.plain.high)
+    assert wide.audited.high - wide.audited.low > exact.audited.high - exact.audited.low
+
+
+def test_wilson_interval_and_labels():
+    iv = wilson(0, 10)
+    assert iv.estimate == 0.0 and iv.low == 0.0 and iv.high == pytest.approx(0.2775, abs=1e-4)
+    assert [parse_label(x) for x in ("1", " yes", "Y", "0", "no", "", "  ")] == [True, True, True, False, False,
+                                                                                 None, None]
+    with pytest.raises(AuditError, match="expected 1 or 0"):
+        parse_label("maybe")
+    with pytest.raises(AuditError, match="no labelled page"):
+        difference_estimate([0.5, 0.5], [], [])
+
+
+def test_sample_positions_are_distinct_and_cover_everything_when_asked():
+    rng = random.Random(0)
+    assert sorted(sample_positions(7, 50, rng)) == list(range(7))
+    picks = sample_positions(1000, 50, rng)
+    assert len(set(picks)) == 50 and all(0 <= p < 1000 for p in picks)
+
+
+def test_a_labelled_audit_is_kept_when_a_new_one_is_written(tmp_path):
+    rows = [{"url": f"http://x.test/{i}", "title": str(i), "judged": 0.5} for i in range(20)]
+    first = write_audit(tmp_path, rows, 5, random.Random(0))
+    text = first.read_text(encoding="utf-8").splitlines()
+    text[1] += "1"  # the first row labelled by a person
+    first.write_text("\n".join(text) + "\n", encoding="utf-8")
+    write_audit(tmp_path, rows, 5, random.Random(1))  # the crawl resumed and closed again
+    assert (tmp_path / "audit.1.csv").read_text(encoding="utf-8").splitlines()[1].endswith(",1")
+    assert len((tmp_path / "audit.csv").read_text(encoding="utf-8").splitlines()) == 6
+    write_audit(tmp_path, rows, 5, random.Random(2))  # an unlabelled audit is simply replaced
+    assert not (tmp_path / "audit.2.csv").exists()
+
+
+def _audit(out, *extra):
+    return subprocess.run([bin_path("scrapy"), "audit", str(out), *extra], cwd=REPO, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_a_crawl_writes_an_audit_that_scrapy_audit_reads_back(tmp_path):
+    proc, out = run_crawl(tmp_path, args={"topic": "台风灾害", "strategy": "bestfirst", "max_pages": 120},
+                          settings={"TOPICCRAWL_WEB": WEB, "TOPICCRAWL_PLOT_ENABLED": "false",
+                                    "TOPICCRAWL_AUDIT_PAGES": "40"}, feed=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "scrapy audit" in proc.stderr  # the log says what to do with it
+    harvest = list(csv.DictReader((out / "harvest.csv").open(encoding="utf-8")))
+    beta = load_topic("台风灾害").beta
+    # without the page classifier a page's judgement is what Accuracy counts: R(P) ≥ β
+    assert [float(r["judged"]) for r in harvest] == [float(float(r["relevance"]) >= beta) for r in harvest]
+    assert sum(float(r["judged"]) for r in harvest) / 120 == pytest.approx(float(harvest[-1]["accuracy"]))
+    sample = list(csv.DictReader((out / "audit.csv").open(encoding="utf-8")))
+    assert list(sample[0]) == AUDIT_FIELDS and len(sample) == 40
+    assert len({r["url"] for r in sample}) == 40 and {r["url"] for r in sample} <= {r["url"] for r in harvest}
+    assert all(r["label"] == "" and r["title"] for r in sample)
+    assert json.loads((out / "stats.json").read_text(encoding="utf-8"))["topiccrawl/audit/pages"] == 40
+
+    # a person has not labelled anything yet
+    proc = _audit(out)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines() == ["error: no labelled page: label some rows of audit.csv first"]
+
+    # the offline web's ground truth labels the pages: the figure is the difference estimate
+    proc = _audit(out, "--truth")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads((out / "audit.json").read_text(encoding="utf-8"))
+    judged = {r["url"]: float(r["judged"]) for r in harvest}
+    hit, previous = {}, 0
+    for r in harvest:
+        hit[r["url"]], previous = int(r["truth_relevant"]) > previous, int(r["truth_relevant"])
+    expected = sum(judged.values()) / 120 + sum(hit[r["url"]] - judged[r["url"]] for r in sample) / 40
+    assert report["audited"]["estimate"] == pytest.approx(min(1.0, max(0.0, expected)))
+    assert report["labelled"] == 40 and report["pages"] == 120
+    assert report["true_harvest_rate"] == pytest.approx(int(harvest[-1]["truth_relevant"]) / 120)
+    assert "audited harvest rate (95% interval)" in proc.stdout
+
+    # a person labels the first ten rows; a typo is a one-line error naming the row
+    lines = (out / "audit.csv").read_text(encoding="utf-8").splitlines()
+    for i in range(1, 11):
+        lines[i] += "1" if hit[sample[i - 1]["url"]] else "0"
+    (out / "audit.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    proc = _audit(out)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((out / "audit.json").read_text(encoding="utf-8"))["labelled"] == 10
+    assert "not a random sample" not in proc.stderr
+    lines[3] = lines[3][:-1] + "maybe"
+    (out / "audit.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    proc = _audit(out)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        f"error: {out / 'audit.csv'}, line 4: label 'maybe': expected 1 or 0 (yes/no), or blank for a page not labelled"]
+
+
+def test_scrapy_audit_of_a_folder_that_is_not_a_crawl_is_one_line(tmp_path):
+    proc = _audit(tmp_path / "nowhere")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "harvest.csv" in proc.stderr
