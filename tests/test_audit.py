@@ -6,13 +6,14 @@ from __future__ import annotations
 import csv
 import json
 import random
+import statistics
 import subprocess
 
 import pytest
 
 from conftest import REPO, bin_path, run_crawl
 from topiccrawl.crawl.audit import AUDIT_FIELDS, write_audit
-from topiccrawl.scoring.audit import AuditError, difference_estimate, parse_label, sample_positions, wilson
+from topiccrawl.scoring.audit import AuditError, audit_estimate, parse_label, sample_positions, wilson
 from topiccrawl.scoring.topic import load_topic
 
 WEB = "generated:zh-disaster?pages=5000&seed=11"
@@ -26,8 +27,9 @@ def _population(n: int, rate: float, seed: int) -> list[bool]:
 def test_a_census_gives_the_true_rate_with_no_width():
     y = _population(200, 0.3, 1)
     f = [0.8] * 200  # a judgement biased by +0.5
-    est = difference_estimate(f, f, y)
+    est = audit_estimate(f, f, y, method="difference", widen=False)
     assert est.audited.estimate == pytest.approx(sum(y) / 200)
+    assert audit_estimate(f, f, y).audited.estimate == pytest.approx(sum(y) / 200)  # the shipped form too
     assert est.audited.low == pytest.approx(est.audited.high)  # sampling without replacement: nothing left to guess
     assert est.self_assessed == pytest.approx(0.8)
     assert est.bias.estimate == pytest.approx(0.8 - sum(y) / 200)
@@ -39,15 +41,20 @@ def test_the_audit_corrects_a_biased_judgement_and_its_interval_holds():
     # a judgement that ranks pages a little but is far too high on average (as a flagged classifier)
     f = [min(1.0, 0.55 + 0.2 * yi + rng.uniform(-0.1, 0.1)) for yi in y]
     true = sum(y) / len(y)
-    estimates, covered = [], 0
+    forms = {"difference": {"method": "difference", "widen": False}, "shipped": {}}
+    estimates = {form: [] for form in forms}
+    covered = dict.fromkeys(forms, 0)
     for _ in range(1500):
         idx = rng.sample(range(1000), 50)
-        est = difference_estimate(f, [f[i] for i in idx], [y[i] for i in idx])
-        estimates.append(est.audited.estimate)
-        covered += est.audited.low <= true <= est.audited.high
+        for form, kw in forms.items():
+            est = audit_estimate(f, [f[i] for i in idx], [y[i] for i in idx], **kw)
+            estimates[form].append(est.audited.estimate)
+            covered[form] += est.audited.low <= true <= est.audited.high
     assert abs(sum(f) / len(f) - true) > 0.4  # the self-assessment is far off
-    assert sum(estimates) / len(estimates) == pytest.approx(true, abs=0.01)  # the audit is not
-    assert 0.90 <= covered / 1500 <= 0.99
+    for form in forms:  # the audit is not
+        assert sum(estimates[form]) / 1500 == pytest.approx(true, abs=0.01), form
+    assert 0.90 <= covered["difference"] / 1500 <= 0.99
+    assert covered["shipped"] >= covered["difference"] and covered["shipped"] / 1500 >= 0.94
 
 
 def test_an_informative_judgement_narrows_the_interval():
@@ -55,8 +62,8 @@ def test_an_informative_judgement_narrows_the_interval():
     good = [0.9 if yi else 0.1 for yi in y]
     idx = random.Random(5).sample(range(1000), 50)
     labels = [y[i] for i in idx]
-    informed = difference_estimate(good, [good[i] for i in idx], labels)
-    blind = difference_estimate([0.4] * 1000, [0.4] * 50, labels)
+    informed = audit_estimate(good, [good[i] for i in idx], labels, widen=False)
+    blind = audit_estimate([0.4] * 1000, [0.4] * 50, labels, method="difference", widen=False)
     width = lambda iv: iv.high - iv.low  # noqa: E731
     assert width(informed.audited) < 0.5 * width(blind.audited)
     assert informed.plain == blind.plain  # the labels alone do not use the judgement
@@ -67,13 +74,13 @@ def test_the_tuned_weight_follows_how_much_the_judgement_tells():
     idx = random.Random(7).sample(range(600), 60)
     labels = [y[i] for i in idx]
     # a constant judgement tells nothing: weight 0, the labels alone
-    flat = difference_estimate([0.7] * 600, [0.7] * 60, labels, method="tuned")
+    flat = audit_estimate([0.7] * 600, [0.7] * 60, labels)
     assert flat.weight == 0.0 and flat.audited.estimate == pytest.approx(sum(labels) / 60)
     # a judgement equal to the truth: weight 1, and the estimate is the true rate itself
-    exact = difference_estimate([float(v) for v in y], [float(v) for v in labels], labels, method="tuned")
+    exact = audit_estimate([float(v) for v in y], [float(v) for v in labels], labels, widen=False)
     assert exact.weight == pytest.approx(1.0) and exact.audited.estimate == pytest.approx(sum(y) / 600)
     # widening: the interval holds the labels' Wilson interval as well as its own
-    wide = difference_estimate([float(v) for v in y], [float(v) for v in labels], labels, method="tuned", widen=True)
+    wide = audit_estimate([float(v) for v in y], [float(v) for v in labels], labels)
     assert wide.audited.low <= min(exact.audited.low, wide.plain.low)
     assert wide.audited.high >= max(exact.audited.high, wide.plain.high)
     assert wide.audited.high - wide.audited.low > exact.audited.high - exact.audited.low
@@ -87,7 +94,7 @@ def test_wilson_interval_and_labels():
     with pytest.raises(AuditError, match="expected 1 or 0"):
         parse_label("maybe")
     with pytest.raises(AuditError, match="no labelled page"):
-        difference_estimate([0.5, 0.5], [], [])
+        audit_estimate([0.5, 0.5], [], [])
 
 
 def test_sample_positions_are_distinct_and_cover_everything_when_asked():
@@ -145,8 +152,15 @@ def test_a_crawl_writes_an_audit_that_scrapy_audit_reads_back(tmp_path):
     hit, previous = {}, 0
     for r in harvest:
         hit[r["url"]], previous = int(r["truth_relevant"]) > previous, int(r["truth_relevant"])
-    expected = sum(judged.values()) / 120 + sum(hit[r["url"]] - judged[r["url"]] for r in sample) / 40
+    # ȳ + λ(F̄ − f̄), λ = s_yf / s²_f clipped to [0, 1]
+    ys, fs = [float(hit[r["url"]]) for r in sample], [judged[r["url"]] for r in sample]
+    var_f = statistics.pvariance(fs)
+    lam = min(1.0, max(0.0, statistics.covariance(ys, fs) * 39 / 40 / var_f)) if var_f else 0.0
+    expected = statistics.fmean(ys) + lam * (statistics.fmean(judged.values()) - statistics.fmean(fs))
     assert report["audited"]["estimate"] == pytest.approx(min(1.0, max(0.0, expected)))
+    assert report["weight"] == pytest.approx(lam)
+    plain = report["plain"]
+    assert report["audited"]["low"] <= plain["low"] and report["audited"]["high"] >= plain["high"]
     assert report["labelled"] == 40 and report["pages"] == 120
     assert report["true_harvest_rate"] == pytest.approx(int(harvest[-1]["truth_relevant"]) / 120)
     assert "audited harvest rate (95% interval)" in proc.stdout

@@ -9,7 +9,7 @@ import logging
 import random
 from pathlib import Path
 
-from topiccrawl.scoring.audit import AuditError, AuditEstimate, difference_estimate, parse_label, sample_positions
+from topiccrawl.scoring.audit import AuditError, AuditEstimate, audit_estimate, parse_label, sample_positions
 
 logger = logging.getLogger(__name__)
 
@@ -104,7 +104,7 @@ def audit(out: Path, *, truth: bool = False, confidence: float = 0.95) -> tuple[
         skipped, blank = skipped + blank, 0  # blank rows above a labelled one: not a prefix
         f_sample.append(judged[url])
         labels.append(label)
-    estimate = difference_estimate(list(judged.values()), f_sample, labels, confidence)
+    estimate = audit_estimate(list(judged.values()), f_sample, labels, confidence)
     extra = {"skipped": skipped, "labels": "ground truth" if truth else "audit.csv"}
     if hits:
         extra["true_harvest_rate"] = sum(hits.get(u, False) for u in judged) / len(judged)

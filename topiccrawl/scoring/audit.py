@@ -1,26 +1,29 @@
 """A harvest audit: the true harvest rate estimated from a few pages a person labels.
 
-A crawl's self-assessed harvest rate is the mean of its own per-page judgement f_i over the N
+A crawl's self-assessed harvest rate is the mean F̄ of its own per-page judgement f_i over the N
 counted pages (f_i = P(relevant) of the page classifier, or 1 when R(P) ≥ β): it can be biased
 by any amount. A uniform random sample of n of those pages, labelled y_j ∈ {0, 1} by a person,
-corrects it with the survey-sampling *difference estimator* (Särndal, Swensson & Wretman, *Model
-Assisted Survey Sampling*, 1992, §6.3; the mean case of prediction-powered inference,
-Angelopoulos et al., *Science* 382, 2023):
+corrects it. The *difference estimator* of survey sampling (Särndal, Swensson & Wretman, *Model
+Assisted Survey Sampling*, 1992, §6.3; the mean case of prediction-powered inference, Angelopoulos
+et al., *Science* 382, 2023) is F̄ + mean(y − f), unbiased whatever f is; f only sets its variance.
+The power-tuned form (PPI++, Angelopoulos, Duchi & Zrnic, 2023; the survey regression estimator)
+weighs the judgement by λ = s_yf / s²_f in [0, 1]:
 
-    θ̂ = (1/N) Σ_i f_i + (1/n) Σ_j (y_j − f_j)
+    θ̂ = ȳ + λ (F̄ − f̄),    se² = (1 − n/N) · s²(y − λf) / n
 
-unbiased over the random sample whatever f is; f only sets the variance,
-Var θ̂ = (1 − n/N) · s²_r / n with s²_r the sample variance of the residuals y − f. The interval
-is θ̂ ± t_{n−1} · se; θ̂ and the interval are clipped to [0, 1]. The labels alone give the plain proportion ȳ, reported
-beside it with Wilson's interval. Scrapy-free.
+the labels' proportion ȳ when f tells nothing (λ = 0), the difference estimate when it tells a lot.
+The interval θ̂ ± t_{n−1}·se is widened to hold the labels' Wilson interval too (a sample with no
+relevant page, or no error of f, would otherwise collapse it); θ̂ and the interval are clipped to
+[0, 1]. Which form and interval: chosen on development crawls (docs/benchmarks.md, "Harvest audit").
+Scrapy-free.
 """
-
 from __future__ import annotations
 
 import math
 import random
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 
 #: label spellings a person may write in ``audit.csv`` (case-insensitive); blank = not labelled
 YES = frozenset({"1", "y", "yes", "true", "relevant", "r", "+"})
@@ -69,44 +72,50 @@ class AuditEstimate:
     audited: Interval
     plain: Interval
     bias: Interval
-    method: str = "difference"
+    method: str = "tuned"
     weight: float = 1.0  # λ: the weight of the crawl's judgement (1 for the difference estimate)
 
     def as_dict(self) -> dict:
         return asdict(self)
 
 
+@lru_cache(maxsize=256)
 def _t(confidence: float, df: int) -> float:
     from scipy.stats import t
 
     return float(t.ppf(0.5 + confidence / 2, df))
 
 
+@lru_cache(maxsize=16)
+def _z(confidence: float) -> float:
+    from scipy.stats import norm
+
+    return float(norm.ppf(0.5 + confidence / 2))
+
+
 def wilson(successes: int, n: int, confidence: float = 0.95) -> Interval:
     """The proportion successes / n with Wilson's score interval."""
     if n <= 0:
         raise AuditError("no labelled page: label some rows of audit.csv first")
-    from scipy.stats import norm
-
-    z = float(norm.ppf(0.5 + confidence / 2))
+    z = _z(confidence)
     p = successes / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
     return Interval(p, max(0.0, centre - half), min(1.0, centre + half))
 
 
-#: how the judgement enters the estimate: "difference" (λ = 1) or "tuned" (λ fitted, PPI++)
-METHODS = ("difference", "tuned")
+#: how the judgement enters the estimate: "tuned" (λ fitted, PPI++) or "difference" (λ = 1)
+METHODS = ("tuned", "difference")
 
 
-def difference_estimate(judged: Sequence[float], sample_judged: Sequence[float], labels: Sequence[bool],
-                        confidence: float = 0.95, *, method: str = "difference", widen: bool = False) -> AuditEstimate:
+def audit_estimate(judged: Sequence[float], sample_judged: Sequence[float], labels: Sequence[bool],
+                   confidence: float = 0.95, *, method: str = "tuned", widen: bool = True) -> AuditEstimate:
     """The audit of N pages with judgements ``judged`` from the labelled sample (``sample_judged``
     = the f of the sampled pages, ``labels`` their y), drawn uniformly without replacement.
 
-    ``method="tuned"``: ȳ + λ(F̄ − f̄) with λ = s_yf / s²_f clipped to [0, 1] (0 when f is constant
-    on the sample), the power-tuned estimate of PPI++ (Angelopoulos, Duchi & Zrnic, 2023).
-    ``widen``: the interval also holds the labels' Wilson interval."""
+    ``method="tuned"`` (the default): ȳ + λ(F̄ − f̄) with λ = s_yf / s²_f clipped to [0, 1] (0 when f
+    is constant on the sample), the power-tuned estimate of PPI++; ``"difference"``: λ = 1.
+    ``widen`` (the default): the interval also holds the labels' Wilson interval."""
     if not 0.0 < confidence < 1.0:
         raise AuditError(f"confidence {confidence!r}: expected a number between 0 and 1")
     if method not in METHODS:

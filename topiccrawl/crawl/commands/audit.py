@@ -59,7 +59,8 @@ class Command(ScrapyCommand):
             print(f"warning: {extra['skipped']} unlabelled rows lie above labelled ones; label from the top, or the "
                   "labelled pages are not a random sample", file=sys.stderr)
         print(f"self-assessed harvest rate: {estimate.self_assessed:.3f}")
-        print(f"audited harvest rate ({level} interval): {_interval(estimate.audited)}")
+        print(f"audited harvest rate ({level} interval): {_interval(estimate.audited)}; the crawl's judgement "
+              f"weighed {estimate.weight:.2f}")
         print(f"labels alone ({level} Wilson interval): {_interval(estimate.plain)}")
         bias = estimate.bias
         if bias.low is not None:
