@@ -186,3 +186,27 @@ def test_scrapy_audit_of_a_folder_that_is_not_a_crawl_is_one_line(tmp_path):
     proc = _audit(tmp_path / "nowhere")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and "harvest.csv" in proc.stderr
+
+
+def test_a_crawl_without_ground_truth_is_audited_from_labels_only(tmp_path):
+    """A live-web crawl: harvest.csv counts 0 truly relevant pages (there are no labels) and
+    stats.json has no total; the audit must not report a true rate of 0, and --truth is refused."""
+    from topiccrawl.crawl.audit import audit
+
+    with (tmp_path / "harvest.csv").open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["dp", "truth_relevant", "url", "judged"])
+        for i in range(100):
+            writer.writerow([i + 1, 0, f"https://example.org/{i}", 1.0 if i % 4 == 0 else 0.0])
+    (tmp_path / "stats.json").write_text(json.dumps({"topiccrawl/dp": 100}), encoding="utf-8")
+    rows = [{"url": f"https://example.org/{i}", "judged": 0.0} for i in range(100)]
+    write_audit(tmp_path, rows, 20, random.Random(0))
+    lines = (tmp_path / "audit.csv").read_text(encoding="utf-8").splitlines()
+    (tmp_path / "audit.csv").write_text("\n".join([lines[0]] + [line + "no" for line in lines[1:]]) + "\n",
+                                        encoding="utf-8")
+    estimate, extra = audit(tmp_path)
+    assert estimate.labelled == 20 and estimate.self_assessed == pytest.approx(0.25)
+    assert estimate.audited.estimate == 0.0 and estimate.audited.high > 0.1  # no relevant page among 20: Wilson's
+    assert "true_harvest_rate" not in extra
+    with pytest.raises(AuditError, match="no ground truth"):
+        audit(tmp_path, truth=True)

@@ -63,6 +63,15 @@ def _number(text: str, path: Path, line: int, column: str) -> float:
         raise AuditError(f"{path}, line {line}: {column} {text!r} is not a number") from None
 
 
+def _has_ground_truth(out: Path) -> bool:
+    """Whether the crawl had ground-truth labels: its stats.json then holds their total."""
+    try:
+        stats = json.loads((out / "stats.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(stats, dict) and "topiccrawl/truth/total_relevant" in stats
+
+
 def audit(out: Path, *, truth: bool = False, confidence: float = 0.95) -> tuple[AuditEstimate, dict]:
     """The audit of the crawl in folder ``out``: labels from ``audit.csv``'s ``label`` column (the
     labelled rows must be the first ones: a prefix of a random order is a random sample), or with
@@ -84,6 +93,8 @@ def audit(out: Path, *, truth: bool = False, confidence: float = 0.95) -> tuple[
             previous = count
     if not judged:
         raise AuditError(f"{harvest_path}: no counted page with a judgement")
+    if not _has_ground_truth(out):
+        hits = {}  # harvest.csv counts 0 relevant pages when the crawl had no labels (the live web)
     sample = _read_csv(audit_path, "audit.csv")
     if sample and not {"url", "label"} <= set(sample[0]):
         raise AuditError(f"{audit_path}: expected the columns {', '.join(AUDIT_FIELDS)}")
