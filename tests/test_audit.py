@@ -210,3 +210,13 @@ def test_a_crawl_without_ground_truth_is_audited_from_labels_only(tmp_path):
     assert "true_harvest_rate" not in extra
     with pytest.raises(AuditError, match="no ground truth"):
         audit(tmp_path, truth=True)
+
+
+def test_an_audit_that_cannot_be_written_costs_nothing_else(tmp_path):
+    (tmp_path / "out" / "audit.csv").mkdir(parents=True)  # in the way: the audit cannot be written
+    proc, out = run_crawl(tmp_path, args={"topic": "台风灾害", "max_pages": 30},
+                          settings={"TOPICCRAWL_WEB": WEB, "TOPICCRAWL_PLOT_ENABLED": "false"}, feed=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "could not write the audit" in proc.stderr and "Traceback" not in proc.stderr
+    assert len((out / "harvest.csv").read_text(encoding="utf-8").splitlines()) == 31
+    assert "topiccrawl/audit/pages" not in json.loads((out / "stats.json").read_text(encoding="utf-8"))

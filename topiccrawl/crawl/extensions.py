@@ -108,7 +108,10 @@ class TopicStats(TopicComponent):
         self.tc.final_judgements()
         audit = None
         if self.tc.config.audit_enabled:
-            audit = write_audit(out, self.tc.harvest_rows, self.tc.config.audit_pages, random.Random())
+            try:  # an audit that cannot be written must not cost the stats and the harvest CSV
+                audit = write_audit(out, self.tc.harvest_rows, self.tc.config.audit_pages, random.Random())
+            except OSError as exc:
+                logger.error("could not write the audit to %s: %s", out, exc)
             if audit is not None:
                 self.crawler.stats.set_value("topiccrawl/audit/pages", min(
                     self.tc.config.audit_pages, sum(r.get("judged") is not None for r in self.tc.harvest_rows)))
