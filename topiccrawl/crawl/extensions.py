@@ -131,8 +131,8 @@ class TopicStats(TopicComponent):
         written = ["stats.json", "harvest.csv"] + (["harvest.png"] if self.tc.config.plot_enabled else [])
         logger.info("wrote %s to %s", ", ".join(written + (["audit.csv"] if audit else [])), out)
         if audit is not None:
-            logger.info("to measure the true harvest rate, label the pages of %s (1 relevant, 0 not; from the "
-                        "top, as many as you like) and run: scrapy audit %s", audit, out)
+            logger.info("label the pages of %s (1 on topic, 0 not; from the top, as many as you like), then "
+                        "'scrapy audit %s' measures the harvest rate from your labels", audit, out)
 
     def _plot(self, path: Path, total: int | None) -> None:
         import matplotlib
