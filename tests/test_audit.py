@@ -186,6 +186,11 @@ def test_scrapy_audit_of_a_folder_that_is_not_a_crawl_is_one_line(tmp_path):
     proc = _audit(tmp_path / "nowhere")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and "harvest.csv" in proc.stderr
+    (tmp_path / "harvest.csv").write_text("a,b\n1,2\n", encoding="utf-8")  # some other CSV
+    proc = _audit(tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines() == [f"error: {tmp_path / 'harvest.csv'}: no 'url' column: not a "
+                                                "topiccrawl harvest.csv"]
 
 
 def test_a_crawl_without_ground_truth_is_audited_from_labels_only(tmp_path):

@@ -79,6 +79,8 @@ def audit(out: Path, *, truth: bool = False, confidence: float = 0.95) -> tuple[
     extra facts (``true_harvest_rate`` when known, ``skipped`` rows)."""
     harvest_path, audit_path = out / "harvest.csv", out / "audit.csv"
     harvest = _read_csv(harvest_path, "harvest.csv")
+    if harvest and "url" not in harvest[0]:
+        raise AuditError(f"{harvest_path}: no 'url' column: not a topiccrawl harvest.csv")
     if harvest and "judged" not in harvest[0]:
         raise AuditError(f"{harvest_path}: no 'judged' column (a crawl of an older topiccrawl): no audit possible")
     judged: dict[str, float] = {}
