@@ -23,6 +23,7 @@ import random
 from pathlib import Path
 from statistics import mean
 
+from topiccrawl.crawl.audit import has_ground_truth
 from topiccrawl.scoring.audit import audit_estimate
 
 
@@ -30,7 +31,7 @@ def load_crawl(harvest: Path) -> dict | None:
     """Judgements and ground-truth labels of one crawl's counted pages (None without either)."""
     with harvest.open(encoding="utf-8", newline="") as fh:
         rows = list(csv.DictReader(fh))
-    if not rows or "judged" not in rows[0] or not rows[0].get("truth_relevant"):
+    if not rows or "judged" not in rows[0] or not has_ground_truth(harvest.parent):
         return None
     judged, truth, previous = [], [], 0
     for row in rows:

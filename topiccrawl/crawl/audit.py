@@ -63,7 +63,7 @@ def _number(text: str, path: Path, line: int, column: str) -> float:
         raise AuditError(f"{path}, line {line}: {column} {text!r} is not a number") from None
 
 
-def _has_ground_truth(out: Path) -> bool:
+def has_ground_truth(out: Path) -> bool:
     """Whether the crawl had ground-truth labels: its stats.json then holds their total."""
     try:
         stats = json.loads((out / "stats.json").read_text(encoding="utf-8"))
@@ -95,7 +95,7 @@ def audit(out: Path, *, truth: bool = False, confidence: float = 0.95) -> tuple[
             previous = count
     if not judged:
         raise AuditError(f"{harvest_path}: no counted page with a judgement")
-    if not _has_ground_truth(out):
+    if not has_ground_truth(out):
         hits = {}  # harvest.csv counts 0 relevant pages when the crawl had no labels (the live web)
     sample = _read_csv(audit_path, "audit.csv")
     if sample and not {"url", "label"} <= set(sample[0]):

@@ -62,8 +62,9 @@ class Interval:
 @dataclass(frozen=True)
 class AuditEstimate:
     """One audit: N pages, n labelled; ``self_assessed`` = mean f over the N pages; ``audited`` =
-    the difference estimate θ̂ with its interval; ``plain`` = the labels' proportion (Wilson);
-    ``bias`` = self-assessed − θ̂ (how far the crawl's own figure is off), with its interval."""
+    the estimate θ̂ with its interval; ``plain`` = the labels' proportion (Wilson); ``bias`` =
+    self-assessed − θ̂ (how far the crawl's own figure is off), with its interval; ``method`` and
+    ``weight`` (λ) say how the judgement entered θ̂."""
 
     pages: int
     labelled: int
