@@ -18,30 +18,24 @@ labels alone, the mean interval width. Prints one table per estimator and n, the
 from __future__ import annotations
 
 import argparse
-import csv
 import random
 from pathlib import Path
 from statistics import mean
 
-from topiccrawl.crawl.audit import has_ground_truth
-from topiccrawl.scoring.audit import audit_estimate
+from topiccrawl.crawl.audit import read_harvest
+from topiccrawl.scoring.audit import AuditError, audit_estimate
 
 
 def load_crawl(harvest: Path) -> dict | None:
     """Judgements and ground-truth labels of one crawl's counted pages (None without either)."""
-    with harvest.open(encoding="utf-8", newline="") as fh:
-        rows = list(csv.DictReader(fh))
-    if not rows or "judged" not in rows[0] or not has_ground_truth(harvest.parent):
+    try:
+        judged_by_url, hits = read_harvest(harvest.parent)
+    except AuditError:
         return None
-    judged, truth, previous = [], [], 0
-    for row in rows:
-        count = int(row["truth_relevant"])
-        hit, previous = count > previous, count
-        if row.get("judged") not in (None, ""):
-            judged.append(float(row["judged"]))
-            truth.append(hit)
-    if not judged:
+    if not hits:
         return None
+    judged = list(judged_by_url.values())
+    truth = [hits.get(url, False) for url in judged_by_url]
     run = harvest.parent
     variant = run.name.rsplit("-", 1)[0] if run.name.rsplit("-", 1)[-1].isdigit() else run.name
     return {"topic": run.parent.name, "variant": variant, "run": str(run), "judged": judged, "truth": truth,

@@ -72,12 +72,10 @@ def has_ground_truth(out: Path) -> bool:
     return isinstance(stats, dict) and "topiccrawl/truth/total_relevant" in stats
 
 
-def audit(out: Path, *, truth: bool = False, confidence: float = 0.95) -> tuple[AuditEstimate, dict]:
-    """The audit of the crawl in folder ``out``: labels from ``audit.csv``'s ``label`` column (the
-    labelled rows must be the first ones: a prefix of a random order is a random sample), or with
-    ``truth`` from the offline web's ground truth in ``harvest.csv``. Returns the estimate and
-    extra facts (``true_harvest_rate`` when known, ``skipped`` rows)."""
-    harvest_path, audit_path = out / "harvest.csv", out / "audit.csv"
+def read_harvest(out: Path) -> tuple[dict[str, float], dict[str, bool]]:
+    """The crawl in folder ``out``: URL -> judgement of its counted pages that have one, and URL ->
+    whether the ground truth calls the page relevant (empty without ground truth), in count order."""
+    harvest_path = out / "harvest.csv"
     harvest = _read_csv(harvest_path, "harvest.csv")
     if harvest and "url" not in harvest[0]:
         raise AuditError(f"{harvest_path}: no 'url' column: not a topiccrawl harvest.csv")
@@ -97,11 +95,21 @@ def audit(out: Path, *, truth: bool = False, confidence: float = 0.95) -> tuple[
         raise AuditError(f"{harvest_path}: no counted page with a judgement")
     if not has_ground_truth(out):
         hits = {}  # harvest.csv counts 0 relevant pages when the crawl had no labels (the live web)
+    return judged, hits
+
+
+def audit(out: Path, *, truth: bool = False, confidence: float = 0.95) -> tuple[AuditEstimate, dict]:
+    """The audit of the crawl in folder ``out``: labels from ``audit.csv``'s ``label`` column (the
+    labelled rows must be the first ones: a prefix of a random order is a random sample), or with
+    ``truth`` from the offline web's ground truth in ``harvest.csv``. Returns the estimate and
+    extra facts (``true_harvest_rate`` when known, ``skipped`` rows)."""
+    audit_path = out / "audit.csv"
+    judged, hits = read_harvest(out)
     sample = _read_csv(audit_path, "audit.csv")
     if sample and not {"url", "label"} <= set(sample[0]):
         raise AuditError(f"{audit_path}: expected the columns {', '.join(AUDIT_FIELDS)}")
     if truth and not hits:
-        raise AuditError(f"{harvest_path}: no ground truth (--truth needs a crawl of an offline web with labels)")
+        raise AuditError(f"{out / 'harvest.csv'}: no ground truth (--truth needs a crawl of an offline web with labels)")
     f_sample, labels, skipped, blank = [], [], 0, 0
     for line, row in enumerate(sample, 2):
         url = row["url"]

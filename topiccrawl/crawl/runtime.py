@@ -489,9 +489,8 @@ class TopicCrawl:
         labels = gt.labels(item.url) if gt else None
         identity = gt.identity(item.url) if gt else None
         row = self.metrics.record(item.url, item.relevance, labels, registered_domain(item.url), identity)
-        # the crawl's own judgement of this page, what its self-assessed rate averages (audit.csv)
-        probability = getattr(item, "probability", None)  # the discovery spiders' items have none
-        row["judged"] = round(probability, 6) if probability is not None else float(item.relevance >= self.metrics.beta)
+        # the discovery spiders' items have no probability
+        row["judged"] = self._judgement(getattr(item, "probability", None), item.relevance)
         row["title"] = getattr(item, "title", "")
         if self.focus is not None:  # the classifier's self-assessed harvest rate, next to Accuracy
             expected = self.focus.expected_harvest
@@ -507,6 +506,11 @@ class TopicCrawl:
         if self.shared is not None:
             return self.shared.budget_spent
         return bool(self.config.max_pages) and self.metrics.dp >= self.config.max_pages
+
+    def _judgement(self, probability: float | None, relevance: float) -> float:
+        """The crawl's own judgement of a counted page, what its self-assessed rate averages
+        (audit.csv): the classifier's P, else 1 when R(P) ≥ β (Accuracy's count)."""
+        return round(probability, 6) if probability is not None else float(relevance >= self.metrics.beta)
 
     def final_judgements(self) -> None:
         """At the close: each counted page's ``judged`` becomes its P(relevant) under the page
@@ -577,7 +581,7 @@ class TopicCrawl:
         gt = self.ground_truth
         row = self.metrics.record(url, relevance, gt.labels(url) if gt else None, registered_domain(url),
                                   gt.identity(url) if gt else None)
-        row["judged"] = None if self.focus is not None else float(relevance >= self.metrics.beta)
+        row["judged"] = None if self.focus is not None else self._judgement(None, relevance)
         row["title"] = ""
         if self.focus is not None:
             row["expected_harvest"] = row["observed"] = None
