@@ -13,7 +13,7 @@ import pytest
 from conftest import run_crawl
 from redis_fixture import redis_server, start_gate, start_worker  # noqa: F401
 from topiccrawl.redis import crawl_keys
-from topiccrawl.redis.sites import site_keys
+from topiccrawl.redis.sites import RedisSiteTasks, site_keys
 from topiccrawl.weblab.api import WebLab
 
 WEB = "generated:zh-bookstores?pages=20000"
@@ -148,8 +148,27 @@ def test_kill_9_of_a_worker_gives_its_sites_to_the_others(tmp_path, redis_server
     others = [_items(w.out) for w in workers[1:]]
     verified_by_others = {i["site"] for feed in others for i in feed}
     assert set(held) - dead <= verified_by_others, "a site the victim held was never verified"
+    summary = {k: state[k] for k in ("waiting", "leased", "stats")}  # what a failure needs to be understood
+    assert set(state["results"]) == state["candidates"] == set(single[0]), summary
+    assert state["waiting"] == 0 and state["leased"] == 0, summary
+
+
+def test_a_candidate_left_without_a_verdict_is_verified_before_the_crawl_ends(tmp_path, redis_server, lab, single):
+    """A site task that ended without a verdict (a worker's bug or crash between steps) is found
+    when nothing waits or is leased and offered once more (RedisSiteTasks.sweep)."""
+    client = redis_server.client()
+    ghost = RedisSiteTasks(client, crawl_keys("sites")["meta"][: -len("meta")], worker="ghost", lease_seconds=30)
+    site = sorted(single[0])[0]
+    assert ghost.offer_site(site, f"http://{site}/")
+    member, _ = ghost.claim()
+    assert ghost.done(member)  # ended as a search task: no verdict, and the site is seen
+    worker = _start(tmp_path, "w", redis_server.url, lab.proxy_url, CONCURRENT_REQUESTS="4")
+    _wait([worker])
+    state = _redis_state(client)
     assert set(state["results"]) == state["candidates"] == set(single[0])
-    assert state["waiting"] == 0 and state["leased"] == 0
+    assert state["results"][site]["verdict"] in ("relevant", "irrelevant")
+    assert state["stats"]["swept"] == 1 and state["waiting"] == 0 and state["leased"] == 0
+    assert f"offered again ({site})" in worker.log.read_text()
 
 
 def test_sigint_and_restart_finish_the_same_crawl(tmp_path, redis_server, lab, single):

@@ -78,6 +78,25 @@ def test_a_late_done_also_takes_the_requeued_task_off_the_list(redis_server):
     assert b.status() == {"waiting": 0, "leased": 0, "reclaimed": 0, "results": 1}
 
 
+def test_a_candidate_whose_task_ended_without_a_verdict_is_offered_again_once(redis_server):
+    a, b = _tasks(redis_server, "a"), _tasks(redis_server, "b")
+    a.offer_site("kept.cn", "http://kept.cn/")
+    a.offer_site("lost.cn", "http://lost.cn/")
+    kept, lost = a.claim()[0], a.claim()[0]
+    assert json.loads(lost)["site"] == "lost.cn"
+    assert b.sweep() == []  # two leases: nothing is swept while any task is held
+    assert a.done(kept, "kept.cn", {"site": "kept.cn", "verdict": "relevant"})
+    assert a.done(lost)  # ended as a search task would be: no verdict
+    assert a.status()["waiting"] == 0 and a.status()["leased"] == 0
+    assert b.sweep() == ["lost.cn"]  # the decided site stays decided
+    again, _ = b.claim()
+    assert json.loads(again)["site"] == "lost.cn" and json.loads(again)["entry"] == "http://lost.cn/"
+    assert b.sweep() == []  # leased again
+    b.done(again)  # lost a second time: not offered a third time (no endless loop)
+    assert b.sweep() == [] and b.status()["waiting"] == 0
+    assert b.counters()["swept"] == 1 and set(b.candidates()) == {"kept.cn", "lost.cn"}
+
+
 def test_an_alias_host_counts_for_its_site(redis_server):
     a = _tasks(redis_server, "a")
     a.offer_site("x.cn", "http://x.cn/", "q1")

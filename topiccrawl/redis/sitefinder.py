@@ -18,7 +18,9 @@ for the tasks it holds; what differs from one process:
 * leases are renewed every ``TOPICCRAWL_LEASE_SECONDS / 3``; a dead worker's tasks go back to the
   list when their leases expire and are done again from the start (a site restarts its walk);
 * ``spider_idle`` waits while tasks wait, or up to ``TOPICCRAWL_IDLE_TIMEOUT`` while other workers
-  hold some; ``close`` gives this worker's unfinished tasks back (a restart resumes the crawl);
+  hold some; when none waits or is leased, a candidate site left without a verdict is offered once
+  more (:meth:`RedisSiteTasks.sweep`, logged as a warning); ``close`` gives this worker's
+  unfinished tasks back (a restart resumes the crawl);
 * ``sites.jsonl`` / ``sites-summary.json`` and the ``topiccrawl/sites/*`` stats cover all workers.
 """
 
@@ -348,7 +350,9 @@ class RedisSiteScheduler(RedisWorker, TopicScheduler):
                 if v is not None:
                     self.site_done(v.result())
             for member in list(self.held):  # a search page whose request ended without its callback
-                logger.warning("search task ended without a response: %s", self.held[member])
+                t = self.held[member]
+                logger.warning("%s task ended without a %s: %s", t["kind"],
+                               "verdict" if t["kind"] == "site" else "response", t)
                 self.search_done(member)
         s = self.tasks.status()
         if s["reclaimed"]:
@@ -358,6 +362,14 @@ class RedisSiteScheduler(RedisWorker, TopicScheduler):
             raise DontCloseSpider
         if s["leased"]:
             self._wait_for_others(s["leased"], "tasks")
+            return
+        swept = self.tasks.sweep()  # nothing waits or is leased: no candidate may stay without a verdict
+        if swept:
+            logger.warning("%d candidate sites had neither a verdict nor a task: offered again (%s)",
+                           len(swept), ", ".join(swept[:10]))
+            self.stats.inc_value("topiccrawl/sites/swept", len(swept))
+            self._idle_since = None
+            raise DontCloseSpider
 
 
 class _SearchLease:

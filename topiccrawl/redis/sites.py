@@ -17,6 +17,7 @@ to Redis. Keys under ``topiccrawl:<crawl_id>:`` (docs/deploy.md, "Redis settings
                     (:meth:`RedisSiteTasks.hits_since`) and requests them as entry pages too
 ``sites:results``   HASH site → verdict (JSON, ``SiteVerifier.result``), written once (``HSETNX``)
 ``sites:counts``    HASH query → search results; ``sites:stats`` HASH of counters
+``sites:swept``     SET of sites offered again by :meth:`RedisSiteTasks.sweep` (each at most once)
 
 A task whose lease expires (its worker died) goes back to the head of the list and is done again
 from the start: a site's verification restarts, and the pages its dead worker fetched are fetched
@@ -33,7 +34,7 @@ from topiccrawl.redis.leases import Leases
 
 #: the site finder's keys, in the order ``lua/sites.lua`` names them: every sites script gets all of them
 KEYS = ("sites:tasks", "sites:seen", "sites:leases", "sites:owner", "sites:entries", "sites:found_by",
-        "sites:aliases", "sites:results", "sites:counts", "sites:stats", "sites:seq")
+        "sites:aliases", "sites:results", "sites:counts", "sites:stats", "sites:seq", "sites:swept")
 
 
 #: search hits kept per site (the entry pages its verification starts from)
@@ -59,6 +60,7 @@ class RedisSiteTasks:
         self._offer_site = self._script("sites_offer_site.lua")
         self._done = self._script("sites_done.lua")
         self._release = self._script("sites_release.lua")
+        self._sweep = self._script("sites_sweep.lua")
 
     def _script(self, name: str):
         """The sites script ``name``: leases.lua, sites.lua (the keys), ``name``; KEYS = :data:`KEYS`."""
@@ -133,6 +135,11 @@ class RedisSiteTasks:
         if not members:
             return 0
         return int(self._release(keys=self._keys, args=[self.worker, *reversed(members)]))
+
+    def sweep(self) -> list[str]:
+        """When no task waits and none is leased: offer again every candidate site that has no
+        verdict (its task ended without one), each at most once per crawl; the sites offered."""
+        return list(self._sweep(keys=self._keys))
 
     def status(self) -> dict:
         waiting, leased, reclaimed = self._status(keys=self._keys)
