@@ -349,7 +349,9 @@ class RedisSiteScheduler(RedisWorker, TopicScheduler):
                 v = self.frontier.sites.get(t["site"])
                 if v is not None:
                     self.site_done(v.result())
-            for member in list(self.held):  # a search page whose request ended without its callback
+            # what is left cannot progress: a search page whose request ended without its callback, or a
+            # site this worker has no verifier for (left without a verdict: the sweep below offers it again)
+            for member in list(self.held):
                 t = self.held[member]
                 logger.warning("%s task ended without a %s: %s", t["kind"],
                                "verdict" if t["kind"] == "site" else "response", t)
