@@ -225,3 +225,76 @@ def test_an_audit_that_cannot_be_written_costs_nothing_else(tmp_path):
     assert "could not write the audit" in proc.stderr and "Traceback" not in proc.stderr
     assert len((out / "harvest.csv").read_text(encoding="utf-8").splitlines()) == 31
     assert "topiccrawl/audit/pages" not in json.loads((out / "stats.json").read_text(encoding="utf-8"))
+
+
+def test_a_labelled_audit_gives_the_next_crawls_examples_and_counter_examples(tmp_path):
+    from topiccrawl.crawl.settings import ConfigError, parse_url_list
+
+    path = tmp_path / "audit.csv"
+    rows = [("http://a.cn/1", "1"), ("http://a.cn/2", "0"), ("http://a.cn/3", ""), ("http://a.cn/4", "yes"),
+            ("http://a.cn/5", "n")]
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=AUDIT_FIELDS)
+        writer.writeheader()
+        for order, (url, label) in enumerate(rows, 1):
+            writer.writerow({"order": order, "url": url, "title": "", "label": label})
+    for spec in (f"audit:{path}", f"audit:{tmp_path}"):  # the file, or the crawl folder holding it
+        pages = parse_url_list("examples", spec)
+        assert pages.urls == ("http://a.cn/1", "http://a.cn/4") and pages.counter == ("http://a.cn/2", "http://a.cn/5")
+    with pytest.raises(ConfigError, match="audit: names examples"):
+        parse_url_list("seeds", f"audit:{path}")
+    with pytest.raises(ConfigError, match="no audit.csv here"):
+        parse_url_list("examples", f"audit:{tmp_path / 'missing'}")
+    path.write_text(path.read_text(encoding="utf-8").replace(",yes", ",maybe"), encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"line 5: label 'maybe'"):
+        parse_url_list("examples", f"audit:{path}")
+    blank = tmp_path / "blank"
+    blank.mkdir()
+    write_audit(blank, [{"url": "http://a.cn/1", "judged": 0.5}], 5, random.Random(0))
+    with pytest.raises(ConfigError, match="no labelled page"):
+        parse_url_list("examples", f"audit:{blank}")
+
+
+def test_the_next_crawl_learns_from_the_labelled_audit(tmp_path):
+    """``-a examples=audit:FOLDER``: the pages labelled 1 are the next crawl's examples, those labelled
+    0 its counter-examples; a bad label stops the crawl before it starts, with one line."""
+    settings = {"TOPICCRAWL_WEB": WEB, "TOPICCRAWL_PLOT_ENABLED": "false", "TOPICCRAWL_AUDIT_PAGES": "30"}
+    proc, first = run_crawl(tmp_path / "first", args={"topic": "台风灾害", "strategy": "bestfirst", "max_pages": 120},
+                            settings=settings, feed=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    harvest = list(csv.DictReader((first / "harvest.csv").open(encoding="utf-8")))
+    hit, previous = {}, 0
+    for r in harvest:
+        hit[r["url"]], previous = int(r["truth_relevant"]) > previous, int(r["truth_relevant"])
+    rows = list(csv.DictReader((first / "audit.csv").open(encoding="utf-8")))
+    for r in rows:  # a careful person: the ground truth
+        r["label"] = "1" if hit[r["url"]] else "0"
+    with (first / "audit.csv").open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=AUDIT_FIELDS)
+        writer.writeheader()
+        writer.writerows(rows)
+    positives = sum(r["label"] == "1" for r in rows)
+    assert 0 < positives < 30  # both kinds, or the test proves less
+    proc, out = run_crawl(tmp_path / "second", args={"topic": "台风灾害", "strategy": "learned", "max_pages": 60,
+                                                     "examples": f"audit:{first}"}, settings=settings, feed=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    stats = json.loads((out / "stats.json").read_text(encoding="utf-8"))
+    assert stats["topiccrawl/examples/fetched"] == 30  # every labelled page, fetched before the seeds
+    assert stats["topiccrawl/classifier/examples"] == positives  # the rest are counter-examples
+    assert stats["topiccrawl/learned/association_examples"] == 30
+    assert stats["topiccrawl/dp"] == 60
+    text = (first / "audit.csv").read_text(encoding="utf-8")
+    assert ",0\n" in text
+    (first / "audit.csv").write_text(text.replace(",0\n", ",nope\n", 1), encoding="utf-8")
+    proc, _ = run_crawl(tmp_path / "third", args={"topic": "台风灾害", "strategy": "learned", "max_pages": 10,
+                                                  "examples": f"audit:{first}"}, settings=settings, feed=False)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "label 'nope': expected 1 or 0" in proc.stderr
+    # a topic without words needs a page labelled 1 to learn them from
+    (first / "audit.csv").write_text(text.replace(",1\n", ",0\n"), encoding="utf-8")
+    wordless = tmp_path / "wordless.toml"
+    wordless.write_text('name = "wordless"\nlanguage = "zh"\n', encoding="utf-8")
+    proc, _ = run_crawl(tmp_path / "fourth", args={"topic": str(wordless), "strategy": "learned", "max_pages": 10,
+                                                   "examples": f"audit:{first}"}, settings=settings, feed=False)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "no [words] table" in proc.stderr

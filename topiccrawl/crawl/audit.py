@@ -63,6 +63,29 @@ def _number(text: str, path: Path, line: int, column: str) -> float:
         raise AuditError(f"{path}, line {line}: {column} {text!r} is not a number") from None
 
 
+def audit_labels(path: Path) -> tuple[list[str], list[str]]:
+    """The pages a person labelled in an ``audit.csv`` (``path``, or ``path/audit.csv`` for a crawl's
+    folder): those labelled on topic and those labelled off topic, in file order; unlabelled rows
+    are left out. :class:`AuditError` (one line) for an unreadable file, a bad label or no label."""
+    if path.is_dir():
+        path = path / "audit.csv"
+    rows = _read_csv(path, "audit.csv")
+    if rows and not {"url", "label"} <= set(rows[0]):
+        raise AuditError(f"{path}: expected the columns {', '.join(AUDIT_FIELDS)}")
+    yes: list[str] = []
+    no: list[str] = []
+    for line, row in enumerate(rows, 2):
+        try:
+            label = parse_label(row.get("label", ""))
+        except AuditError as exc:
+            raise AuditError(f"{path}, line {line}: {exc}") from None
+        if label is not None:
+            (yes if label else no).append(row["url"])
+    if not yes and not no:
+        raise AuditError(f"{path}: no labelled page (write 1 or 0 in the label column first: docs/audit.md)")
+    return yes, no
+
+
 def has_ground_truth(out: Path) -> bool:
     """Whether the crawl had ground-truth labels: its stats.json then holds their total."""
     try:

@@ -399,6 +399,12 @@ class TopicCrawl:
             return self._truth_sample(pages.truth, seed=1)
         return list(pages.urls) or list(self.topic.examples)
 
+    def counter_example_urls(self, arg: str | None) -> list[str]:
+        """Counter-examples to fetch first: the topic's ``counter_examples`` and, with
+        ``-a examples=audit:PATH``, the pages the audit labels off topic."""
+        extra = [u for u in parse_url_list("examples", arg).counter if u not in self.topic.counter_examples]
+        return [*self.topic.counter_examples, *extra]
+
     def add_example(self, terms: list[str], counter: bool = False, links: Iterable[str] = ()) -> None:
         """A fetched example (or counter-example) page: its terms, and for an example the URLs it
         links to (:attr:`example_links`)."""

@@ -246,16 +246,30 @@ def build_frontier(settings, strategy: str, is_relevant: Callable[[str], bool] |
 @dataclass(frozen=True)
 class UrlList:
     """A spider argument naming pages (``-a seeds=``, ``-a examples=``): URLs, or ``truth:N`` —
-    N truly relevant pages of an offline web, picked by the crawl (``truth``)."""
+    N truly relevant pages of an offline web, picked by the crawl (``truth``) — or, for examples,
+    ``audit:PATH``: the pages a labelled audit calls on topic (``urls``) and off topic (``counter``)."""
 
     urls: tuple[str, ...] = ()
     truth: int | None = None
+    counter: tuple[str, ...] = ()
 
 
 def parse_url_list(name: str, value: str | None, offline: bool = True) -> UrlList:
     """The one reading of ``-a seeds=`` / ``-a examples=``: comma-separated http(s) URLs, or
-    ``truth:N`` (N ≥ 1) on an offline web; empty: no URLs. ConfigError (one line) otherwise."""
+    ``truth:N`` (N ≥ 1) on an offline web, or for examples ``audit:PATH`` (a labelled audit.csv or
+    the crawl folder holding it); empty: no URLs. ConfigError (one line) otherwise."""
     value = (value or "").strip()
+    if value.startswith("audit:"):
+        if name != "examples":
+            raise ConfigError(f"spider argument {name}={value!r}: audit: names examples (-a examples=audit:PATH)")
+        from topiccrawl.crawl.audit import audit_labels
+        from topiccrawl.scoring.audit import AuditError
+
+        try:
+            yes, no = audit_labels(Path(value[6:].strip() or "."))
+        except AuditError as exc:
+            raise ConfigError(f"spider argument examples: {exc}") from None
+        return UrlList(tuple(yes), counter=tuple(no))
     if value.startswith("truth:"):
         if not (value[6:].isascii() and value[6:].isdigit()) or int(value[6:]) < 1:
             raise ConfigError(f"spider argument {name}={value!r}: truth:N needs a whole number N >= 1")

@@ -21,7 +21,8 @@ class FocusedSpider(scrapy.Spider):
     ``topic`` (a shipped topic name or a .toml path), ``strategy`` (bfs, bestfirst, oracle),
     ``max_pages`` (the DP budget), ``link_threshold``, ``seeds`` (comma-separated URLs, or
     ``truth:N`` on an offline web: N truly relevant pages as the starting points), ``examples``
-    (comma-separated URLs of pages about the topic, or ``truth:N``; also ``examples`` /
+    (comma-separated URLs of pages about the topic, ``truth:N``, or ``audit:PATH``: the pages a
+    labelled audit.csv calls on topic, those it calls off topic as counter-examples; also ``examples`` /
     ``examples_dir`` / ``counter_examples`` in the topic file): fetched before the seeds, they
     train the page classifier and, for a topic without words, give its words. They count as
     fetches (``topiccrawl/examples/*``), not as found pages, and their links are not followed
@@ -101,7 +102,7 @@ class FocusedSpider(scrapy.Spider):
                 tc.add_example(document_terms(ex))
                 self.crawler.stats.inc_value("topiccrawl/examples/read")
         urls = [(u, False) for u in tc.example_urls(self.examples_arg)]
-        urls += [(u, True) for u in topic.counter_examples]
+        urls += [(u, True) for u in tc.counter_example_urls(self.examples_arg)]
         requests = [scrapy.Request(url, callback=self.parse_example, errback=self.example_failed, dont_filter=True,
                                    meta={META_KEY: {"score": 2.0, "depth": 0}, "counter_example": counter,
                                          LOCAL_META: True, "example_index": i})

@@ -53,7 +53,8 @@ def check_crawl_inputs(settings, spargs: dict, spidercls=None) -> None:
     topic = None
     if cfg.scorer == "vsm" and not cfg.topic_tree:
         topic = load_topic(cfg.topic)
-        if not topic.words and not topic.has_examples and not spargs.get("examples"):
+        given = parse_url_list("examples", spargs.get("examples"), cfg.offline)  # audit: may label none 1
+        if not topic.words and not topic.has_examples and not (given.urls or given.truth):
             raise TopicError(f"{topic.path or topic.name}: no [words] table (topic word = weight) and no example "
                              "pages to learn them from (examples = [...] or examples_dir in the file, or -a examples=URL,URL)")
     elif not (cfg.topic_tree and cfg.topic_node):
