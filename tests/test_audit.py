@@ -243,6 +243,10 @@ def test_a_labelled_audit_gives_the_next_crawls_examples_and_counter_examples(tm
         assert pages.urls == ("http://a.cn/1", "http://a.cn/4") and pages.counter == ("http://a.cn/2", "http://a.cn/5")
     with pytest.raises(ConfigError, match="audit: names examples"):
         parse_url_list("seeds", f"audit:{path}")
+    edited = tmp_path / "edited.csv"
+    edited.write_text("order,url,title,label\n1,not a url,,1\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="'not a url' is not an http"):
+        parse_url_list("examples", f"audit:{edited}")
     with pytest.raises(ConfigError, match="no audit.csv here"):
         parse_url_list("examples", f"audit:{tmp_path / 'missing'}")
     path.write_text(path.read_text(encoding="utf-8").replace(",yes", ",maybe"), encoding="utf-8")

@@ -80,7 +80,7 @@ def audit_labels(path: Path) -> tuple[list[str], list[str]]:
         except AuditError as exc:
             raise AuditError(f"{path}, line {line}: {exc}") from None
         if label is not None:
-            (yes if label else no).append(row["url"])
+            (yes if label else no).append((row.get("url") or "").strip())
     if not yes and not no:
         raise AuditError(f"{path}: no labelled page (write 1 or 0 in the label column first: docs/audit.md)")
     return yes, no

@@ -269,6 +269,9 @@ def parse_url_list(name: str, value: str | None, offline: bool = True) -> UrlLis
             yes, no = audit_labels(Path(value[6:].strip() or "."))
         except AuditError as exc:
             raise ConfigError(f"spider argument examples: {exc}") from None
+        bad = next((u for u in (*yes, *no) if not _is_http_url(u)), None)
+        if bad is not None:
+            raise ConfigError(f"spider argument examples={value!r}: {bad!r} is not an http(s) URL")
         return UrlList(tuple(yes), counter=tuple(no))
     if value.startswith("truth:"):
         if not (value[6:].isascii() and value[6:].isdigit()) or int(value[6:]) < 1:
@@ -278,11 +281,15 @@ def parse_url_list(name: str, value: str | None, offline: bool = True) -> UrlLis
         return UrlList(truth=int(value[6:]))
     urls = tuple(filter(None, (u.strip() for u in value.split(","))))
     for url in urls:
-        try:
-            parts = urlsplit(url)
-            hostname = parts.hostname
-        except ValueError:  # e.g. an unclosed [IPv6 literal
-            hostname = None
-        if not hostname or parts.scheme not in ("http", "https"):
+        if not _is_http_url(url):
             raise ConfigError(f"spider argument {name}: {url!r} is not an http(s) URL (expected URL,URL,… or truth:N)")
     return UrlList(urls)
+
+
+def _is_http_url(url: str) -> bool:
+    try:
+        parts = urlsplit(url)
+        hostname = parts.hostname
+    except ValueError:  # e.g. an unclosed [IPv6 literal
+        return False
+    return bool(hostname) and parts.scheme in ("http", "https")
