@@ -154,7 +154,7 @@ def test_kill_9_of_a_worker_gives_its_sites_to_the_others(tmp_path, redis_server
 
 
 def test_a_candidate_left_without_a_verdict_is_verified_before_the_crawl_ends(tmp_path, redis_server, lab, single):
-    """A site task that ended without a verdict (a worker's bug or crash between steps) is found
+    """A site task that ended without a verdict (how CI once saw it after a kill -9 is not known) is found
     when nothing waits or is leased and offered once more (RedisSiteTasks.sweep)."""
     client = redis_server.client()
     ghost = RedisSiteTasks(client, crawl_keys("sites")["meta"][: -len("meta")], worker="ghost", lease_seconds=30)
