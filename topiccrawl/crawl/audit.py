@@ -56,6 +56,14 @@ def _read_csv(path: Path, what: str) -> list[dict]:
         raise AuditError(f"{path}: cannot read the {what}: {exc}") from None
 
 
+def _read_audit(path: Path) -> list[dict]:
+    """The rows of an ``audit.csv``, which must have its ``url`` and ``label`` columns."""
+    rows = _read_csv(path, "audit.csv")
+    if rows and not {"url", "label"} <= set(rows[0]):
+        raise AuditError(f"{path}: expected the columns {', '.join(AUDIT_FIELDS)}")
+    return rows
+
+
 def _number(text: str, path: Path, line: int, column: str) -> float:
     try:
         return float(text)
@@ -69,9 +77,7 @@ def audit_labels(path: Path) -> tuple[list[str], list[str]]:
     are left out. :class:`AuditError` (one line) for an unreadable file, a bad label or no label."""
     if path.is_dir():
         path = path / "audit.csv"
-    rows = _read_csv(path, "audit.csv")
-    if rows and not {"url", "label"} <= set(rows[0]):
-        raise AuditError(f"{path}: expected the columns {', '.join(AUDIT_FIELDS)}")
+    rows = _read_audit(path)
     yes: list[str] = []
     no: list[str] = []
     for line, row in enumerate(rows, 2):
@@ -128,9 +134,7 @@ def audit(out: Path, *, truth: bool = False, confidence: float = 0.95) -> tuple[
     extra facts (``true_harvest_rate`` when known, ``skipped`` rows)."""
     audit_path = out / "audit.csv"
     judged, hits = read_harvest(out)
-    sample = _read_csv(audit_path, "audit.csv")
-    if sample and not {"url", "label"} <= set(sample[0]):
-        raise AuditError(f"{audit_path}: expected the columns {', '.join(AUDIT_FIELDS)}")
+    sample = _read_audit(audit_path)
     if truth and not hits:
         raise AuditError(f"{out / 'harvest.csv'}: no ground truth (--truth needs a crawl of an offline web with labels)")
     f_sample, labels, skipped, blank = [], [], 0, 0

@@ -390,20 +390,18 @@ class TopicCrawl:
                          rank_scorer=RelevanceScorer(self.topic, restrict_to_topic=False) if full else None)
 
     # -- topics from examples -------------------------------------------------------------------
-    def example_urls(self, arg: str | None) -> list[str]:
-        """Example pages to fetch first: ``-a examples=URL,URL`` or ``truth:N`` (N truly relevant
-        pages of the offline web, a seeded pick different from ``seeds=truth:N``'s), else the
-        topic's ``examples``."""
+    def example_urls(self, arg: str | None) -> tuple[list[str], list[str]]:
+        """Example and counter-example pages to fetch first. Examples: ``-a examples=URL,URL``,
+        ``truth:N`` (N truly relevant pages of the offline web, a seeded pick different from
+        ``seeds=truth:N``'s) or ``audit:PATH`` (the pages a labelled audit calls on topic), else the
+        topic's ``examples``. Counter-examples: the topic's, then those the audit labels off topic."""
         pages = parse_url_list("examples", arg)
         if pages.truth is not None:
-            return self._truth_sample(pages.truth, seed=1)
-        return list(pages.urls) or list(self.topic.examples)
-
-    def counter_example_urls(self, arg: str | None) -> list[str]:
-        """Counter-examples to fetch first: the topic's ``counter_examples`` and, with
-        ``-a examples=audit:PATH``, the pages the audit labels off topic."""
-        extra = [u for u in parse_url_list("examples", arg).counter if u not in self.topic.counter_examples]
-        return [*self.topic.counter_examples, *extra]
+            examples = self._truth_sample(pages.truth, seed=1)
+        else:
+            examples = list(pages.urls) or list(self.topic.examples)
+        counter = list(self.topic.counter_examples)
+        return examples, counter + [u for u in pages.counter if u not in counter]
 
     def add_example(self, terms: list[str], counter: bool = False, links: Iterable[str] = ()) -> None:
         """A fetched example (or counter-example) page: its terms, and for an example the URLs it

@@ -101,8 +101,8 @@ class FocusedSpider(scrapy.Spider):
                 ex = extract(path.read_bytes(), path.as_uri(), "text/html")
                 tc.add_example(document_terms(ex))
                 self.crawler.stats.inc_value("topiccrawl/examples/read")
-        urls = [(u, False) for u in tc.example_urls(self.examples_arg)]
-        urls += [(u, True) for u in tc.counter_example_urls(self.examples_arg)]
+        examples, counter_examples = tc.example_urls(self.examples_arg)
+        urls = [(u, False) for u in examples] + [(u, True) for u in counter_examples]
         requests = [scrapy.Request(url, callback=self.parse_example, errback=self.example_failed, dont_filter=True,
                                    meta={META_KEY: {"score": 2.0, "depth": 0}, "counter_example": counter,
                                          LOCAL_META: True, "example_index": i})
