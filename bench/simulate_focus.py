@@ -14,6 +14,10 @@ development topics in seconds; a rule that passes must still be crawled for real
 Rules: ``bestfirst`` (R(l)); ``oracle`` (truly relevant targets first, then first queued);
 ``association`` (R(l) + the anchor association shift, recomputed at every decision);
 ``association:N`` (recomputed every N fetched pages; ``association:0``: at the push only).
+Options joined with ``+`` (``association+context:25``): ``context`` adds ``CONTEXT_WEIGHT`` times the
+mean a_t − m over the terms around the anchor; ``inlinks`` makes every out-link target a term of its
+holder page and of the link (the mean R(P) of the pages linking to it); ``holdermean`` takes R(l)'s
+holder term as the mean R(P) of every fetched page linking to the target, not only the first's.
 Prints mean target recall at 100 / 250 / 500 / 1,000 pages (those within ``--pages``) per rule.
 """
 
@@ -33,6 +37,7 @@ from topiccrawl.weblab.corpus import open_corpus
 
 CHECKPOINTS = (100, 250, 500, 1000)
 ANCHOR_WEIGHT = 0.7  # the focused spider's ∂
+CONTEXT_WEIGHT = 0.5  # the ``context`` option's weight (``TOPICCRAWL_LEARNED_CONTEXT_WEIGHT``'s candidate)
 
 
 def load_pages(spec: str) -> tuple[dict, list[str]]:
@@ -44,7 +49,8 @@ def load_pages(spec: str) -> tuple[dict, list[str]]:
         if page is None or page.status != 200:
             continue
         ex = extract(page.body, url, page.headers.get("Content-Type"))
-        pages[url] = (document_terms(ex), [(a.url, a.text, f"{a.text} {a.context}") for a in ex.anchors],
+        pages[url] = (document_terms(ex), [(a.url, a.text, f"{a.text} {a.context}",
+                                            tuple(t for t in a.context.split() if len(t) > 1)) for a in ex.anchors],
                       corpus.labels(url))
     return pages, list(corpus.seeds())
 
@@ -57,21 +63,24 @@ def crawl(pages: dict, seeds: list[str], topic_path: str, rule: str, budget: int
     assoc = TermAssociation()
     name, _, every = rule.partition(":")
     every = int(every) if every else 1
-    queue: dict[str, list] = {}  # url -> [R(l), order, anchor terms, shift, truly relevant]
+    name, *options = name.split("+")
+    opts = frozenset(options)
+    # url -> [R(l), order, anchor terms, shift, truly relevant, context terms, R(anchor), holders' R(P)]
+    queue: dict[str, list] = {}
     seen, held, order = set(), deque(), 0
     for url in topic.seeds or seeds:
-        queue[url] = [1.0, order, (), 0.0, url in relevant]
+        queue[url] = [1.0, order, (), 0.0, url in relevant, (), 1.0, [1.0]]
         seen.add(url)
         order += 1
     fetched = found = 0
     curve = {}
     while fetched < budget and (queue or held):
         if not queue:
-            order = _release(held.popleft(), pages, scorer, assoc, queue, seen, relevant, name, order)
+            order = _release(held.popleft(), pages, scorer, assoc, queue, seen, relevant, name, opts, order)
             continue
         if name == "association" and every and fetched % every == 0:
             for entry in queue.values():
-                entry[3] = assoc.shift(entry[2])
+                entry[3] = _shift(assoc, entry[2], entry[5])
         if name == "oracle":
             url = min(queue, key=lambda u: (not queue[u][4], queue[u][1]))
         else:
@@ -83,10 +92,10 @@ def crawl(pages: dict, seeds: list[str], topic_path: str, rule: str, budget: int
         found += url in relevant
         terms = pages[url][0]
         r = scorer.page_relevance(terms)
-        assoc.add_page(terms, r)
+        assoc.add_page([*terms, *(a[0] for a in pages[url][1])] if "inlinks" in opts else terms, r)
         held.append((url, r))
         while len(held) > lag:
-            order = _release(held.popleft(), pages, scorer, assoc, queue, seen, relevant, name, order)
+            order = _release(held.popleft(), pages, scorer, assoc, queue, seen, relevant, name, opts, order)
         if fetched in CHECKPOINTS:
             curve[fetched] = found / len(relevant)
     for c in CHECKPOINTS:  # a queue that ran dry keeps its last value
@@ -95,16 +104,32 @@ def crawl(pages: dict, seeds: list[str], topic_path: str, rule: str, budget: int
     return curve
 
 
-def _release(page, pages, scorer, assoc, queue, seen, relevant, name, order) -> int:
-    """Queue the unseen links of a fetched page (the first anchor to a target wins)."""
+def _shift(assoc: TermAssociation, terms: tuple, context: tuple) -> float:
+    """The anchor association's shift, plus ``CONTEXT_WEIGHT`` x the context's mean (when given)."""
+    return assoc.shift(terms) + (CONTEXT_WEIGHT * assoc.mean_shift(context) if context else 0.0)
+
+
+def _release(page, pages, scorer, assoc, queue, seen, relevant, name, opts, order) -> int:
+    """Queue the unseen links of a fetched page (the first anchor to a target wins; with
+    ``holdermean`` a queued target's holder term follows each new page linking to it)."""
     url, r = page
-    for target, text, with_context in pages[url][1]:
-        if target in seen or target not in pages:
+    for target, text, with_context, context in pages[url][1]:
+        if target not in pages:
+            continue
+        if target in seen:
+            entry = queue.get(target)
+            if entry is not None and "holdermean" in opts:
+                entry[7].append(r)
+                entry[0] = scorer.link_relevance(entry[6], statistics.fmean(entry[7]))
             continue
         seen.add(target)
         terms = anchor_terms(text) if name == "association" else ()
-        score = scorer.link_relevance(scorer.anchor_relevance(with_context), r)
-        queue[target] = [score, order, terms, assoc.shift(terms), target in relevant]
+        if "inlinks" in opts:
+            terms = (*terms, target)
+        context = context if "context" in opts else ()
+        anchor = scorer.anchor_relevance(with_context)
+        queue[target] = [scorer.link_relevance(anchor, r), order, terms, _shift(assoc, terms, context),
+                         target in relevant, context, anchor, [r]]
         order += 1
     return order
 
@@ -114,7 +139,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--web", default=f"wikispeedia:{data}/wikispeedia", help="lab spec")
     ap.add_argument("--topics", default="bench/topics/wikispeedia-dev/*.toml", help="topic files (glob) or a topic name")
-    ap.add_argument("--rule", action="append", help="bestfirst, oracle, association, association:N (repeatable)")
+    ap.add_argument("--rule", action="append",
+                    help="bestfirst, oracle, association[+OPTION...][:N] (repeatable; module docstring)")
     ap.add_argument("--pages", type=int, default=250)
     ap.add_argument("--lag", type=int, default=16, help="fetched pages whose links are held back (in flight)")
     args = ap.parse_args(argv)
