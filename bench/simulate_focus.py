@@ -37,7 +37,7 @@ from topiccrawl.weblab.corpus import open_corpus
 
 CHECKPOINTS = (100, 250, 500, 1000)
 ANCHOR_WEIGHT = 0.7  # the focused spider's ∂
-CONTEXT_WEIGHT = 0.5  # the ``context`` option's weight (``TOPICCRAWL_LEARNED_CONTEXT_WEIGHT``'s candidate)
+CONTEXT_WEIGHT = 0.5  # the ``context`` option's weight (docs/learned.md, "The words around the anchor")
 
 
 def load_pages(spec: str) -> tuple[dict, list[str]]:
@@ -105,8 +105,13 @@ def crawl(pages: dict, seeds: list[str], topic_path: str, rule: str, budget: int
 
 
 def _shift(assoc: TermAssociation, terms: tuple, context: tuple) -> float:
-    """The anchor association's shift, plus ``CONTEXT_WEIGHT`` x the context's mean (when given)."""
-    return assoc.shift(terms) + (CONTEXT_WEIGHT * assoc.mean_shift(context) if context else 0.0)
+    """The anchor association's shift, plus ``CONTEXT_WEIGHT`` x the mean a_t − m over the context
+    (a term never seen counts 0)."""
+    shift = assoc.shift(terms)
+    if context and assoc.pages:
+        m = assoc.mean
+        shift += CONTEXT_WEIGHT * statistics.fmean(assoc.value(t) - m for t in context)
+    return shift
 
 
 def _release(page, pages, scorer, assoc, queue, seen, relevant, name, opts, order) -> int:

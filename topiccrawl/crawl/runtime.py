@@ -363,9 +363,6 @@ class TopicCrawl:
         if getattr(frontier, "association", None) is not None:
             for target, f in out:
                 f.terms = anchor_terms(anchors[target].text)
-            if getattr(frontier, "context_weight", 0.0):  # the terms around the anchor (docs/learned.md)
-                for target, f in out:
-                    f.context_terms = tuple(t for t in anchors[target].context.split() if len(t) > 1)
             marked = self.example_links if getattr(frontier, "example_links", False) else ()
             if marked:  # "linked from an example page" is one more term (docs/learned.md)
                 for target, f in out:

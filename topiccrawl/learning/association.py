@@ -123,29 +123,6 @@ class TermAssociation:
         return max_shifts(np.fromiter(map(len, term_lists), dtype=np.int64, count=n), counts, sums,
                           self.total / self.pages, self.strength)
 
-    def mean_shift(self, terms: Sequence[str]) -> float:
-        """The mean of a_t − m over ``terms`` (a term never seen counts 0; 0 for no terms or
-        before the first page)."""
-        return float(self.mean_shifts([terms])[0])
-
-    def mean_shifts(self, term_lists: Sequence[Sequence[str]]) -> np.ndarray:
-        """:meth:`mean_shift` of each of ``term_lists``, vectorised."""
-        n = len(term_lists)
-        lengths = np.fromiter(map(len, term_lists), dtype=np.int64, count=n)
-        out = np.zeros(n)
-        if not n or not self.pages or not lengths.any():
-            return out
-        flat = list(chain.from_iterable(term_lists))
-        at = np.fromiter(map(self._index.get, flat, repeat(-1)), dtype=np.int64, count=len(flat))
-        known = at >= 0
-        m, k = self.total / self.pages, self.strength
-        v = np.zeros(len(flat))
-        v[known] = (self._s[at[known]] + k * m) / (self._n[at[known]] + k) - m
-        some = lengths > 0
-        starts = np.cumsum(lengths) - lengths
-        out[some] = np.add.reduceat(v, starts[some]) / lengths[some]
-        return out
-
     def __getstate__(self) -> dict:
         size = len(self._index)
         return {"strength": self.strength, "max_terms": self.max_terms, "pages": self.pages, "total": self.total,

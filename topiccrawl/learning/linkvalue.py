@@ -76,8 +76,7 @@ class LinkFeatures:
     share of relevant pages so far, ``distance`` the hops from the last relevant page on the
     holder's crawl path (0: the holder is relevant), ``holder_value`` the value of the link the
     holder was reached by, ``score`` the link's R(l), ``depth`` the target's depth; ``terms``, the
-    anchor's terms for the anchor association, and ``context_terms``, the terms around it for its
-    context shift (neither encoded in the row).
+    anchor's terms for the anchor association (not encoded in the row).
     """
 
     anchor: Sequence[str] = ()
@@ -90,7 +89,6 @@ class LinkFeatures:
     holder_value: float = 0.0
     score: float = 0.0
     terms: Sequence[str] = ()
-    context_terms: Sequence[str] = ()
 
 
 def url_tokens(url: str, limit: int = 24) -> list[str]:

@@ -214,9 +214,6 @@ class RedisLearnedFrontier(RedisFrontier):
         if options.learned_siblings != "off":
             raise FrontierError("TOPICCRAWL_LEARNED_SIBLINGS is not available with TOPICCRAWL_STORE=redis yet "
                                 "(in memory only, docs/learned.md)")
-        if options.learned_context_weight:
-            raise FrontierError("TOPICCRAWL_LEARNED_CONTEXT_WEIGHT is not available with TOPICCRAWL_STORE=redis yet "
-                                "(in memory only, docs/learned.md)")
         memory = make_learned(options)
         return cls(client, keys, model=memory.model, epsilon=memory.epsilon, rescore_all=memory.rescore_all,
                    rescore_top=memory.rescore_top, rescore_sample=memory.rescore_sample, seed=options.learned_seed,

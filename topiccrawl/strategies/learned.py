@@ -161,14 +161,13 @@ def shifted(value: float, shift: float) -> float:
 
 
 class _Entry:
-    __slots__ = ("assoc", "base", "ctx", "holder", "link", "pos", "priority", "row", "terms", "uid")
+    __slots__ = ("assoc", "base", "holder", "link", "pos", "priority", "row", "terms", "uid")
 
     def __init__(self, link: Link, row: bytes, holder: str | None, priority: float, base: float | None = None,
-                 terms: tuple = (), assoc: float = 0.0, ctx: tuple = ()) -> None:
+                 terms: tuple = (), assoc: float = 0.0) -> None:
         self.link, self.row, self.holder, self.priority = link, row, holder, priority
         self.base = priority if base is None else base  # the value before the sibling shift (association included)
         self.terms, self.assoc = terms, assoc  # the anchor's terms and their association shift in base
-        self.ctx = ctx  # the terms around the anchor (with ``context_weight``)
         self.uid = -1
         self.pos = -1
 
@@ -201,14 +200,13 @@ class LearnedFrontier(FrontierBase):
                  rescore_top: int = 128, rescore_sample: int = 128, seed: int = 0, max_pending: int = 20_000,
                  host_strength: float = 2.0, explore_sample: int = 1, siblings: str = "off",
                  association: str = "off", association_every: int = 25, association_examples: bool = False,
-                 holder_refresh: bool = False, example_links: bool = False, context_weight: float = 0.0) -> None:
+                 holder_refresh: bool = False, example_links: bool = False) -> None:
         if siblings not in SIBLING_RULES:
             raise ValueError(f"siblings={siblings!r}: expected one of {', '.join(SIBLING_RULES)}")
         if association not in ASSOCIATION_RULES:
             raise ValueError(f"association={association!r}: expected one of {', '.join(ASSOCIATION_RULES)}")
         self.association = TermAssociation() if association == "anchor" else None
         self.association_every = max(1, int(association_every))
-        self.context_weight = float(context_weight) if self.association is not None else 0.0
         self.association_examples = association_examples
         self.example_links = example_links
         self._example_pages = 0  # example pages counted in the association
@@ -273,11 +271,10 @@ class LearnedFrontier(FrontierBase):
     def _fallback_features(self, link: Link) -> LinkFeatures:
         return fallback_features(link, self.model.k)
 
-    def _add(self, link: Link, row: bytes, holder: str | None, priority: float, terms: tuple = (),
-             ctx: tuple = ()) -> None:
-        entry = _Entry(link, row, holder, priority, terms=terms, ctx=ctx)
-        if (terms or ctx) and self.association is not None:
-            entry.assoc = self._shift(terms, ctx)
+    def _add(self, link: Link, row: bytes, holder: str | None, priority: float, terms: tuple = ()) -> None:
+        entry = _Entry(link, row, holder, priority, terms=terms)
+        if terms and self.association is not None:
+            entry.assoc = self.association.shift(terms)
             entry.base = entry.priority = priority + entry.assoc
         if self.siblings and holder is not None:
             entry.priority = shifted(entry.base, self.sibling_shift(holder))
@@ -285,23 +282,6 @@ class LearnedFrontier(FrontierBase):
         entry.pos = len(self._live)
         self._live.append(entry)
         self._enqueue(entry)
-
-    def _shift(self, terms: tuple, ctx: tuple) -> float:
-        """The association shift of a link: max over its anchor's terms, plus ``context_weight``
-        times the mean over the terms around it."""
-        assoc = self.association
-        shift = assoc.shift(terms) if terms else 0.0
-        if ctx and self.context_weight:
-            shift += self.context_weight * assoc.mean_shift(ctx)
-        return shift
-
-    def _shifts(self, entries: Sequence[_Entry]) -> list[float]:
-        """:meth:`_shift` of each of ``entries``, vectorised."""
-        assoc = self.association
-        shifts = assoc.shifts([e.terms for e in entries])
-        if self.context_weight:
-            shifts += self.context_weight * assoc.mean_shifts([e.ctx for e in entries])
-        return shifts.tolist()
 
     # -- sibling yield --------------------------------------------------------------------------------
     def crawl_yield(self) -> float:
@@ -342,10 +322,9 @@ class LearnedFrontier(FrontierBase):
             self._next_seq += 1
         waiting = self._incoming.get(link.url)
         terms = waiting[4] if waiting is not None and len(waiting) > 4 else ()
-        ctx = waiting[5] if waiting is not None and len(waiting) > 5 else ()
         row, holder, priority = push_value(self.model, self._incoming, link)
         self._queued_urls.add(link.url)
-        self._add(link, row, holder, priority, terms, ctx)
+        self._add(link, row, holder, priority, terms)
 
     def pop(self) -> Link | None:
         if not self._live:
@@ -457,10 +436,7 @@ class LearnedFrontier(FrontierBase):
                     if self.siblings:
                         self._kid(url, node)
                 else:
-                    entry = (row, url, value, version, tuple(f.terms))
-                    if self.context_weight and f.context_terms:
-                        entry += (tuple(f.context_terms),)
-                    self._remember(self._incoming, target, entry)
+                    self._remember(self._incoming, target, (row, url, value, version, tuple(f.terms)))
 
     def observe_examples(self, examples: Iterable[Sequence[str]], counter_examples: Iterable[Sequence[str]] = ()) -> int:
         """The example pages' terms into the anchor association as pages of known relevance: 1
@@ -548,7 +524,7 @@ class LearnedFrontier(FrontierBase):
         values = self.model.predict_rows([e.row for e in todo]).tolist()
         assoc = self.association
         if assoc is not None:
-            for i, (e, a) in enumerate(zip(todo, self._shifts(todo))):
+            for i, (e, a) in enumerate(zip(todo, assoc.shifts([e.terms for e in todo]).tolist())):
                 e.assoc = a
                 values[i] += a
         for e, v in zip(todo, values):
@@ -589,7 +565,7 @@ class LearnedFrontier(FrontierBase):
     def _refresh_association(self) -> None:
         """Every queued link's association shift recomputed from the statistics so far, one heapify."""
         live, changed = self._live, False
-        for e, a in zip(live, self._shifts(live)):
+        for e, a in zip(live, self.association.shifts([e.terms for e in live]).tolist()):
             if a != e.assoc:
                 e.base += a - e.assoc
                 e.assoc, changed = a, True
@@ -625,7 +601,7 @@ class LearnedFrontier(FrontierBase):
             "links": [e.link for e in self._live],
             "next_seq": self._next_seq,
             "learned": {
-                "entries": [(e.row, e.holder, e.priority, e.base, e.terms, e.assoc, e.ctx) for e in self._live],
+                "entries": [(e.row, e.holder, e.priority, e.base, e.terms, e.assoc) for e in self._live],
                 "association": self.association,
                 "example_pages": self._example_pages,
                 "siblings": {h: sorted(k) for h, k in self._kids.items()},
@@ -698,7 +674,6 @@ class LearnedOptions(StrategyOptions):
     learned_association_examples: bool = True
     learned_holder_refresh: bool = True
     learned_example_links: bool = False
-    learned_context_weight: float = option_field(0.0, low=0.0, high=10.0)
 
     def kwargs(self) -> dict:
         """The :class:`LearnedFrontier` arguments (its model included)."""
@@ -712,8 +687,7 @@ class LearnedOptions(StrategyOptions):
                 "siblings": self.learned_siblings,
                 "association": "anchor" if self.learned_association == "auto" else self.learned_association,
                 "association_examples": self.learned_association_examples,
-                "holder_refresh": self.learned_holder_refresh, "example_links": self.learned_example_links,
-                "context_weight": self.learned_context_weight}
+                "holder_refresh": self.learned_holder_refresh, "example_links": self.learned_example_links}
 
 
 def make_learned(options: LearnedOptions | Mapping | None = None,
