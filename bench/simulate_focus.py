@@ -12,6 +12,10 @@ first queued). No HTTP, no Scrapy, no link model, no exploration: it screens an 
 development topics in seconds; a rule that passes must still be crawled for real.
 
 Rules: ``bestfirst`` (R(l)); ``oracle`` (truly relevant targets first, then first queued);
+``wordoracle`` (the target of highest R(P) first, its own page's relevance to the topic's words,
+known before it is fetched: the best order a crawler judged by the words can reach); ``wordrank``
+(no crawl: the N pages of highest R(P) in the whole corpus, reachable or not, document frequencies
+over every page: how many relevant pages the words rank first at all);
 ``association`` (R(l) + the anchor association shift, recomputed at every decision);
 ``association:N`` (recomputed every N fetched pages; ``association:0``: at the push only).
 Options joined with ``+`` (``association+context:25``): ``context`` adds ``CONTEXT_WEIGHT`` times the
@@ -61,10 +65,23 @@ def crawl(pages: dict, seeds: list[str], topic_path: str, rule: str, budget: int
     relevant = {u for u, (_, _, labels) in pages.items() if labels & topic.labels}
     scorer = RelevanceScorer(topic, anchor_weight=ANCHOR_WEIGHT)
     assoc = TermAssociation()
+    known: dict[str, float] = {}
+
+    def word_score(url: str) -> float:
+        """R(P) of a page not fetched yet, from the corpus (``wordoracle``)."""
+        if url not in known:
+            known[url] = scorer.page_relevance(pages[url][0], update_df=False) if url in pages else 0.0
+        return known[url]
+
     name, _, every = rule.partition(":")
     every = int(every) if every else 1
     name, *options = name.split("+")
     opts = frozenset(options)
+    if name == "wordrank":
+        for terms, _, _ in pages.values():
+            scorer.df.add(terms)
+        ranked = sorted(pages, key=lambda u: -scorer.page_relevance(pages[u][0], update_df=False))
+        return {c: len(relevant.intersection(ranked[:c])) / len(relevant) for c in CHECKPOINTS if c <= budget}
     # url -> [R(l), order, anchor terms, shift, truly relevant, context terms, R(anchor), holders' R(P)]
     queue: dict[str, list] = {}
     seen, held, order = set(), deque(), 0
@@ -83,6 +100,8 @@ def crawl(pages: dict, seeds: list[str], topic_path: str, rule: str, budget: int
                 entry[3] = _shift(assoc, entry[2], entry[5])
         if name == "oracle":
             url = min(queue, key=lambda u: (not queue[u][4], queue[u][1]))
+        elif name == "wordoracle":
+            url = min(queue, key=lambda u: (-word_score(u), queue[u][1]))
         else:
             url = min(queue, key=lambda u: (-(queue[u][0] + queue[u][3]), queue[u][1]))
         del queue[url]
