@@ -331,8 +331,9 @@ class TopicCrawl:
             if a.url not in best or score > best[a.url].score:
                 best[a.url] = ScoredLink(a.url, score, a.text.strip()[:200])
                 anchors[a.url] = a
-        if self.learns:
-            self._observe(response.url, relevance if steer is None else steer, best, anchors, depth, terms, relevance)
+        if self.learns:  # the association's page score: R(P), or R(l)'s holder term (TOPICCRAWL_ASSOCIATION_SCORE)
+            judged = holder if self.config.association_score == "holder" else relevance
+            self._observe(response.url, relevance if steer is None else steer, best, anchors, depth, terms, judged)
         self.graph.add_page(response.url, best.keys())
         self.pagerank.maybe_refresh()
         potential = self.pagerank.potential(response.url, self.config.potential_pagerank)

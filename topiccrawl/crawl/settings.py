@@ -76,6 +76,7 @@ class TopicCrawlConfig:
     classifier_guard: bool = False
     examples_background: str = "seeds"
     holder_score: str = "auto"
+    association_score: str = "relevance"
     dispatch: str = "eager"
     dispatch_margin: float = 1.0
     dispatch_max_wait: float = 1.0
@@ -165,6 +166,8 @@ class TopicCrawlConfig:
             raise ConfigError(f"TOPICCRAWL_EXAMPLES_BACKGROUND={self.examples_background!r}: expected seeds or none")
         if self.holder_score not in ("auto", "relevance", "probability"):
             raise ConfigError(f"TOPICCRAWL_HOLDER_SCORE={self.holder_score!r}: expected auto, relevance or probability")
+        if self.association_score not in ("relevance", "holder"):
+            raise ConfigError(f"TOPICCRAWL_ASSOCIATION_SCORE={self.association_score!r}: expected relevance or holder")
         if not 0.0 < self.classifier_share <= 1.0:
             raise ConfigError("TOPICCRAWL_CLASSIFIER_SHARE must lie in (0, 1]")
         if not 0.0 <= self.classifier_quantile < 1.0:
