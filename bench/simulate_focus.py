@@ -15,7 +15,9 @@ Rules: ``bestfirst`` (R(l)); ``oracle`` (truly relevant targets first, then firs
 ``wordoracle`` (the target of highest R(P) first, its own page's relevance to the topic's words,
 known before it is fetched: the best order a crawler judged by the words can reach); ``wordrank``
 (no crawl: the N pages of highest R(P) in the whole corpus, reachable or not, document frequencies
-over every page: how many relevant pages the words rank first at all);
+over every page: how many relevant pages the words rank first at all); ``examplerank`` and
+``exampleoracle`` (the same two with P(relevant) instead of R(P): a page classifier trained on the
+5 example pages ``-a examples=truth:5`` picks, PU against every page of the corpus);
 ``association`` (R(l) + the anchor association shift, recomputed at every decision);
 ``association:N`` (recomputed every N fetched pages; ``association:0``: at the push only).
 Options joined with ``+`` (``association+context:25``): ``context`` adds ``CONTEXT_WEIGHT`` times the
@@ -30,10 +32,12 @@ from __future__ import annotations
 import argparse
 import glob
 import os
+import random
 import statistics
 from collections import deque
 
 from topiccrawl.learning.association import TermAssociation, anchor_terms
+from topiccrawl.learning.classifier import PageClassifier, hash_terms
 from topiccrawl.scoring.relevance import RelevanceScorer
 from topiccrawl.scoring.text import document_terms, extract
 from topiccrawl.scoring.topic import load_topic
@@ -44,9 +48,11 @@ ANCHOR_WEIGHT = 0.7  # the focused spider's ∂
 CONTEXT_WEIGHT = 0.5  # the ``context`` option's weight (docs/learned.md, "The words around the anchor")
 
 
-def load_pages(spec: str) -> tuple[dict, list[str]]:
-    """URL -> (terms, [(target, anchor text, anchor + context)], labels) of every page, and the seeds."""
+def load_pages(spec: str) -> tuple[dict, list[str], list[tuple[str, frozenset]]]:
+    """URL -> (terms, [(target, anchor text, anchor + context, context terms)], labels) of every
+    page, the seeds, and (URL, labels) in the order ``truth:N`` draws its sample from."""
     corpus = open_corpus(spec)
+    sample = [(url, frozenset(corpus.labels(url))) for url in corpus.search_sample(20000)]
     pages = {}
     for url in corpus.iter_urls():
         page = corpus.get(url)
@@ -56,11 +62,24 @@ def load_pages(spec: str) -> tuple[dict, list[str]]:
         pages[url] = (document_terms(ex), [(a.url, a.text, f"{a.text} {a.context}",
                                             tuple(t for t in a.context.split() if len(t) > 1)) for a in ex.anchors],
                       corpus.labels(url))
-    return pages, list(corpus.seeds())
+    return pages, list(corpus.seeds()), sample
 
 
-def crawl(pages: dict, seeds: list[str], topic_path: str, rule: str, budget: int, lag: int) -> dict[int, float]:
-    """Recall at the checkpoints of one simulated crawl."""
+def example_probabilities(pages: dict, sample: list, labels: frozenset) -> tuple[dict[str, float], list[str]]:
+    """P(relevant) of every page under a classifier trained on the 5 pages ``truth:5`` picks (as
+    the crawler's ``TopicCrawl._truth_sample``: seed 1), PU against every page; and those 5."""
+    relevant = [url for url, have in sample if have & labels]
+    examples = random.Random(1).sample(relevant, min(5, len(relevant)))
+    urls = list(pages)
+    everything = hash_terms([pages[u][0] for u in urls])
+    clf = PageClassifier().refit(hash_terms([pages[u][0] for u in examples if u in pages]), everything)
+    return dict(zip(urls, clf.predict_proba(everything)[:, 1].tolist())), examples
+
+
+def crawl(pages: dict, seeds: list[str], topic_path: str, rule: str, budget: int, lag: int,
+          sample: list | None = None) -> dict[int, float]:
+    """Recall at the checkpoints of one simulated crawl (``sample``: :func:`load_pages`' third
+    value, for the example rules)."""
     topic = load_topic(topic_path)
     relevant = {u for u, (_, _, labels) in pages.items() if labels & topic.labels}
     scorer = RelevanceScorer(topic, anchor_weight=ANCHOR_WEIGHT)
@@ -77,10 +96,16 @@ def crawl(pages: dict, seeds: list[str], topic_path: str, rule: str, budget: int
     every = int(every) if every else 1
     name, *options = name.split("+")
     opts = frozenset(options)
-    if name == "wordrank":
-        for terms, _, _ in pages.values():
-            scorer.df.add(terms)
-        ranked = sorted(pages, key=lambda u: -scorer.page_relevance(pages[u][0], update_df=False))
+    if name in ("examplerank", "exampleoracle"):
+        probability, examples = example_probabilities(pages, sample or [], frozenset(topic.labels))
+    if name in ("wordrank", "examplerank"):
+        if name == "wordrank":
+            for terms, _, _ in pages.values():
+                scorer.df.add(terms)
+            score = {u: scorer.page_relevance(pages[u][0], update_df=False) for u in pages}
+        else:  # the examples are fetched, not found: left out
+            score = {u: p for u, p in probability.items() if u not in examples}
+        ranked = sorted(score, key=lambda u: -score[u])
         return {c: len(relevant.intersection(ranked[:c])) / len(relevant) for c in CHECKPOINTS if c <= budget}
     # url -> [R(l), order, anchor terms, shift, truly relevant, context terms, R(anchor), holders' R(P)]
     queue: dict[str, list] = {}
@@ -102,6 +127,8 @@ def crawl(pages: dict, seeds: list[str], topic_path: str, rule: str, budget: int
             url = min(queue, key=lambda u: (not queue[u][4], queue[u][1]))
         elif name == "wordoracle":
             url = min(queue, key=lambda u: (-word_score(u), queue[u][1]))
+        elif name == "exampleoracle":
+            url = min(queue, key=lambda u: (-probability.get(u, 0.0), queue[u][1]))
         else:
             url = min(queue, key=lambda u: (-(queue[u][0] + queue[u][3]), queue[u][1]))
         del queue[url]
@@ -169,10 +196,10 @@ def main(argv=None) -> int:
     ap.add_argument("--lag", type=int, default=16, help="fetched pages whose links are held back (in flight)")
     args = ap.parse_args(argv)
     topics = sorted(glob.glob(args.topics)) or [args.topics]
-    pages, seeds = load_pages(args.web)
+    pages, seeds, sample = load_pages(args.web)
     print(f"{len(pages)} pages, {len(topics)} topic(s), {args.pages} pages per crawl, lag {args.lag}")
     for rule in args.rule or ["bestfirst", "association"]:
-        curves = [crawl(pages, seeds, t, rule, args.pages, args.lag) for t in topics]
+        curves = [crawl(pages, seeds, t, rule, args.pages, args.lag, sample) for t in topics]
         means = {c: statistics.mean(cv[c] for cv in curves) for c in CHECKPOINTS if c <= args.pages}
         per = " ".join(f"{os.path.basename(t).split('.')[0]}:" + "/".join(f"{cv[c]:.2f}" for c in means)
                        for t, cv in zip(topics, curves))
