@@ -76,7 +76,7 @@ class TopicCrawlConfig:
     classifier_guard: bool = False
     examples_background: str = "seeds"
     holder_score: str = "auto"
-    association_score: str = "relevance"
+    association_score: str = "holder"
     dispatch: str = "eager"
     dispatch_margin: float = 1.0
     dispatch_max_wait: float = 1.0
