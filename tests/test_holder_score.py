@@ -1,5 +1,6 @@
 """``TOPICCRAWL_HOLDER_SCORE``: the page term of R(l) (eq. 5) is R(P), or the page classifier's
-P(relevant) once it is fitted (docs/learned.md). Real scoring of real HTML responses through the
+P(relevant) once it is fitted (docs/learned.md); ``TOPICCRAWL_ASSOCIATION_SCORE``: the anchor
+association's page score follows it. Real scoring of real HTML responses through the
 crawl runtime; no web lab is needed to score pages."""
 
 from __future__ import annotations
@@ -16,11 +17,11 @@ ON_TOPIC = "台风 灾害 台风登陆 暴雨 洪水 台风预警 防台风 灾�
 OFF_TOPIC = "股票 基金 市场 投资 收益 银行 利率 经济 指数 财报"
 
 
-def _runtime(mode: str, strategy: str = "bestfirst") -> TopicCrawl:
+def _runtime(mode: str, strategy: str = "bestfirst", **settings) -> TopicCrawl:
     crawler = get_crawler(FocusedSpider, {
         "TOPICCRAWL_WEB": "generated:zh-disaster?pages=1000&seed=1", "TOPICCRAWL_WEB_PROXY": "http://127.0.0.1:9",
         "TOPICCRAWL_STRATEGY": strategy, "TOPICCRAWL_CLASSIFIER": "on", "TOPICCRAWL_HOLDER_SCORE": mode,
-        "TOPICCRAWL_PLOT_ENABLED": False})
+        "TOPICCRAWL_PLOT_ENABLED": False, **settings})
     crawler.spider = crawler._create_spider(topic="台风灾害")
     return TopicCrawl.for_crawler(crawler)
 
@@ -72,6 +73,39 @@ def test_auto_is_the_probability_for_learned_with_example_pages_and_the_relevanc
 def test_an_unknown_holder_score_is_a_config_error():
     with pytest.raises(ConfigError, match="TOPICCRAWL_HOLDER_SCORE"):
         _runtime("both")
+    with pytest.raises(ConfigError, match="TOPICCRAWL_ASSOCIATION_SCORE"):
+        _runtime("auto", "learned", TOPICCRAWL_ASSOCIATION_SCORE="probability")
+
+
+def _association_scores(examples: int, **settings) -> list[tuple[float, float, float, bool]]:
+    """(R(P), P, the score the anchor association was handed, classifier fitted) of 60 pages of a
+    ``learned`` crawl (``TOPICCRAWL_HOLDER_SCORE=auto``) with ``examples`` example pages."""
+    tc = _runtime("auto", "learned", **settings)
+    handed: list[float] = []
+    tc._observe = lambda url, probability, best, anchors, depth, terms, relevance: handed.append(relevance)
+    for _ in range(examples):
+        tc.focus.add_example(ON_TOPIC.split())
+    out = []
+    for i in range(60):
+        item, _ = tc.process_page(_page(i, ON_TOPIC if i % 5 == 0 else OFF_TOPIC), 1, None, "")
+        out.append((item.relevance, item.probability, handed[-1], tc.focus.fitted))
+    return out
+
+
+def test_the_association_judges_pages_by_the_holder_term():
+    """``TOPICCRAWL_ASSOCIATION_SCORE``: ``holder`` (the default) hands the association P where P is
+    R(l)'s holder term (examples, once fitted) and R(P) otherwise; ``relevance`` always R(P)."""
+    with_examples = _association_scores(3)
+    assert _runtime("auto", "learned").config.association_score == "holder"
+    fitted = [row for row in with_examples if row[3]]
+    assert fitted and len(fitted) < len(with_examples)  # it fitted during the run, not at once
+    for relevance, probability, handed, is_fitted in with_examples:
+        assert handed == pytest.approx(probability if is_fitted else relevance, abs=1e-5)
+    assert max(abs(p - r) for r, p, _, _ in fitted) > 0.05  # P and R(P) differ: the check tells them apart
+    for relevance, _, handed, _ in _association_scores(3, TOPICCRAWL_ASSOCIATION_SCORE="relevance"):
+        assert handed == pytest.approx(relevance, abs=1e-5)
+    for relevance, _, handed, _ in _association_scores(0):  # words only: the holder term is R(P)
+        assert handed == pytest.approx(relevance, abs=1e-5)
 
 
 def test_the_focused_spider_weighs_the_anchor_at_0_7_and_wl_keeps_the_paper_s_0_3():
