@@ -31,8 +31,9 @@ smoothed mean P(relevant) of the fetched pages h links to, g the crawl's; a page
 re-prioritises h's queued links (docs/learned.md, "Sibling yield").
 
 Anchor association (``association="anchor"``; the ``learned`` setting's default in memory): the
-priority gets max_t a_t − m over the link's anchor words,
-a_t the smoothed mean R(P) of the fetched pages whose text holds t, m the crawl's mean
+priority gets max_t a_t − m over the link's anchor words, a_t the smoothed mean score of the
+fetched pages whose text holds t (the ``relevance`` given to :meth:`LearnedFrontier.observe_page`:
+the crawler hands R(P), or P where P is R(l)'s holder term), m the crawl's mean
 (:class:`~topiccrawl.learning.association.TermAssociation`); recomputed for the whole queue every
 ``association_every`` pages while it holds at most ``rescore_all`` links, and for the re-scored
 links at each retrain (docs/learned.md, "Anchor words judged by the pages that contain them").
