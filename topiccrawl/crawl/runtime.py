@@ -352,8 +352,8 @@ class TopicCrawl:
     def _observe(self, url: str, probability: float, best: dict, anchors: dict, depth: int,
                  terms: list[str], relevance: float) -> None:
         """Hand a fetched page and its out-links (with their features) to a learning frontier,
-        before the links are queued (with the page's terms and R(P) when it keeps an anchor
-        association)."""
+        before the links are queued (with the page's terms and ``relevance``, the score its anchor
+        association judges terms by: R(P), or P where P is R(l)'s holder term)."""
         frontier = self.frontier
         if frontier is None:
             return
