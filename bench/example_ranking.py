@@ -22,17 +22,11 @@ import os
 import statistics
 from pathlib import Path
 
-from bench.simulate_focus import example_probabilities, load_pages
+from bench.simulate_focus import example_probabilities, load_pages, ranked_recall
 from topiccrawl.learning.classifier import PageClassifier, hash_terms
 from topiccrawl.scoring.topic import load_topic
 
 POINTS = (100, 250, 1000)
-
-
-def share(probability: dict[str, float], relevant: set[str], left_out: list[str], top: int) -> float:
-    """The share of ``relevant`` among the ``top`` pages of highest probability (``left_out`` aside)."""
-    ranked = sorted((u for u in probability if u not in left_out), key=lambda u: -probability[u])[:top]
-    return len(relevant.intersection(ranked)) / len(relevant)
 
 
 def main(argv=None) -> int:
@@ -44,7 +38,7 @@ def main(argv=None) -> int:
     ap.add_argument("--top", type=int, default=250)
     ap.add_argument("--rep", type=int, default=0, help="which repetition's fetch order")
     args = ap.parse_args(argv)
-    pages, _, sample = load_pages(args.web)
+    pages, _, corpus = load_pages(args.web)
     urls = list(pages)
     at = {u: i for i, u in enumerate(urls)}
     everything = hash_terms([pages[u][0] for u in urls])
@@ -56,16 +50,17 @@ def main(argv=None) -> int:
             print(f"{topic.name}: no crawl in {harvest.parent}, skipped")
             continue
         relevant = {u for u in urls if pages[u][2] & frozenset(topic.labels)}
-        probability, examples = example_probabilities(pages, sample, frozenset(topic.labels))
+        probability, examples = example_probabilities(pages, corpus, frozenset(topic.labels), everything)
         positives = everything[[at[u] for u in examples if u in at]]
-        row = [share(probability, relevant, examples, args.top)]
+        row = [ranked_recall(probability, relevant, args.top, examples)]
         with harvest.open(encoding="utf-8") as f:
             fetched = [r["url"] for r in csv.DictReader(f)]
         background = [at[u] for u in topic.seeds if u in at]
         for n in POINTS:
             unlabeled = everything[background + [at[u] for u in fetched[:n] if u in at]]
             clf = PageClassifier().refit(positives, unlabeled)
-            row.append(share(dict(zip(urls, clf.predict_proba(everything)[:, 1].tolist())), relevant, examples, args.top))
+            row.append(ranked_recall(dict(zip(urls, clf.predict_proba(everything)[:, 1].tolist())), relevant,
+                                     args.top, examples))
         for key, value in zip(table, row):
             table[key].append(value)
         print(f"{topic.name:28s} " + " ".join(f"{v:.3f}" for v in row), flush=True)

@@ -179,15 +179,10 @@ def topic_without_words(topic: Topic, examples: list[str] | None = None) -> str:
 
 
 def truth_examples(spec: str, labels, n: int, seed: int = 1) -> list[str]:
-    """The pages ``-a examples=truth:N`` picks (topiccrawl/crawl/runtime.py, ``_truth_sample``
-    with seed 1): a seeded sample of the truly relevant pages among the corpus's search sample."""
-    import random
-
+    """The pages ``-a examples=truth:N`` picks (``Corpus.truth_sample`` with seed 1)."""
     from topiccrawl.weblab.corpus import open_corpus
 
-    corpus = open_corpus(spec)
-    relevant = [u for u in corpus.search_sample(20000) if corpus.labels(u) & labels]
-    return random.Random(seed).sample(relevant, min(n, len(relevant)))
+    return open_corpus(spec).truth_sample(labels, n, seed)
 
 
 def resolve_topics(spec: str) -> list[str]:

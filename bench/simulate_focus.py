@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import glob
 import os
-import random
 import statistics
 from collections import deque
 
@@ -41,18 +40,17 @@ from topiccrawl.learning.classifier import PageClassifier, hash_terms
 from topiccrawl.scoring.relevance import RelevanceScorer
 from topiccrawl.scoring.text import document_terms, extract
 from topiccrawl.scoring.topic import load_topic
-from topiccrawl.weblab.corpus import open_corpus
+from topiccrawl.weblab.corpus import Corpus, open_corpus
 
 CHECKPOINTS = (100, 250, 500, 1000)
 ANCHOR_WEIGHT = 0.7  # the focused spider's ∂
 CONTEXT_WEIGHT = 0.5  # the ``context`` option's weight (docs/learned.md, "The words around the anchor")
 
 
-def load_pages(spec: str) -> tuple[dict, list[str], list[tuple[str, frozenset]]]:
+def load_pages(spec: str) -> tuple[dict, list[str], Corpus]:
     """URL -> (terms, [(target, anchor text, anchor + context, context terms)], labels) of every
-    page, the seeds, and (URL, labels) in the order ``truth:N`` draws its sample from."""
+    page, the seeds, and the corpus (for ``truth:N`` picks)."""
     corpus = open_corpus(spec)
-    sample = [(url, frozenset(corpus.labels(url))) for url in corpus.search_sample(20000)]
     pages = {}
     for url in corpus.iter_urls():
         page = corpus.get(url)
@@ -62,23 +60,31 @@ def load_pages(spec: str) -> tuple[dict, list[str], list[tuple[str, frozenset]]]
         pages[url] = (document_terms(ex), [(a.url, a.text, f"{a.text} {a.context}",
                                             tuple(t for t in a.context.split() if len(t) > 1)) for a in ex.anchors],
                       corpus.labels(url))
-    return pages, list(corpus.seeds()), sample
+    return pages, list(corpus.seeds()), corpus
 
 
-def example_probabilities(pages: dict, sample: list, labels: frozenset) -> tuple[dict[str, float], list[str]]:
-    """P(relevant) of every page under a classifier trained on the 5 pages ``truth:5`` picks (as
-    the crawler's ``TopicCrawl._truth_sample``: seed 1), PU against every page; and those 5."""
-    relevant = [url for url, have in sample if have & labels]
-    examples = random.Random(1).sample(relevant, min(5, len(relevant)))
+def example_probabilities(pages: dict, corpus: Corpus, labels: frozenset,
+                          everything=None) -> tuple[dict[str, float], list[str]]:
+    """P(relevant) of every page under a classifier trained on the 5 pages ``-a examples=truth:5``
+    picks (``Corpus.truth_sample``, seed 1), PU against every page; and those 5. ``everything``:
+    the pages' :func:`hash_terms` matrix in ``pages`` order, when the caller has it."""
+    examples = corpus.truth_sample(labels, 5, seed=1)
     urls = list(pages)
-    everything = hash_terms([pages[u][0] for u in urls])
+    if everything is None:
+        everything = hash_terms([pages[u][0] for u in urls])
     clf = PageClassifier().refit(hash_terms([pages[u][0] for u in examples if u in pages]), everything)
     return dict(zip(urls, clf.predict_proba(everything)[:, 1].tolist())), examples
 
 
+def ranked_recall(score: dict[str, float], relevant: set[str], n: int, left_out=()) -> float:
+    """The share of ``relevant`` among the ``n`` pages of highest ``score`` (``left_out`` aside)."""
+    ranked = sorted((u for u in score if u not in left_out), key=lambda u: -score[u])[:n]
+    return len(relevant.intersection(ranked)) / len(relevant)
+
+
 def crawl(pages: dict, seeds: list[str], topic_path: str, rule: str, budget: int, lag: int,
-          sample: list | None = None) -> dict[int, float]:
-    """Recall at the checkpoints of one simulated crawl (``sample``: :func:`load_pages`' third
+          corpus: Corpus | None = None) -> dict[int, float]:
+    """Recall at the checkpoints of one simulated crawl (``corpus``: :func:`load_pages`' third
     value, for the example rules)."""
     topic = load_topic(topic_path)
     relevant = {u for u, (_, _, labels) in pages.items() if labels & topic.labels}
@@ -97,16 +103,14 @@ def crawl(pages: dict, seeds: list[str], topic_path: str, rule: str, budget: int
     name, *options = name.split("+")
     opts = frozenset(options)
     if name in ("examplerank", "exampleoracle"):
-        probability, examples = example_probabilities(pages, sample or [], frozenset(topic.labels))
-    if name in ("wordrank", "examplerank"):
-        if name == "wordrank":
-            for terms, _, _ in pages.values():
-                scorer.df.add(terms)
-            score = {u: scorer.page_relevance(pages[u][0], update_df=False) for u in pages}
-        else:  # the examples are fetched, not found: left out
-            score = {u: p for u, p in probability.items() if u not in examples}
-        ranked = sorted(score, key=lambda u: -score[u])
-        return {c: len(relevant.intersection(ranked[:c])) / len(relevant) for c in CHECKPOINTS if c <= budget}
+        probability, examples = example_probabilities(pages, corpus, frozenset(topic.labels))
+    if name == "wordrank":
+        for terms, _, _ in pages.values():
+            scorer.df.add(terms)
+        score = {u: scorer.page_relevance(pages[u][0], update_df=False) for u in pages}
+        return {c: ranked_recall(score, relevant, c) for c in CHECKPOINTS if c <= budget}
+    if name == "examplerank":  # the examples are fetched, not found: left out
+        return {c: ranked_recall(probability, relevant, c, examples) for c in CHECKPOINTS if c <= budget}
     # url -> [R(l), order, anchor terms, shift, truly relevant, context terms, R(anchor), holders' R(P)]
     queue: dict[str, list] = {}
     seen, held, order = set(), deque(), 0
@@ -196,10 +200,10 @@ def main(argv=None) -> int:
     ap.add_argument("--lag", type=int, default=16, help="fetched pages whose links are held back (in flight)")
     args = ap.parse_args(argv)
     topics = sorted(glob.glob(args.topics)) or [args.topics]
-    pages, seeds, sample = load_pages(args.web)
+    pages, seeds, corpus = load_pages(args.web)
     print(f"{len(pages)} pages, {len(topics)} topic(s), {args.pages} pages per crawl, lag {args.lag}")
     for rule in args.rule or ["bestfirst", "association"]:
-        curves = [crawl(pages, seeds, t, rule, args.pages, args.lag, sample) for t in topics]
+        curves = [crawl(pages, seeds, t, rule, args.pages, args.lag, corpus) for t in topics]
         means = {c: statistics.mean(cv[c] for cv in curves) for c in CHECKPOINTS if c <= args.pages}
         per = " ".join(f"{os.path.basename(t).split('.')[0]}:" + "/".join(f"{cv[c]:.2f}" for c in means)
                        for t, cv in zip(topics, curves))

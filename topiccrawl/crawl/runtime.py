@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 import os
-import random
 import re
 import tempfile
 import weakref
@@ -271,8 +270,7 @@ class TopicCrawl:
     def _truth_sample(self, n: int, seed: int) -> list[str]:
         if self.corpus is None or not self.topic.labels:
             raise ValueError(f"truth:{n} needs an offline web and a topic with evaluation labels")
-        relevant = [u for u in self.corpus.search_sample(20000) if self.corpus.labels(u) & self.topic.labels]
-        return random.Random(seed).sample(relevant, min(n, len(relevant)))
+        return self.corpus.truth_sample(self.topic.labels, n, seed)
 
     def use_shared_store(self, shared, graph) -> None:
         """Count pages and keep the link graph in a shared store (the Redis scheduler at open):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import abc
 import importlib
+import random
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -117,6 +118,12 @@ class Corpus(abc.ABC):
             if i >= limit:
                 return
             yield url
+
+    def truth_sample(self, labels, n: int, seed: int) -> list[str]:
+        """``truth:N``: a seeded pick of ``n`` pages whose labels meet ``labels``, from the
+        :meth:`search_sample` (seed 0 for ``seeds=truth:N``, 1 for ``examples=truth:N``)."""
+        relevant = [u for u in self.search_sample(20000) if self.labels(u) & labels]
+        return random.Random(seed).sample(relevant, min(n, len(relevant)))
 
     def describe(self) -> dict:
         """Facts printed by ``scrapy serveweb`` and recorded in benchmark results."""
