@@ -18,7 +18,8 @@ Variants (``--variants``): ``bfs``, ``bestfirst``, ``wl`` (the focused spider's 
 ``learned`` (the topic's words), ``learned-examples`` (a temporary copy of the topic file without
 ``[words]`` and ``beta`` -- same name, labels and seeds -- plus ``-a examples=truth:5``; if the topic
 loader refuses a file with neither words nor examples, the copy lists that same pick as its
-``examples``, and results.md says so) and ``oracle``.
+``examples``, and results.md says so), ``learned-both`` (the topic's words *and* ``-a examples=truth:5``,
+the same pick) and ``oracle``.
 Repetition r sets the variant's RNG seed setting to r (``TOPICCRAWL_WL_SEED``,
 ``TOPICCRAWL_LEARNED_SEED``; r = 0 is the default configuration); nothing else changes between
 repetitions (the ``truth:5`` pick has a fixed seed), so the variants without a seed setting repeat
@@ -83,6 +84,7 @@ VARIANTS = {
     "wl": Variant("wl", "TOPICCRAWL_WL_SEED"),
     "learned": Variant("learned", "TOPICCRAWL_LEARNED_SEED"),
     "learned-examples": Variant("learned", "TOPICCRAWL_LEARNED_SEED", (f"examples={EXAMPLES}",), words=False),
+    "learned-both": Variant("learned", "TOPICCRAWL_LEARNED_SEED", (f"examples={EXAMPLES}",)),
     "oracle": Variant("oracle"),
 }
 DEFAULT_VARIANTS = "bfs,bestfirst,wl,learned,learned-examples,oracle"
