@@ -10,6 +10,7 @@ import math
 import jieba
 import pytest
 
+from bench.compare_runs import paired, topic_means
 from bench.learned_focus import (
     VARIANTS,
     averaged,
@@ -148,15 +149,18 @@ def test_summaries_give_ratios_to_the_oracle_and_self_assessment_errors(tmp_path
 
 
 def test_plan_varies_only_the_seed_settings_and_strips_words_for_examples(tmp_path):
-    jobs = plan({"t": ("t.toml", "t-nowords.toml")}, ["bestfirst", "learned-examples", "wl"], 2,
+    jobs = plan({"t": ("t.toml", "t-nowords.toml")}, ["bestfirst", "learned-examples", "wl", "learned-both"], 2,
                 ["TOPICCRAWL_CLASSIFIER=on"], ["seeds=truth:3"], tmp_path)
-    assert len(jobs) == 6 and [j.rep for j in jobs] == [0, 0, 0, 1, 1, 1]
+    assert len(jobs) == 8 and [j.rep for j in jobs] == [0, 0, 0, 0, 1, 1, 1, 1]
     by = {(j.variant, j.rep): j for j in jobs}
     assert by["bestfirst", 0].settings == by["bestfirst", 1].settings == ("TOPICCRAWL_CLASSIFIER=on",)
     assert by["wl", 1].settings == ("TOPICCRAWL_WL_SEED=1", "TOPICCRAWL_CLASSIFIER=on")
     assert by["learned-examples", 1].settings[0] == "TOPICCRAWL_LEARNED_SEED=1"
     assert by["learned-examples", 0].topic_arg == "t-nowords.toml" and by["bestfirst", 0].topic_arg == "t.toml"
     assert by["learned-examples", 0].args == ("examples=truth:5", "seeds=truth:3")
+    # words and examples: the topic as written, the same truth:5 pick
+    assert by["learned-both", 1].topic_arg == "t.toml" and by["learned-both", 1].args == by["learned-examples", 1].args
+    assert by["learned-both", 1].settings == by["learned-examples", 1].settings
     assert by["wl", 1].out == tmp_path / "runs" / "t" / "wl-1"
 
 
@@ -286,3 +290,35 @@ def test_replay_of_an_examples_only_crawl_adds_its_examples_and_registers_the_de
 
     with pytest.raises(SystemExit, match="was not given examples=truth:N"):
         main([str(out), "--variant", "learned", "--examples", "--rule", "base"])
+
+
+def test_compare_runs_pairs_topic_means_and_tests_the_differences(tmp_path):
+    # six topics; AFTER finds one more relevant page at 2 pages on every topic but the last, which
+    # it finds at the same rate; two repetitions in BEFORE, one in AFTER
+    for i in range(6):
+        for rep in (0, 1):
+            write_run(tmp_path / "before" / "runs" / f"t{i}" / f"learned-{rep}",
+                      [(1, 0, 0.0, 0, 0.1), (2, 0, 0.0, rep, 0.2)],
+                      **{"topiccrawl/classifier/expected_harvest": 0.2})
+        gain = 0 if i == 5 else 1
+        write_run(tmp_path / "after" / "runs" / f"t{i}" / "learned-0",
+                  [(1, 0, 0.0, 0, 0.1), (2, 0, 0.0, 1 + gain, 0.9)], **{"topiccrawl/classifier/expected_harvest": 0.9})
+    # a topic only one side has is left out, and so are other variants' runs
+    write_run(tmp_path / "after" / "runs" / "extra" / "learned-0", [(1, 0, 0.0, 1, 0.1)])
+    write_run(tmp_path / "before" / "runs" / "t0" / "oracle-0", [(1, 1, 1.0, 1, "")])
+    before = topic_means(str(tmp_path / "before"), "learned")
+    after = topic_means(str(tmp_path / "after"), "learned")
+    assert before["t0"]["n"] == 2 and after["t0"]["n"] == 1 and "extra" not in before
+    # a crawl of 2 pages keeps its last recall at every checkpoint: before (0 + 0.1) / 2, after 0.2
+    assert before["t0"][100] == pytest.approx(0.05) and after["t0"][1000] == pytest.approx(0.2)
+    assert after["t5"][250] == pytest.approx(0.1)
+    # the true harvest rate at the last page: 0 / 2 and 1 / 2 in BEFORE (self-assessed 0.2), 2 / 2 in AFTER (0.9)
+    assert before["t1"]["err"] == pytest.approx((0.2 + 0.3) / 2) and after["t1"]["err"] == pytest.approx(0.1)
+    s = paired(before, after, 250)
+    assert s["topics"] == 6 and s["higher"] == 6 and s["lower"] == 0
+    assert s["diff"] == pytest.approx((5 * 0.15 + 0.05) / 6)
+    # six positive differences: the exact two-sided signed-rank p is 2 / 2**6
+    assert s["p"] == pytest.approx(2 / 64)
+    e = paired(before, after, "err")
+    # t5's rate stays 1 / 2, so its error rises to |0.9 - 0.5|: lower on five topics, higher on one
+    assert e["higher"] == 1 and e["lower"] == 5 and e["diff"] == pytest.approx((5 * -0.15 + 0.15) / 6)

@@ -1,0 +1,90 @@
+"""Paired comparison of two sets of crawls of the same topics (docs/learned.md, "Judging a criterion").
+
+    python -m bench.compare_runs BEFORE AFTER [--variant learned] [--variant-after NAME]
+
+BEFORE and AFTER are ``bench.learned_focus`` output folders (``runs/<topic>/<variant>-<rep>/``).
+Per topic, the mean over the repetitions of the target recall at 100 / 250 / 500 / 1,000 pages
+and of |self-assessed − true harvest rate| at the last page; then, over the topics both folders
+hold, the two means, the mean difference, on how many topics AFTER is higher / lower, and the two-sided
+Wilcoxon signed-rank p-value of the paired differences (``scipy.stats.wilcoxon``; zero differences
+dropped). A criterion for a behaviour change can then ask for a gain *and* a paired test, instead of
+a mean over a few topics that the spread between repetitions alone can move by 0.02.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import statistics
+from pathlib import Path
+
+from scipy.stats import wilcoxon
+
+from bench.strategies import at, load_run
+
+CHECKPOINTS = (100, 250, 500, 1000)
+
+
+def topic_means(root: str, variant: str) -> dict[str, dict]:
+    """Topic -> {checkpoint: mean recall, "err": mean |self-assessed − true|, "n": runs}."""
+    out = {}
+    for tdir in sorted(glob.glob(os.path.join(root, "runs", "*"))):
+        runs = [load_run(Path(r), variant) for r in sorted(glob.glob(os.path.join(tdir, f"{variant}-[0-9]*")))
+                if os.path.exists(os.path.join(r, "stats.json"))]
+        if not runs:
+            continue
+        res: dict = {"n": len(runs)}
+        for c in CHECKPOINTS:
+            # a crawl that stopped before c (its frontier ran dry) keeps its last recall
+            res[c] = statistics.fmean(at(r["curve"], c, 2) if at(r["curve"], c, 2) is not None else r["curve"][-1][2]
+                                      for r in runs)
+        res["err"] = statistics.fmean(abs((r["expected_harvest"] or 0.0) - r["curve"][-1][1]) for r in runs)
+        out[os.path.basename(tdir)] = res
+    return out
+
+
+def paired(before: dict, after: dict, key) -> dict:
+    """Means, mean difference, counts of higher / lower and the Wilcoxon p-value over common topics."""
+    topics = [t for t in before if t in after]
+    a = [before[t][key] for t in topics]
+    b = [after[t][key] for t in topics]
+    diffs = [y - x for x, y in zip(a, b)]
+    nonzero = [d for d in diffs if abs(d) > 1e-12]
+    p = float(wilcoxon(nonzero).pvalue) if len(nonzero) >= 2 else 1.0
+    return {"topics": len(topics), "before": statistics.fmean(a), "after": statistics.fmean(b),
+            "diff": statistics.fmean(diffs), "higher": sum(d > 1e-12 for d in diffs),
+            "lower": sum(d < -1e-12 for d in diffs), "p": p}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("before")
+    ap.add_argument("after")
+    ap.add_argument("--variant", default="learned", help="variant name in BEFORE (and AFTER)")
+    ap.add_argument("--variant-after", help="variant name in AFTER, when it differs")
+    args = ap.parse_args(argv)
+    before = topic_means(args.before, args.variant)
+    after = topic_means(args.after, args.variant_after or args.variant)
+    common = [t for t in before if t in after]
+    if not common:
+        raise SystemExit(f"no topic has {args.variant} runs in both {args.before} and {args.after}")
+    keys = (*CHECKPOINTS, "err")
+    print("| topic | runs | " + " | ".join(f"recall@{c}" for c in CHECKPOINTS) + " | self-assessment error |")
+    print("|---|---|" + "---|" * len(keys))
+    for t in common:
+        cells = " | ".join(f"{before[t][k]:.3f} → {after[t][k]:.3f}" for k in keys)
+        print(f"| {t} | {before[t]['n']} / {after[t]['n']} | {cells} |")
+    print()
+    print("| measure | topics | before | after | difference | higher / lower after | Wilcoxon p |")
+    print("|---|---|---|---|---|---|---|")
+    for k in keys:
+        s = paired(before, after, k)
+        name = f"recall@{k}" if k != "err" else "self-assessment error (lower is better)"
+        print(f"| {name} | {s['topics']} | {s['before']:.3f} | {s['after']:.3f} | {s['diff']:+.3f} | "
+              f"{s['higher']} / {s['lower']} | {s['p']:.3f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
