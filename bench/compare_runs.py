@@ -39,14 +39,19 @@ def topic_means(root: str, variant: str) -> dict[str, dict]:
             # a crawl that stopped before c (its frontier ran dry) keeps its last recall
             res[c] = statistics.fmean(at(r["curve"], c, 2) if at(r["curve"], c, 2) is not None else r["curve"][-1][2]
                                       for r in runs)
-        res["err"] = statistics.fmean(abs((r["expected_harvest"] or 0.0) - r["curve"][-1][1]) for r in runs)
+        # a strategy without the page classifier reports no self-assessed P̄: no error then
+        res["err"] = (None if any(r["expected_harvest"] is None for r in runs) else
+                      statistics.fmean(abs(r["expected_harvest"] - r["curve"][-1][1]) for r in runs))
         out[os.path.basename(tdir)] = res
     return out
 
 
 def paired(before: dict, after: dict, key) -> dict:
-    """Means, mean difference, counts of higher / lower and the Wilcoxon p-value over common topics."""
-    topics = [t for t in before if t in after]
+    """Means, mean difference, counts of higher / lower and the Wilcoxon p-value over common topics
+    (those where both sides have the measure)."""
+    topics = [t for t in before if t in after and before[t][key] is not None and after[t][key] is not None]
+    if not topics:
+        return {"topics": 0}
     a = [before[t][key] for t in topics]
     b = [after[t][key] for t in topics]
     diffs = [y - x for x, y in zip(a, b)]
@@ -55,6 +60,10 @@ def paired(before: dict, after: dict, key) -> dict:
     return {"topics": len(topics), "before": statistics.fmean(a), "after": statistics.fmean(b),
             "diff": statistics.fmean(diffs), "higher": sum(d > 1e-12 for d in diffs),
             "lower": sum(d < -1e-12 for d in diffs), "p": p}
+
+
+def _f(value) -> str:
+    return "–" if value is None else f"{value:.3f}"
 
 
 def main(argv=None) -> int:
@@ -73,7 +82,7 @@ def main(argv=None) -> int:
     print("| topic | runs | " + " | ".join(f"recall@{c}" for c in CHECKPOINTS) + " | self-assessment error |")
     print("|---|---|" + "---|" * len(keys))
     for t in common:
-        cells = " | ".join(f"{before[t][k]:.3f} → {after[t][k]:.3f}" for k in keys)
+        cells = " | ".join(f"{_f(before[t][k])} → {_f(after[t][k])}" for k in keys)
         print(f"| {t} | {before[t]['n']} / {after[t]['n']} | {cells} |")
     print()
     print("| measure | topics | before | after | difference | higher / lower after | Wilcoxon p |")
@@ -81,6 +90,9 @@ def main(argv=None) -> int:
     for k in keys:
         s = paired(before, after, k)
         name = f"recall@{k}" if k != "err" else "self-assessment error (lower is better)"
+        if not s["topics"]:
+            print(f"| {name} | 0 | – | – | – | – | – |")
+            continue
         print(f"| {name} | {s['topics']} | {s['before']:.3f} | {s['after']:.3f} | {s['diff']:+.3f} | "
               f"{s['higher']} / {s['lower']} | {s['p']:.3f} |")
     return 0

@@ -319,6 +319,10 @@ def test_compare_runs_pairs_topic_means_and_tests_the_differences(tmp_path):
     assert s["diff"] == pytest.approx((5 * 0.15 + 0.05) / 6)
     # six positive differences: the exact two-sided signed-rank p is 2 / 2**6
     assert s["p"] == pytest.approx(2 / 64)
+    # a strategy without the page classifier has no self-assessed P̄: no error, and nothing to pair
+    write_run(tmp_path / "before" / "runs" / "t0" / "bestfirst-0", [(1, 0, 0.0, 0, "")])
+    assert topic_means(str(tmp_path / "before"), "bestfirst")["t0"]["err"] is None
+    assert paired(topic_means(str(tmp_path / "before"), "bestfirst"), after, "err") == {"topics": 0}
     e = paired(before, after, "err")
     # t5's rate stays 1 / 2, so its error rises to |0.9 - 0.5|: lower on five topics, higher on one
     assert e["higher"] == 1 and e["lower"] == 5 and e["diff"] == pytest.approx((5 * -0.15 + 0.15) / 6)
