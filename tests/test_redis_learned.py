@@ -26,8 +26,8 @@ OPTIONS = {"learned_retrain_every": "20", "learned_epsilon": "0", "learned_seed"
 LEASE = {"lease_seconds": 30.0, "budget": 0}
 
 
-def _frontier(client, worker: str, crawl: str = "lr", options=None, **lease) -> RedisLearnedFrontier:
-    return make_redis_frontier(client, crawl_keys(crawl), "learned", options or OPTIONS,
+def _frontier(client, worker: str, crawl: str = "lr", options=None, shared=None, **lease) -> RedisLearnedFrontier:
+    return make_redis_frontier(client, crawl_keys(crawl), "learned", options or OPTIONS, shared=shared,
                                **{**LEASE, **lease, "worker": worker})
 
 
@@ -207,6 +207,13 @@ def test_other_options_are_refused_with_one_line(redis_server):
     _frontier(client, "a")
     with pytest.raises(ConfigError, match="learned model of this crawl runs with options"):
         _frontier(client, "b", options={**OPTIONS, "learned_hops": "2"})
+    # crawl settings outside the options that the scheduler claims with them (the page scores the
+    # shared model and association are fed) are compared too
+    scores = {"holder_score": "auto", "association_score": "holder"}
+    _frontier(client, "a", crawl="sc", shared=scores)
+    _frontier(client, "b", crawl="sc", shared=dict(scores))
+    with pytest.raises(ConfigError, match="association_score"):
+        _frontier(client, "c", crawl="sc", shared={**scores, "association_score": "relevance"})
 
 
 # -- end to end -------------------------------------------------------------------------------------
@@ -222,11 +229,11 @@ def slow_lab():
         yield running
 
 
-def _start(tmp_path, name: str, redis_url: str, proxy: str, budget: int):
+def _start(tmp_path, name: str, redis_url: str, proxy: str, budget: int, **extra):
     settings = {"TOPICCRAWL_STORE": "redis", "TOPICCRAWL_REDIS_URL": redis_url, "TOPICCRAWL_CRAWL_ID": "lrn",
                 "TOPICCRAWL_WEB": WEB, "TOPICCRAWL_WEB_PROXY": proxy, "TOPICCRAWL_PROGRESS_INTERVAL": "0",
                 "TOPICCRAWL_PLOT_ENABLED": "false", "TOPICCRAWL_IDLE_TIMEOUT": "30",
-                "TOPICCRAWL_LEARNED_RETRAIN_EVERY": "50", "CONCURRENT_REQUESTS": "4"}
+                "TOPICCRAWL_LEARNED_RETRAIN_EVERY": "50", "CONCURRENT_REQUESTS": "4", **extra}
     return start_worker(tmp_path, name, "focused",
                         ["-a", "topic=台风灾害", "-a", "strategy=learned", "-a", f"max_pages={budget}"], settings)
 
@@ -285,6 +292,25 @@ def test_two_scrapy_workers_crawl_with_one_model_and_a_late_worker_starts_from_i
           f"model {client.memory_usage('topiccrawl:lrn:learned:model')}, "
           f"term statistics {sum(client.memory_usage(f'topiccrawl:lrn:learned:terms:{x}') for x in 'ns')} "
           f"for {client.hlen('topiccrawl:lrn:learned:terms:n')} terms")
+
+
+def test_a_worker_judging_pages_by_another_score_is_refused_with_one_line(tmp_path, redis_server, slow_lab):
+    # the first worker claims the crawl's model with the default page scores
+    crawl = {"TOPICCRAWL_CRAWL_ID": "lrn-scores"}
+    (first,) = [_start(tmp_path, "first", redis_server.url, slow_lab.proxy_url, 20, **crawl)]
+    (stats,) = _finish([first])
+    assert stats["topiccrawl/global/dp"] == 20
+    # a second worker started with another TOPICCRAWL_ASSOCIATION_SCORE would feed the shared
+    # association a second scale: it stops at once, one ERROR line, no traceback, nothing fetched
+    second = _start(tmp_path, "second", redis_server.url, slow_lab.proxy_url, 40,
+                    TOPICCRAWL_ASSOCIATION_SCORE="relevance", **crawl)
+    second.wait(300)
+    log = second.log.read_text()
+    assert second.returncode == 0 and "Traceback" not in log, log[-3000:]
+    errors = [line for line in log.splitlines() if " ERROR: " in line]
+    assert len(errors) == 1 and "runs with options" in errors[0] and '"association_score": "holder"' in errors[0], errors
+    after = json.loads((second.out / "stats.json").read_text(encoding="utf-8"))
+    assert after["finish_reason"] == "redis_refused" and not _urls(second)
 
 
 ANCHOR = {**OPTIONS, "learned_association": "anchor", "learned_rescore_all": "4096"}

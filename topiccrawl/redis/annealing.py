@@ -165,12 +165,16 @@ class RedisFCSAHostFrontier(RedisSAFrontier):
 
 
 def make_redis_frontier(client, keys: dict[str, str], strategy: str, options, is_relevant=None,
-                        **lease) -> RedisFrontier:
+                        shared: dict | None = None, **lease) -> RedisFrontier:
     """The shared frontier of ``strategy`` (``options``: its options object, from
     ``crawl.settings.strategy_options``, or a settings mapping); ``lease``: lease_seconds, budget,
-    worker. Bad options raise the memory factories' one-line errors (FrontierError / ConfigError)."""
+    worker; ``shared``: crawl settings that ``learned`` claims beside its options
+    (:meth:`RedisLearnedFrontier.from_options`). Bad options raise the memory factories' one-line
+    errors (FrontierError / ConfigError)."""
     kinds = {"wl": RedisWLFrontier, "sa": RedisSAFrontier, "fcsa-host": RedisFCSAHostFrontier,
              "learned": RedisLearnedFrontier}
+    if strategy == "learned":
+        return RedisLearnedFrontier.from_options(client, keys, options, shared=shared, **lease)
     if strategy in kinds:
         return kinds[strategy].from_options(client, keys, options, **lease)
     return RedisFrontier(client, keys, strategy, is_relevant, **lease)

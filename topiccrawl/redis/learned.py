@@ -208,8 +208,12 @@ class RedisLearnedFrontier(RedisFrontier):
         self.start_version = self.model.version_
 
     @classmethod
-    def from_options(cls, client, keys: dict[str, str], options, **lease) -> RedisLearnedFrontier:
-        """From the ``TOPICCRAWL_LEARNED_*`` options, checked by the memory factory (one-line errors)."""
+    def from_options(cls, client, keys: dict[str, str], options, shared: dict | None = None,
+                     **lease) -> RedisLearnedFrontier:
+        """From the ``TOPICCRAWL_LEARNED_*`` options, checked by the memory factory (one-line errors).
+        ``shared``: crawl settings outside those options that shape what the workers share (the
+        scheduler's ``TOPICCRAWL_HOLDER_SCORE`` and ``TOPICCRAWL_ASSOCIATION_SCORE``: the page score
+        the link model and the shared association are fed), claimed with them."""
         options = LearnedOptions.coerce(options)
         if options.learned_siblings != "off":
             raise FrontierError("TOPICCRAWL_LEARNED_SIBLINGS is not available with TOPICCRAWL_STORE=redis yet "
@@ -217,7 +221,8 @@ class RedisLearnedFrontier(RedisFrontier):
         memory = make_learned(options)
         return cls(client, keys, model=memory.model, epsilon=memory.epsilon, rescore_all=memory.rescore_all,
                    rescore_top=memory.rescore_top, rescore_sample=memory.rescore_sample, seed=options.learned_seed,
-                   max_pending=memory.max_pending, host_strength=memory.host_strength, options=asdict(options),
+                   max_pending=memory.max_pending, host_strength=memory.host_strength,
+                   options={**asdict(options), **(shared or {})},
                    explore_sample=memory.explore_sample,
                    association="off" if memory.association is None else "anchor",
                    association_every=memory.association_every,
