@@ -5,7 +5,9 @@
 Fills the queue through the public path (``observe_page`` with 50 out-links per page, then
 ``push``), fits the model on a planted signal, then runs a steady crawl: pop one link, observe its
 page (10 out-links), push them, a retrain (with its bounded re-scoring of M + R links) every 100
-pages. Prints CPU time (``time.process_time``) per part, and best-first's at the same size.
+pages. Prints CPU time (``time.process_time``) per part, and best-first's at the same size; the
+decision (one push + one pop + the re-scoring share) also per block of 500 pages, median and range,
+since single runs of one code have spread by a factor of two (docs/benchmarks.md).
 As in ``bench.bench_decisions``, the filled queue is moved out of the cyclic GC's view
 (``gc.freeze``) before the steady state, so full collections re-scanning the set-up objects do not
 count; ``--no-freeze`` includes them. The anchor association is on, as in a crawl (each page
@@ -14,6 +16,7 @@ reports 50 terms, each link its anchor's words); ``--no-association`` turns it o
 import gc
 import random
 import resource
+import statistics
 import sys
 import time
 
@@ -118,6 +121,8 @@ def timed_retrain():
 f.model.retrain = timed_retrain
 t_pop = t_push = t_obs = 0.0
 pops = pushes = 0
+BLOCK = 500  # pages per block: five retrains each
+blocks, mark = [], (0.0, 0.0, 0.0, 0, 0)
 for step in range(STEPS):
     t0 = clock()
     link = f.pop()
@@ -133,6 +138,11 @@ for step in range(STEPS):
         f.push(Link(url, feat.score))
         pushes += 1
     t_push += clock() - t0
+    if (step + 1) % BLOCK == 0:  # one push + one pop + the re-scoring share, within this block
+        now = (t_pop, t_push, rescore_time[0], pops, pushes)
+        d = [a - b for a, b in zip(now, mark)]
+        blocks.append((d[0] / d[3] + d[1] / d[4] + d[2] / d[3]) * 1e6)
+        mark = now
 st = f.stats()
 t_obs_only = t_obs - rescore_time[0] - retrain_time
 print(f"steady state at ~{len(f):,} queued, {STEPS} pages, {st['learned/retrains']} retrains, {st['learned/rescored']:,} re-scored in all")  # noqa: E501
@@ -140,6 +150,9 @@ print(f"  pop {t_pop / pops * 1e6:.2f} us, push {t_push / pushes * 1e6:.2f} us")
 print(f"  re-scoring {rescore_time[0] / max(1, STEPS // 100) * 1e3:.1f} ms per retrain = {rescore_time[0] / pops * 1e6:.2f} us per pop")  # noqa: E501
 print(f"  decision (pop + push + re-scoring share): {(t_pop + t_push + rescore_time[0]) / pops * 1e6:.2f} us per pop, "
       f"{(t_pop + t_push + rescore_time[0]) / (pops + pushes) * 1e6:.2f} us per push-or-pop")
+if blocks:
+    print(f"  one push + one pop + the re-scoring share, per block of {BLOCK} pages: median "
+          f"{statistics.median(blocks):.1f} us (range {min(blocks):.1f}-{max(blocks):.1f}, {len(blocks)} blocks)")
 print(f"  model retrain (off the decision path) {retrain_time / max(1, STEPS // 100) * 1e3:.1f} ms each; "
       f"observe_page encoding {t_obs_only / pops * 1e3:.2f} ms per page (10 links)")
 print(f"max RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
