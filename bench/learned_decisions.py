@@ -152,7 +152,8 @@ print(f"  decision (pop + push + re-scoring share): {(t_pop + t_push + rescore_t
       f"{(t_pop + t_push + rescore_time[0]) / (pops + pushes) * 1e6:.2f} us per push-or-pop")
 if blocks:
     print(f"  one push + one pop + the re-scoring share, per block of {BLOCK} pages: median "
-          f"{statistics.median(blocks):.1f} us (range {min(blocks):.1f}-{max(blocks):.1f}, {len(blocks)} blocks)")
+          f"{statistics.median(blocks):.1f} us (range {min(blocks):.1f}-{max(blocks):.1f}, {len(blocks)} blocks: "
+          + " ".join(f"{b:.0f}" for b in blocks) + ")")
 print(f"  model retrain (off the decision path) {retrain_time / max(1, STEPS // 100) * 1e3:.1f} ms each; "
       f"observe_page encoding {t_obs_only / pops * 1e3:.2f} ms per page (10 links)")
 print(f"max RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
