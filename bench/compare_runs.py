@@ -21,7 +21,8 @@ from pathlib import Path
 
 from scipy.stats import wilcoxon
 
-from bench.strategies import at, load_run
+from bench.learned_focus import value_at
+from bench.strategies import load_run
 
 CHECKPOINTS = (100, 250, 500, 1000)
 
@@ -35,10 +36,8 @@ def topic_means(root: str, variant: str) -> dict[str, dict]:
         if not runs:
             continue
         res: dict = {"n": len(runs)}
-        for c in CHECKPOINTS:
-            # a crawl that stopped before c (its frontier ran dry) keeps its last recall
-            res[c] = statistics.fmean(at(r["curve"], c, 2) if at(r["curve"], c, 2) is not None else r["curve"][-1][2]
-                                      for r in runs)
+        for c in CHECKPOINTS:  # a crawl that stopped before c (its frontier ran dry) keeps its last recall
+            res[c] = statistics.fmean(value_at(r["curve"], c, 2) or 0.0 for r in runs)
         # a strategy without the page classifier reports no self-assessed P̄: no error then
         res["err"] = (None if any(r["expected_harvest"] is None for r in runs) else
                       statistics.fmean(abs(r["expected_harvest"] - r["curve"][-1][1]) for r in runs))
