@@ -293,8 +293,8 @@ def test_replay_of_an_examples_only_crawl_adds_its_examples_and_registers_the_de
 
 
 def test_compare_runs_pairs_topic_means_and_tests_the_differences(tmp_path):
-    # six topics; AFTER finds one more relevant page at 2 pages on every topic but the last, which
-    # it finds at the same rate; two repetitions in BEFORE, one in AFTER
+    # six topics of 10 relevant pages; by page 2 BEFORE's two repetitions found 0 and 1 of them,
+    # AFTER's one repetition 2 on five topics and 1 on the last
     for i in range(6):
         for rep in (0, 1):
             write_run(tmp_path / "before" / "runs" / f"t{i}" / f"learned-{rep}",
