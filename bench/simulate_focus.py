@@ -72,7 +72,8 @@ def example_probabilities(pages: dict, corpus: Corpus, labels: frozenset,
     urls = list(pages)
     if everything is None:
         everything = hash_terms([pages[u][0] for u in urls])
-    clf = PageClassifier().refit(hash_terms([pages[u][0] for u in examples if u in pages]), everything)
+    row = {u: i for i, u in enumerate(urls)}
+    clf = PageClassifier().refit(everything[[row[u] for u in examples if u in row]], everything)
     return dict(zip(urls, clf.predict_proba(everything)[:, 1].tolist())), examples
 
 

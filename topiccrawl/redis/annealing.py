@@ -171,10 +171,9 @@ def make_redis_frontier(client, keys: dict[str, str], strategy: str, options, is
     worker; ``shared``: crawl settings that ``learned`` claims beside its options
     (:meth:`RedisLearnedFrontier.from_options`). Bad options raise the memory factories' one-line
     errors (FrontierError / ConfigError)."""
-    kinds = {"wl": RedisWLFrontier, "sa": RedisSAFrontier, "fcsa-host": RedisFCSAHostFrontier,
-             "learned": RedisLearnedFrontier}
-    if strategy == "learned":
+    if strategy == "learned":  # the only one that claims crawl settings beside its options
         return RedisLearnedFrontier.from_options(client, keys, options, shared=shared, **lease)
+    kinds = {"wl": RedisWLFrontier, "sa": RedisSAFrontier, "fcsa-host": RedisFCSAHostFrontier}
     if strategy in kinds:
         return kinds[strategy].from_options(client, keys, options, **lease)
     return RedisFrontier(client, keys, strategy, is_relevant, **lease)
