@@ -1,6 +1,7 @@
 """Decision cost of the ``learned`` frontier at a 10^6-link queue (docs/benchmarks.md, "Learned focus").
 
     python -m bench.learned_decisions [QUEUED=1000000] [PAGES=5000] [M=R=128] [--no-freeze] [--no-association]
+        [--blas-threads=N]
 
 Fills the queue through the public path (``observe_page`` with 50 out-links per page, then
 ``push``), fits the model on a planted signal, then runs a steady crawl: pop one link, observe its
@@ -11,7 +12,9 @@ since single runs of one code have spread by a factor of two (docs/benchmarks.md
 As in ``bench.bench_decisions``, the filled queue is moved out of the cyclic GC's view
 (``gc.freeze``) before the steady state, so full collections re-scanning the set-up objects do not
 count; ``--no-freeze`` includes them. The anchor association is on, as in a crawl (each page
-reports 50 terms, each link its anchor's words); ``--no-association`` turns it off.
+reports 50 terms, each link its anchor's words); ``--no-association`` turns it off. BLAS is
+limited to one thread, as a crawl limits it (``TOPICCRAWL_BLAS_THREADS``); ``--blas-threads=0``
+keeps the libraries' default.
 """
 import gc
 import random
@@ -21,12 +24,14 @@ import sys
 import time
 
 from topiccrawl.learning.linkvalue import LinkFeatures, LinkValueModel, url_tokens
+from topiccrawl.learning.threads import limit_blas_threads
 from topiccrawl.strategies.base import Link
 from topiccrawl.strategies.learned import LearnedFrontier
 from topiccrawl.strategies.simple import BestFirstFrontier
 
 FREEZE = "--no-freeze" not in sys.argv
 ASSOCIATION = "off" if "--no-association" in sys.argv else "anchor"
+BLAS = int(next((a.split("=", 1)[1] for a in sys.argv if a.startswith("--blas-threads=")), 1))
 argv = [a for a in sys.argv[1:] if not a.startswith("--")]
 N = int(argv[0]) if len(argv) > 0 else 1_000_000
 STEPS = int(argv[1]) if len(argv) > 1 else 5_000
@@ -47,6 +52,9 @@ def outlinks(page, n):
 f = LearnedFrontier(LinkValueModel(retrain_every=10**9), epsilon=0.05, rescore_top=M, rescore_sample=M,
                     association=ASSOCIATION)
 print(f"anchor association: {ASSOCIATION}")
+before = limit_blas_threads(BLAS)
+defaults = ", ".join(map(str, sorted(set(before.values()))))
+print(f"BLAS threads: {BLAS or 'the default'} (the libraries' default: {defaults})")
 
 
 def text(relevance: float) -> dict:

@@ -26,10 +26,12 @@ def _pages(out):
     return [json.loads(line) for line in (out / "pages.jsonl").read_text(encoding="utf-8").splitlines()]
 
 
-def test_learned_crawl_reports_probabilities_and_a_self_assessed_harvest(tmp_path):
+def test_learned_crawl_reports_probabilities_and_a_self_assessed_harvest(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "2")  # the libraries' default here, whatever the cores
     proc, out = run_crawl(tmp_path, args={"topic": "台风灾害", "strategy": "learned", "max_pages": 300},
                           settings={"TOPICCRAWL_WEB": WEB, "TOPICCRAWL_PLOT_ENABLED": "false"})
     assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "BLAS threads: 1 (TOPICCRAWL_BLAS_THREADS; the libraries' default: 2)" in proc.stderr
     stats = _stats(out)
     assert stats["topiccrawl/dp"] == 300
     assert stats["topiccrawl/learned/retrains"] >= 1 and stats["topiccrawl/classifier/refits"] >= 1

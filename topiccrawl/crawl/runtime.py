@@ -34,6 +34,7 @@ from topiccrawl.crawl.settings import TopicCrawlConfig, parse_url_list
 from topiccrawl.learning.association import EXAMPLE_LINK, anchor_terms
 from topiccrawl.learning.focus import RELIABLE_AUC, PageFocus
 from topiccrawl.learning.linkvalue import LinkFeatures, quick_terms, url_tokens
+from topiccrawl.learning.threads import limit_blas_threads
 from topiccrawl.scoring.dmoz import TreeError
 from topiccrawl.scoring.groundtruth import GroundTruth
 from topiccrawl.scoring.importance import LinkGraph, PageRankCache
@@ -173,6 +174,11 @@ class TopicCrawl:
         # set-up work belongs before the crawl: a page with one Chinese character (an English
         # article naming a Chinese city) would otherwise stall the crawl while jieba loads
         load_segmenter()
+        # the models' products are small: more BLAS threads than one only spin (docs/learned.md)
+        before = limit_blas_threads(self.config.blas_threads)
+        if self.config.blas_threads and any(n != self.config.blas_threads for n in before.values()):
+            logger.info("BLAS threads: %d (TOPICCRAWL_BLAS_THREADS; the libraries' default: %s)",
+                        self.config.blas_threads, ", ".join(sorted({str(n) for n in before.values()})))
         self.graph = LinkGraph()
         #: per graph node: 1 once a request for it was handed to Scrapy (see _unseen)
         self._yielded = bytearray()

@@ -83,6 +83,7 @@ class TopicCrawlConfig:
     dispatch_scope: str = "auto"
     dispatch_rule: str = "any"
     dispatch_p: float = 0.95
+    blas_threads: int = 1
 
     @property
     def offline(self) -> bool:
@@ -188,6 +189,8 @@ class TopicCrawlConfig:
             raise ConfigError("TOPICCRAWL_TRAP_GUARD_DEPTH must be >= 1")
         if self.checkpoint_interval < 0:
             raise ConfigError("TOPICCRAWL_CHECKPOINT_INTERVAL must be >= 0 seconds (0 = JOBDIR saved on close only)")
+        if self.blas_threads < 0:
+            raise ConfigError("TOPICCRAWL_BLAS_THREADS must be >= 0 (0 = the BLAS libraries' own default)")
         if self.slow_seconds <= 0:
             raise ConfigError("TOPICCRAWL_SLOW_SECONDS must be > 0")
         parse_allow_hosts(self.live_allow_hosts)  # raises ConfigError on a bad entry
