@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from conftest import REPO, run_crawl
-from topiccrawl.learning.focus import RELIABLE_AUC, PageFocus
+from topiccrawl.learning.focus import RELIABLE_AUC, RELIABLE_C, PageFocus
 
 WEB = "generated:zh-disaster?pages=5000&seed=11"
 SERIAL = {"TOPICCRAWL_WEB": WEB, "CONCURRENT_REQUESTS": "1", "TOPICCRAWL_PLOT_ENABLED": "false"}
@@ -51,6 +51,14 @@ def test_learned_crawl_reports_probabilities_and_a_self_assessed_harvest(tmp_pat
     assert len(set(judged)) > 10  # a probability per page, not Accuracy's R(P) ≥ β
     assert sum(judged) / len(judged) == pytest.approx(stats["topiccrawl/classifier/expected_harvest"], abs=0.03)
     assert stats["topiccrawl/audit/pages"] == 50
+    # with words the estimate is flagged when the held-out pseudo-positives do not stand out, or
+    # when they are a small share c of what the classifier takes for relevant (docs/learned.md)
+    auc, c = stats["topiccrawl/classifier/heldout_auc"], stats["topiccrawl/classifier/c"]
+    reason = "auc" if auc < RELIABLE_AUC else "c" if c < RELIABLE_C else None
+    assert stats["topiccrawl/classifier/unreliable"] is (reason is not None)
+    assert stats.get("topiccrawl/classifier/unreliable_reason") == reason
+    assert ("is unreliable" in proc.stderr) is (reason is not None)
+    assert ("of the pages it takes for relevant" in proc.stderr) is (reason == "c")
 
 
 def test_a_topic_with_examples_and_no_words_learns_its_words(tmp_path):
@@ -305,4 +313,13 @@ def test_an_unreliable_self_assessment_is_said_in_the_log(caplog):
         if flagged:
             assert "example pages" in caplog.text and len(caplog.records) == 1
             assert "audit.csv" in caplog.text  # and how to measure the rate instead (docs/audit.md)
+    # with words as well, a small c is the other reason (its own line; docs/learned.md)
+    tc = _example_spider().tc
+    tc.focus = _flagged_focus(random.Random(0), False)
+    tc.focus.use_words = True
+    tc.focus.classifier.c_ = RELIABLE_C / 2
+    caplog.clear()
+    assert tc.warn_if_unreliable() and len(caplog.records) == 1
+    assert "labelled positives (the example pages and pages the topic words match best)" in caplog.text
+    assert f"c = {RELIABLE_C / 2:.2f} (< {RELIABLE_C:.2f})" in caplog.text and "audit.csv" in caplog.text
 

@@ -24,7 +24,7 @@ from sklearn.model_selection import StratifiedKFold
 from conftest import shared_data_dir
 from topiccrawl.learning.classifier import PageClassifier, hash_terms
 from topiccrawl.learning.examples import format_words_toml, topic_words
-from topiccrawl.learning.focus import RELIABLE_AUC, PageFocus
+from topiccrawl.learning.focus import RELIABLE_AUC, RELIABLE_C, PageFocus
 from topiccrawl.learning.normalize import stopwords, to_simplified
 from topiccrawl.scoring.text import STOPWORDS, has_cjk, tokenize
 from topiccrawl.scoring.topic import load_topic
@@ -265,6 +265,31 @@ def test_the_held_out_auc_tells_positives_that_stand_out_from_ones_that_do_not(g
         assert focus.refit()
         assert focus.unreliable is flagged and (focus.heldout_auc < RELIABLE_AUC) is flagged
         assert focus.stats()["classifier/unreliable"] is flagged
+
+
+def test_with_words_an_estimate_mostly_extrapolated_is_flagged(generated):
+    """With words the held-out positives are pseudo-positives, which stand out whatever the topic;
+    the estimate is also flagged when they are a small share c of the pages the classifier takes
+    for relevant (c < RELIABLE_C): the more relevant pages the crawl holds beyond the 3 % it
+    labels, the smaller c."""
+    docs, labels = generated
+    y = _labels(labels, DISASTER)
+    relevant, other = np.flatnonzero(y == 1), np.flatnonzero(y == 0)
+    for share, reason in ((0.03, None), (0.2, "c")):
+        rng = np.random.default_rng(0)
+        k = int(share * 300)
+        pages = rng.permutation(np.r_[rng.choice(relevant, k, replace=False), rng.choice(other, 300 - k, replace=False)])
+        focus = PageFocus(use_words=True, min_pages=1000)
+        for i in pages:  # R(P) > 0 on the relevant pages only: the pseudo-positives are relevant
+            focus.observe(docs[i], float(y[i]) * (0.2 + 0.8 * rng.random()))
+        assert focus.refit()
+        assert focus.heldout_auc >= RELIABLE_AUC  # the AUC rule alone would trust both
+        assert (focus.classifier.c_ < RELIABLE_C) is (reason == "c")
+        assert focus.unreliable_reason == reason and focus.unreliable is (reason is not None)
+        assert focus.stats()["classifier/unreliable"] is (reason is not None)
+        assert focus.stats().get("classifier/unreliable_reason") == reason
+        focus.use_words = False  # a topic of examples only keeps the AUC rule alone
+        assert focus.unreliable_reason is None
 
 
 # -- topic words from example pages ------------------------------------------------------------

@@ -32,7 +32,7 @@ from topiccrawl.crawl.errors import ConfigError
 from topiccrawl.crawl.items import PageItem
 from topiccrawl.crawl.settings import TopicCrawlConfig, parse_url_list
 from topiccrawl.learning.association import EXAMPLE_LINK, anchor_terms
-from topiccrawl.learning.focus import RELIABLE_AUC, PageFocus
+from topiccrawl.learning.focus import RELIABLE_AUC, RELIABLE_C, PageFocus
 from topiccrawl.learning.linkvalue import LinkFeatures, quick_terms, url_tokens
 from topiccrawl.learning.threads import limit_blas_threads
 from topiccrawl.scoring.dmoz import TreeError
@@ -539,12 +539,21 @@ class TopicCrawl:
         focus = self.focus
         if focus is None or not focus.unreliable:
             return False
-        held = "example pages" if focus.n_examples else "pages the topic words match best"
+        held = "pages the topic words match best"
         audit = " (to measure it, label the pages of audit.csv: docs/audit.md)" if self.config.audit_enabled else ""
+        if focus.unreliable_reason == "c":
+            logger.warning(
+                "the self-assessed harvest rate %.3f is unreliable%s: the page classifier's labelled positives "
+                "(the %s) are only c = %.2f (< %.2f) of the pages it takes for relevant, so most of the estimate "
+                "is extrapolated; give more example pages, or counter-examples (docs/learned.md)",
+                focus.expected_harvest or 0.0, audit,
+                "example pages and " + held if focus.n_examples else held, focus.classifier.c_, RELIABLE_C)
+            return True
         logger.warning(
             "the self-assessed harvest rate %.3f is unreliable%s: the page classifier's held-out %s rank like "
             "ordinary fetched pages (AUC %.2f < %.2f); give more, or more varied, example pages, or "
-            "counter-examples (docs/learned.md)", focus.expected_harvest or 0.0, audit, held, focus.heldout_auc,
+            "counter-examples (docs/learned.md)", focus.expected_harvest or 0.0, audit,
+            "example pages" if focus.n_examples else held, focus.heldout_auc,
             RELIABLE_AUC)
         return True
 

@@ -25,7 +25,9 @@ pages: at a refit the reservoir is re-scored with the new model (an unbiased est
 over all fetched pages), and pages fetched since add their own probability. It is flagged
 :attr:`unreliable` when the last refit's held-out positives did not stand out from the fetched
 pages (``heldout_auc_`` below :data:`RELIABLE_AUC`; docs/learned.md, "Telling the user when not to
-trust the estimate").
+trust the estimate"), or, with words, when the labelled positives are a small share c of the pages
+the classifier takes for relevant (``c_`` below :data:`RELIABLE_C`: the estimate is mostly
+extrapolated; docs/learned.md, "A second reason to distrust an estimate with words").
 """
 
 from __future__ import annotations
@@ -45,6 +47,9 @@ WORDLESS_RULES = ("keep", "zero", "exclude")
 #: below this held-out AUC of the last refit the self-assessment is flagged unreliable (chosen on
 #: the development crawls, docs/learned.md)
 RELIABLE_AUC = 0.85
+#: with words (pseudo-positives), below this c of the last PU refit it is flagged too (chosen on the
+#: development crawls, docs/learned.md)
+RELIABLE_C = 0.17
 
 
 def pseudo_positive_index(relevance: Sequence[float], rule: str = "top", *, share: float = 0.03,
@@ -235,10 +240,23 @@ class PageFocus:
         return self.classifier.heldout_auc_ if self.fitted else None  # None on a classifier of older code
 
     @property
-    def unreliable(self) -> bool:
-        """The self-assessment is not to be trusted: held-out positives rank like ordinary pages."""
+    def unreliable_reason(self) -> str | None:
+        """Why the self-assessment is not to be trusted: ``"auc"`` (held-out positives rank like
+        ordinary pages), ``"c"`` (with words: c below :data:`RELIABLE_C`, the estimate mostly
+        extrapolated), or None."""
         auc = self.heldout_auc
-        return auc is not None and auc < RELIABLE_AUC
+        if auc is None:
+            return None
+        if auc < RELIABLE_AUC:
+            return "auc"
+        if self.use_words and self.classifier.mode_ == "pu" and self.classifier.c_ < RELIABLE_C:
+            return "c"
+        return None
+
+    @property
+    def unreliable(self) -> bool:
+        """The self-assessment is not to be trusted (:attr:`unreliable_reason`)."""
+        return self.unreliable_reason is not None
 
     def stats(self) -> dict:
         c = self.classifier
@@ -251,4 +269,6 @@ class PageFocus:
             if self.heldout_auc is not None:
                 out["classifier/heldout_auc"] = round(self.heldout_auc, 4)
                 out["classifier/unreliable"] = self.unreliable
+                if self.unreliable:
+                    out["classifier/unreliable_reason"] = self.unreliable_reason
         return out
