@@ -542,19 +542,17 @@ class TopicCrawl:
         held = "pages the topic words match best"
         audit = " (to measure it, label the pages of audit.csv: docs/audit.md)" if self.config.audit_enabled else ""
         if focus.unreliable_reason == "c":
-            logger.warning(
-                "the self-assessed harvest rate %.3f is unreliable%s: the page classifier's labelled positives "
-                "(the %s) are only c = %.2f (< %.2f) of the pages it takes for relevant, so most of the estimate "
-                "is extrapolated; give more example pages, or counter-examples (docs/learned.md)",
-                focus.expected_harvest or 0.0, audit,
-                "example pages and " + held if focus.n_examples else held, focus.classifier.c_, RELIABLE_C)
-            return True
-        logger.warning(
-            "the self-assessed harvest rate %.3f is unreliable%s: the page classifier's held-out %s rank like "
-            "ordinary fetched pages (AUC %.2f < %.2f); give more, or more varied, example pages, or "
-            "counter-examples (docs/learned.md)", focus.expected_harvest or 0.0, audit,
-            "example pages" if focus.n_examples else held, focus.heldout_auc,
-            RELIABLE_AUC)
+            positives = f"example pages and {held}" if focus.n_examples else held
+            why = (f"the page classifier's labelled positives (the {positives}) are only c = {focus.classifier.c_:.2f} "
+                   f"(< {RELIABLE_C:.2f}) of the pages it takes for relevant, so most of the estimate is "
+                   "extrapolated; give more example pages, or counter-examples")
+        else:
+            shown = "example pages" if focus.n_examples else held
+            why = (f"the page classifier's held-out {shown} rank like ordinary fetched pages (AUC "
+                   f"{focus.heldout_auc:.2f} < {RELIABLE_AUC:.2f}); give more, or more varied, example pages, "
+                   "or counter-examples")
+        logger.warning("the self-assessed harvest rate %.3f is unreliable%s: %s (docs/learned.md)",
+                       focus.expected_harvest or 0.0, audit, why)
         return True
 
     def learning_stats(self) -> dict:
