@@ -18,6 +18,7 @@ import os
 import re
 import tempfile
 import weakref
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
@@ -25,6 +26,7 @@ from functools import lru_cache
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import numpy as np
 import tldextract
 from scrapy import signals
 
@@ -35,6 +37,7 @@ from topiccrawl.learning.association import EXAMPLE_LINK, anchor_terms
 from topiccrawl.learning.focus import RELIABLE_AUC, RELIABLE_C, PageFocus
 from topiccrawl.learning.linkvalue import LinkFeatures, quick_terms, url_tokens
 from topiccrawl.learning.threads import limit_blas_threads
+from topiccrawl.learning.vocabulary import Vocabulary, merge_columns
 from topiccrawl.scoring.dmoz import TreeError
 from topiccrawl.scoring.groundtruth import GroundTruth
 from topiccrawl.scoring.importance import LinkGraph, PageRankCache
@@ -313,9 +316,10 @@ class TopicCrawl:
         by_probability = self.focus is not None and (
             mode == "probability" or (mode == "auto" and self.learns and self.focus.n_examples))
         guarded = False
+        term_ids, hashed = self._term_ids(terms)
         if self.focus is not None:
             refits = self.focus.refits
-            probability = self.focus.observe(terms, relevance, key=response.url)
+            probability = self.focus.observe(terms, relevance, key=response.url, hashed=hashed)
             self._observed[response.url] = self.focus.pages
             # TOPICCRAWL_CLASSIFIER_GUARD: a P flagged unreliable does not steer, R(P) does (docs/learned.md)
             guarded = by_probability and self.config.classifier_guard and self.focus.unreliable
@@ -337,7 +341,8 @@ class TopicCrawl:
                 anchors[a.url] = a
         if self.learns:  # the association's page score: R(P), or R(l)'s holder term (TOPICCRAWL_ASSOCIATION_SCORE)
             judged = holder if self.config.association_score == "holder" else relevance
-            self._observe(response.url, relevance if steer is None else steer, best, anchors, depth, terms, judged)
+            self._observe(response.url, relevance if steer is None else steer, best, anchors, depth, terms, judged,
+                          term_ids)
         self.graph.add_page(response.url, best.keys())
         self.pagerank.maybe_refresh()
         potential = self.pagerank.potential(response.url, self.config.potential_pagerank)
@@ -353,11 +358,29 @@ class TopicCrawl:
             item.probability = round(probability, 6)
         return item, self._unseen(links)
 
+    def _term_ids(self, terms: list[str]) -> tuple:
+        """With a memory anchor association, a page's distinct terms looked up once in its
+        vocabulary (docs/learned.md, "One vocabulary for a page's terms"): their ids, and their
+        hashed columns and counts for the page classifier (None without one); (None, None) without
+        such an association (the classifier then hashes the terms itself)."""
+        vocabulary = getattr(getattr(self.frontier, "association", None), "vocabulary", None)
+        if not isinstance(vocabulary, Vocabulary):
+            return None, None
+        counts = Counter(terms)
+        distinct = list(counts)
+        ids = vocabulary.ids(distinct)
+        hashed = None
+        if self.focus is not None:
+            columns = vocabulary.columns(ids, distinct, self.focus.classifier.n_features)
+            hashed = merge_columns(columns, np.fromiter(counts.values(), dtype=np.float64, count=len(distinct)))
+        return ids, hashed
+
     def _observe(self, url: str, probability: float, best: dict, anchors: dict, depth: int,
-                 terms: list[str], relevance: float) -> None:
+                 terms: list[str], relevance: float, term_ids=None) -> None:
         """Hand a fetched page and its out-links (with their features) to a learning frontier,
         before the links are queued (with the page's terms and ``relevance``, the score its anchor
-        association judges terms by: R(P), or P where P is R(l)'s holder term)."""
+        association judges terms by: R(P), or P where P is R(l)'s holder term; ``term_ids``: the
+        terms' ids in the association's vocabulary, :meth:`_term_ids`)."""
         frontier = self.frontier
         if frontier is None:
             return
@@ -375,8 +398,11 @@ class TopicCrawl:
                         f.terms = (*f.terms, EXAMPLE_LINK)
                 if url in marked:
                     terms = [*terms, EXAMPLE_LINK]
+                    if term_ids is not None:
+                        term_ids = np.append(term_ids, frontier.association.vocabulary.ids([EXAMPLE_LINK]))
                     self.crawler.stats.inc_value("topiccrawl/examples/linked_pages_fetched")
-        frontier.observe_page(url, registered_domain(url), probability, out, terms=terms, relevance=relevance)
+        extra = {} if term_ids is None else {"term_ids": term_ids}
+        frontier.observe_page(url, registered_domain(url), probability, out, terms=terms, relevance=relevance, **extra)
 
     @property
     def frontier(self):

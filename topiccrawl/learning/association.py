@@ -14,6 +14,7 @@ from itertools import chain, repeat
 
 import numpy as np
 
+from topiccrawl.learning.vocabulary import Vocabulary
 from topiccrawl.scoring.text import tokenize
 
 #: the term a page an example page links to carries, and so does every link to it: the association
@@ -45,47 +46,49 @@ def max_shifts(lengths: np.ndarray, counts: np.ndarray, sums: np.ndarray, mean: 
 
 class TermAssociation:
     """Term statistics of the fetched pages; ``strength`` is k, ``max_terms`` bounds the vocabulary
-    (terms first seen after it is full are not counted: they count as m). A term is an index into
-    two arrays (n_t, s_t), so a page's update is one dictionary look-up per distinct term plus two
-    vectorised additions."""
+    (terms first seen after it is full are not counted: they count as m). A term is an id of a
+    :class:`~topiccrawl.learning.vocabulary.Vocabulary` indexing two arrays (n_t, s_t), so a page's
+    update is one dictionary look-up per distinct term plus two vectorised additions. The crawl
+    shares :attr:`vocabulary` with the page classifier's hashing and hands :meth:`add_page` the
+    page's ids, so the look-ups happen once per page for both."""
 
     def __init__(self, strength: float = 2.0, max_terms: int = 1_000_000) -> None:
         self.strength = strength
         self.max_terms = max_terms
-        self._index: dict[str, int] = {}
+        self.vocabulary = Vocabulary(max_terms)
         self._n = np.zeros(1024, dtype=np.int64)
         self._s = np.zeros(1024, dtype=np.float64)
         self.pages = 0
         self.total = 0.0
 
+    @property
+    def _index(self) -> dict[str, int]:
+        return self.vocabulary.index
+
     def __len__(self) -> int:
-        return len(self._index)
+        return len(self.vocabulary)
 
     @property
     def mean(self) -> float:
         """m: the mean relevance of the pages added (0 before the first)."""
         return self.total / self.pages if self.pages else 0.0
 
-    def add_page(self, terms: Iterable[str], relevance: float) -> None:
-        """One fetched page: its terms (repeats count once) and its relevance."""
-        index = self._index
-        distinct = set(terms)
-        new = distinct.difference(index)
-        complete = True
-        if new:
-            size = len(index)
-            room = self.max_terms - size
-            if len(new) > room:
-                new, complete = list(new)[:max(room, 0)], False
-            index.update(zip(new, range(size, size + len(new))))
-            if len(index) > len(self._n):
-                grow = max(len(index), 2 * len(self._n)) - len(self._n)
-                self._n = np.concatenate([self._n, np.zeros(grow, dtype=np.int64)])
-                self._s = np.concatenate([self._s, np.zeros(grow, dtype=np.float64)])
-        if complete:
-            at = np.fromiter(map(index.__getitem__, distinct), dtype=np.int64, count=len(distinct))
-        else:  # the vocabulary is full: terms without an index are not counted
-            at = np.array([i for i in map(index.get, distinct) if i is not None], dtype=np.int64)
+    def _grow(self) -> None:
+        """Arrays as long as the vocabulary (which the page classifier's hashing may have grown)."""
+        size = len(self.vocabulary)
+        if size > len(self._n):
+            grow = max(size, 2 * len(self._n)) - len(self._n)
+            self._n = np.concatenate([self._n, np.zeros(grow, dtype=np.int64)])
+            self._s = np.concatenate([self._s, np.zeros(grow, dtype=np.float64)])
+
+    def add_page(self, terms: Iterable[str], relevance: float, ids: np.ndarray | None = None) -> None:
+        """One fetched page: its terms (repeats count once) and its relevance; ``ids``, when given,
+        are its distinct terms' ids in :attr:`vocabulary` (−1 for a term without one), and
+        ``terms`` is not read."""
+        if ids is None:
+            ids = self.vocabulary.ids(list(dict.fromkeys(terms)))
+        self._grow()
+        at = ids[ids >= 0]  # the vocabulary is full: terms without an id are not counted
         self._n[at] += 1
         self._s[at] += relevance
         self.pages += 1
@@ -95,6 +98,7 @@ class TermAssociation:
         """a_t (m for a term never seen)."""
         m = self.mean
         i = self._index.get(term)
+        self._grow()
         return m if i is None else (float(self._s[i]) + self.strength * m) / (int(self._n[i]) + self.strength)
 
     def shift(self, terms: Sequence[str]) -> float:
@@ -102,6 +106,7 @@ class TermAssociation:
         if not terms or not self.pages:
             return 0.0
         m, k, index = self.total / self.pages, self.strength, self._index
+        self._grow()
         best = None
         for term in terms:
             i = index.get(term)
@@ -115,6 +120,7 @@ class TermAssociation:
         n = len(term_lists)
         if not n or not self.pages:
             return np.zeros(n)
+        self._grow()
         flat = list(chain.from_iterable(term_lists))
         at = np.fromiter(map(self._index.get, flat, repeat(-1)), dtype=np.int64, count=len(flat))
         known = at >= 0
@@ -124,6 +130,7 @@ class TermAssociation:
                           self.total / self.pages, self.strength)
 
     def __getstate__(self) -> dict:
+        self._grow()
         size = len(self._index)
         return {"strength": self.strength, "max_terms": self.max_terms, "pages": self.pages, "total": self.total,
                 "terms": list(self._index), "n": self._n[:size].copy(), "s": self._s[:size].copy()}
@@ -131,6 +138,7 @@ class TermAssociation:
     def __setstate__(self, state: dict) -> None:
         self.strength, self.max_terms = state["strength"], state["max_terms"]
         self.pages, self.total = state["pages"], state["total"]
-        self._index = {t: i for i, t in enumerate(state["terms"])}
+        self.vocabulary = Vocabulary(self.max_terms)
+        self.vocabulary.index.update((t, i) for i, t in enumerate(state["terms"]))
         self._n = np.asarray(state["n"], dtype=np.int64).copy()
         self._s = np.asarray(state["s"], dtype=np.float64).copy()

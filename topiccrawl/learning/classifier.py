@@ -65,6 +65,13 @@ def _counts(terms: Sequence[str], n_features: int) -> tuple[np.ndarray, np.ndarr
     return cols, counts.astype(np.float64)
 
 
+def counts_row(columns: np.ndarray, counts: np.ndarray, n_features: int = 2**18) -> sp.csr_matrix:
+    """One page's row of :func:`hash_terms` from its sorted distinct hashed ``columns`` and their
+    ``counts`` (:func:`topiccrawl.learning.vocabulary.merge_columns`)."""
+    return sp.csr_matrix((counts.astype(np.float64), columns.astype(np.int32), np.array([0, len(columns)], dtype=np.int64)),
+                         shape=(1, n_features))
+
+
 def hash_terms(docs: Iterable, n_features: int = 2**18) -> sp.csr_matrix:
     """Term counts of ``docs`` (strings or term lists) as a CSR matrix of ``n_features`` columns.
 
@@ -299,6 +306,12 @@ class PageClassifier(ClassifierMixin, BaseEstimator):
         """P(relevant) of one page given as a 1-row :func:`hash_terms` matrix (as :meth:`proba_one`)."""
         check_is_fitted(self, "coef_")
         return self._proba_counts(row.indices.astype(np.int64, copy=False), row.data.astype(np.float64))
+
+    def proba_counts(self, columns: np.ndarray, counts: np.ndarray) -> float:
+        """P(relevant) of one page given as its sorted distinct hashed ``columns`` and their
+        ``counts`` (as :meth:`proba_one`)."""
+        check_is_fitted(self, "coef_")
+        return self._proba_counts(columns.astype(np.int64, copy=False), counts.astype(np.float64, copy=False))
 
     def _proba_counts(self, cols: np.ndarray, counts: np.ndarray) -> float:
         z = self.intercept_

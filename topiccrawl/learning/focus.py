@@ -39,7 +39,7 @@ from collections.abc import Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from topiccrawl.learning.classifier import PageClassifier, hash_terms
+from topiccrawl.learning.classifier import PageClassifier, counts_row, hash_terms
 
 PSEUDO_RULES = ("top", "beta", "relative")
 #: what a topic with words makes of a fetched page with none of them (R(P) = 0; docs/learned.md)
@@ -138,7 +138,9 @@ class PageFocus:
         self.positives_used = 0
 
     # -- inputs ----------------------------------------------------------------------------------
-    def _row(self, terms: Sequence[str]) -> sp.csr_matrix:
+    def _row(self, terms: Sequence[str], hashed: tuple | None = None) -> sp.csr_matrix:
+        if hashed is not None:
+            return counts_row(*hashed, self.classifier.n_features)
         return hash_terms([terms], self.classifier.n_features)
 
     def add_example(self, terms: Sequence[str]) -> None:
@@ -151,15 +153,17 @@ class PageFocus:
     def n_examples(self) -> int:
         return len(self._examples)
 
-    def observe(self, terms: Sequence[str], relevance: float, key: str | None = None) -> float:
+    def observe(self, terms: Sequence[str], relevance: float, key: str | None = None,
+                hashed: tuple[np.ndarray, np.ndarray] | None = None) -> float:
         """Record a fetched page (its terms, R(P) and optionally its URL ``key``) and return its
-        P(relevant); refits when due."""
+        P(relevant); refits when due. ``hashed``: the terms' sorted distinct hashed columns and
+        counts when the caller has them (:class:`~topiccrawl.learning.vocabulary.Vocabulary`)."""
         scorer = self.rank_scorer  # scores every page: its document frequencies count them all
         rank = scorer.page_relevance(terms) if scorer is not None and self.use_words else relevance
         self.pages += 1
         row = None
         if len(self._rows) < self.max_unlabeled:
-            row = self._row(terms)
+            row = self._row(terms, hashed)
             self._rows.append(row)
             self._relevance.append(relevance)
             self._rank.append(rank)
@@ -167,7 +171,7 @@ class PageFocus:
         else:
             j = self._rng.randrange(self.pages)
             if j < self.max_unlabeled:
-                row = self._row(terms)
+                row = self._row(terms, hashed)
                 self._rows[j], self._relevance[j], self._rank[j], self._keys[j] = row, relevance, rank, key
         if self.pages >= self._next_fit:
             self.refit()
@@ -176,7 +180,12 @@ class PageFocus:
         if self._gated(relevance):
             return 0.0
         # one hashing per page: the reservoir's row when the page has one
-        p = self.classifier.proba_row(row) if row is not None else self.classifier.proba_one(terms)
+        if row is not None:
+            p = self.classifier.proba_row(row)
+        elif hashed is not None:
+            p = self.classifier.proba_counts(*hashed)
+        else:
+            p = self.classifier.proba_one(terms)
         self._since += p
         return p
 

@@ -376,15 +376,17 @@ class LearnedFrontier(FrontierBase):
 
     def observe_page(self, url: str, domain: str, probability: float,
                      out_links: Iterable[tuple[str, LinkFeatures]] = (), *, relevant: bool | None = None,
-                     terms: Iterable[str] | None = None, relevance: float | None = None) -> None:
+                     terms: Iterable[str] | None = None, relevance: float | None = None,
+                     term_ids: Sequence[int] | None = None) -> None:
         """A fetched page: its P(relevant) (``relevant`` overrides ``probability ≥ threshold``) and
         its out-links as ``(url, LinkFeatures)`` (links to fetched pages included: those are
         labelled examples and graph edges; links to :attr:`queued_urls` are ignored). Call it before pushing the page's
         links. Labels the link the page was fetched by, fills the holder fields of the features,
         encodes and scores the out-links for their push, and retrains every ``retrain_every`` pages.
         A second call for the same URL only adds out-links. ``terms`` (the page's text terms) and
-        ``relevance`` (its R(P); default ``probability``) feed the anchor association when it is on;
-        each out-link's anchor terms are its features' ``terms``."""
+        ``relevance`` (its R(P); default ``probability``) feed the anchor association when it is on
+        (``term_ids``: the distinct terms' ids in the association's vocabulary, when the caller has
+        them); each out-link's anchor terms are its features' ``terms``."""
         model = self.model
         via = self._inflight.pop(url, None)
         self._queued_urls.discard(url)
@@ -403,7 +405,7 @@ class LearnedFrontier(FrontierBase):
             self._seen += 1
             assoc = self.association
             if assoc is not None and terms is not None:
-                assoc.add_page(terms, probability if relevance is None else relevance)
+                assoc.add_page(terms, probability if relevance is None else relevance, ids=term_ids)
                 if self._seen % self.association_every == 0 and len(self._live) <= self.rescore_all:
                     self._refresh_association()
             if via is not None:
