@@ -84,7 +84,9 @@ def test_association_with_the_shared_ids_counts_as_with_terms():
 def test_page_focus_gives_the_same_probabilities_from_shared_columns():
     pages = _pages(300)
     v = Vocabulary()
-    plain, shared = PageFocus(use_words=True, refit_every=60), PageFocus(use_words=True, refit_every=60)
+    # a reservoir of 150: later pages replace rows or are scored without one (both ways covered)
+    plain, shared = (PageFocus(use_words=True, refit_every=60, max_unlabeled=150),
+                     PageFocus(use_words=True, refit_every=60, max_unlabeled=150))
     rng = np.random.default_rng(1)
     p_plain, p_shared = [], []
     for terms in pages:
