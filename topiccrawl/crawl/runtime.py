@@ -401,8 +401,8 @@ class TopicCrawl:
                     if term_ids is not None:
                         term_ids = np.append(term_ids, frontier.association.vocabulary.ids([EXAMPLE_LINK]))
                     self.crawler.stats.inc_value("topiccrawl/examples/linked_pages_fetched")
-        extra = {} if term_ids is None else {"term_ids": term_ids}
-        frontier.observe_page(url, registered_domain(url), probability, out, terms=terms, relevance=relevance, **extra)
+        frontier.observe_page(url, registered_domain(url), probability, out, terms=terms, relevance=relevance,
+                              term_ids=term_ids)
 
     @property
     def frontier(self):

@@ -32,10 +32,10 @@ from sklearn.feature_extraction.text import TfidfTransformer
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import StratifiedKFold
-from sklearn.utils import murmurhash3_32
 from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
 
+from topiccrawl.learning.vocabulary import hashed_column
 from topiccrawl.scoring.text import tokenize
 
 #: term -> column, per ``n_features``: terms recur across pages, so a page is hashed with dict
@@ -58,8 +58,8 @@ def _counts(terms: Sequence[str], n_features: int) -> tuple[np.ndarray, np.ndarr
     for i in np.flatnonzero(cols < 0).tolist():  # terms not in the index (repeats: the first adds it)
         term = terms[i]
         col = index.get(term)
-        if col is None:  # HashingVectorizer's column: |signed murmur3(utf-8)| mod n_features
-            col = index[term] = abs(murmurhash3_32(term, seed=0)) % n_features
+        if col is None:
+            col = index[term] = hashed_column(term, n_features)
         cols[i] = col
     cols, counts = np.unique(cols, return_counts=True)
     return cols, counts.astype(np.float64)

@@ -288,8 +288,10 @@ class RedisLearnedFrontier(RedisFrontier):
         return smoothed_yield(self._hosts, self._good, self._seen, domain, self.host_strength)
 
     def observe_page(self, url: str, domain: str, probability: float, out_links=(), *,
-                     relevant: bool | None = None, terms=None, relevance: float | None = None) -> None:
-        """A fetched page (as :meth:`LearnedFrontier.observe_page`): its event goes to the shared
+                     relevant: bool | None = None, terms=None, relevance: float | None = None,
+                     term_ids=None) -> None:
+        """A fetched page (as :meth:`LearnedFrontier.observe_page`; ``term_ids`` is not used: the
+        shared association is keyed by term): its event goes to the shared
         list and every event not applied yet is applied (one round trip), then its out-links are
         encoded and valued; those to fetched pages become the next step's event."""
         model = self.model

@@ -82,7 +82,8 @@ class Frontier(Protocol):
     def feedback(self, url: str, domain: str, relevance: float, beta: float | None = None) -> None: ...
 
     def observe_page(self, url: str, domain: str, probability: float, out_links=(), *,
-                     relevant: bool | None = None, terms=None, relevance: float | None = None) -> None: ...
+                     relevant: bool | None = None, terms=None, relevance: float | None = None,
+                     term_ids=None) -> None: ...
 
     def peek(self) -> tuple[float, Link] | None: ...
 
@@ -133,9 +134,11 @@ class FrontierBase(ABC):
         default: ignored (strategies that learn from harvest, such as ``fcsa-host``, use it)."""
 
     def observe_page(self, url: str, domain: str, probability: float, out_links=(), *,
-                     relevant: bool | None = None, terms=None, relevance: float | None = None) -> None:
+                     relevant: bool | None = None, terms=None, relevance: float | None = None,
+                     term_ids=None) -> None:
         """A fetched page with its P(relevant) and its out-links as ``(url, LinkFeatures)``, called
-        before the page's links are pushed (``terms`` and ``relevance``: its text terms and R(P));
+        before the page's links are pushed (``terms`` and ``relevance``: its text terms and R(P);
+        ``term_ids``: the terms' ids in the frontier's own association vocabulary, when it has one);
         default: ignored (``learned`` learns link values from it)."""
 
     def peek(self) -> tuple[float, Link] | None:
