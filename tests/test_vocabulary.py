@@ -46,6 +46,42 @@ def test_ids_are_given_in_order_once_and_not_beyond_the_bound():
     assert len(v) == 3 and v.ids(["d"]).tolist() == [-1]
 
 
+def _reference_ids(index: dict[str, int], max_terms: int, distinct: list[str]) -> list[int]:
+    """Ids as a plain dictionary gives them (the vocabulary's behaviour, without its hash table)."""
+    out = []
+    for term in distinct:
+        if term not in index and len(index) < max_terms:
+            index[term] = len(index)
+        out.append(index.get(term, -1))
+    return out
+
+
+def test_hash_table_gives_the_dictionarys_ids_through_growth_the_bound_and_a_pickle():
+    pages = _pages(300)
+    v, reference = Vocabulary(max_terms=5000), {}
+    for i, terms in enumerate(pages):
+        distinct = list(dict.fromkeys(terms + [f"{t}·{i % 37}" for t in terms[:40]]))  # more terms
+        if i % 3 == 0:
+            distinct = distinct + distinct[:5]  # repeats within a call get one id
+        assert v.ids(distinct).tolist() == _reference_ids(reference, 5000, distinct)
+        if i == 150:  # a resumed crawl: a new process salts string hashes differently
+            v = pickle.loads(pickle.dumps(v))
+    assert len(v) == 5000 and v.index == reference  # the bound was reached; the table grew many times
+    mask = len(v._slots) - 1
+    used = v._slots >= 0
+    assert int(used.sum()) == 5000 and 2 * 5000 <= len(v._slots)
+    assert (np.flatnonzero(used) != (v._keys[used] & mask)).any()  # some terms sit past their home slot
+    unseen = ["未见过的词", "another unseen term"]
+    probe = [t for terms in pages[::10] for t in terms[:30]] + unseen
+    assert v.lookup(probe).tolist() == [reference.get(t, -1) for t in probe]
+    assert len(v) == 5000  # lookup adds nothing
+    # an index filled directly (as a restored association does) is tabled on the next look-up
+    w = Vocabulary()
+    w.index.update(reference)
+    assert w.lookup(probe).tolist() == [reference.get(t, -1) for t in probe]
+    assert w.ids(unseen).tolist() == [5000, 5001]
+
+
 def test_columns_are_the_hashing_vectorizers_with_and_without_an_id():
     v = Vocabulary(max_terms=50)
     pages = _pages(40)

@@ -10,7 +10,7 @@ seen counts as m: no shift).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from itertools import chain, repeat
+from itertools import chain
 
 import numpy as np
 
@@ -122,7 +122,7 @@ class TermAssociation:
             return np.zeros(n)
         self._grow()
         flat = list(chain.from_iterable(term_lists))
-        at = np.fromiter(map(self._index.get, flat, repeat(-1)), dtype=np.int64, count=len(flat))
+        at = self.vocabulary.lookup(flat)
         known = at >= 0
         counts, sums = np.zeros(len(flat)), np.zeros(len(flat))
         counts[known], sums[known] = self._n[at[known]], self._s[at[known]]

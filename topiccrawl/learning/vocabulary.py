@@ -10,7 +10,6 @@ misses, so one :class:`Vocabulary` gives each term an id once and both read arra
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import repeat
 
 import numpy as np
 from sklearn.utils import murmurhash3_32
@@ -34,27 +33,111 @@ def merge_columns(columns: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, 
 class Vocabulary:
     """Term -> id (0, 1, 2, ... in the order first seen), at most ``max_terms`` of them (a term
     first seen after that has no id, −1), and per id its hashed column for each ``n_features``
-    asked for."""
+    asked for.
+
+    :attr:`index` (a dictionary) holds the terms. A page's terms are looked up in a table of their
+    Python hashes instead (open addressing, linear probing, at most half full; numpy arrays): the
+    hashes are in the strings already (counting a page's terms computed them) and the probes are
+    vectorised, where a dictionary look-up per term waits on its cache misses one after the other.
+    Two terms whose 64-bit hashes are equal would share an id (docs/learned.md, "One vocabulary for
+    a page's terms"). Python salts string hashes per process, so the table is not pickled: it is
+    rebuilt from :attr:`index` when first needed, and after :attr:`index` is changed directly.
+    """
 
     def __init__(self, max_terms: int = 1_000_000) -> None:
         self.max_terms = max_terms
         self.index: dict[str, int] = {}
         self._columns: dict[int, np.ndarray] = {}
+        self._drop_table()
 
     def __len__(self) -> int:
         return len(self.index)
 
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        for name in ("_keys", "_slots", "_tabled"):
+            del state[name]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._drop_table()
+
+    def _drop_table(self) -> None:
+        self._new_table(0)
+        self._tabled = 0  # ids 0 .. _tabled − 1 are in the table
+
+    def _new_table(self, capacity: int) -> None:
+        """An empty table: per slot a term hash and an id (−1: empty), side by side in memory so
+        that a probe reads one cache line."""
+        table = np.zeros((capacity, 2), dtype=np.int64)
+        table[:, 1] = -1
+        self._keys, self._slots = table[:, 0], table[:, 1]
+
+    def _sync(self, room: int = 0) -> None:
+        """The table holding every id of :attr:`index`, with room for ``room`` more at most half full."""
+        size = len(self.index)
+        if size < self._tabled:  # index was replaced or cleared directly
+            self._drop_table()
+        if 2 * (size + room) > len(self._slots):  # grow: the held hashes move to a table twice as large
+            held = self._slots >= 0
+            hashes, ids = self._keys[held], self._slots[held]
+            self._new_table(max(1024, 1 << (2 * (size + room) - 1).bit_length()))
+            self._place(hashes, ids)
+        if self._tabled < size:  # terms put in index directly
+            terms = list(self.index)[self._tabled:]
+            self._place(np.fromiter(map(hash, terms), dtype=np.int64, count=len(terms)),
+                        np.arange(self._tabled, size, dtype=np.int64))
+            self._tabled = size
+
+    def _place(self, hashes: np.ndarray, ids: np.ndarray) -> None:
+        """Put ``ids`` in the table at their hashes' first free slots (vectorised, in rounds: of the
+        ids wanting one free slot, one takes it and the others move on one slot)."""
+        keys, slots, mask = self._keys, self._slots, len(self._slots) - 1
+        pos = hashes & mask
+        while len(ids):
+            free = slots[pos] < 0
+            slots[pos[free]] = ids[free]  # contested slots: one of the writes stays
+            placed = free & (slots[pos] == ids)
+            keys[pos[placed]] = hashes[placed]
+            moving = ~placed
+            hashes, ids, pos = hashes[moving], ids[moving], (pos[moving] + 1) & mask
+
+    def _probe(self, hashes: np.ndarray) -> np.ndarray:
+        """The ids of terms with these hashes, −1 where none is in the table."""
+        keys, slots, mask = self._keys, self._slots, len(self._slots) - 1
+        pos = hashes & mask
+        found = slots[pos]
+        on = np.flatnonzero((found >= 0) & (keys[pos] != hashes))  # slot held by another term: probe on
+        while len(on):
+            at = pos[on] = (pos[on] + 1) & mask
+            found[on] = slot = slots[at]
+            on = on[(slot >= 0) & (keys[at] != hashes[on])]
+        return found
+
+    def lookup(self, terms: Sequence[str]) -> np.ndarray:
+        """The ids of ``terms`` (−1 for a term without one); adds nothing."""
+        self._sync()
+        return self._probe(np.fromiter(map(hash, terms), dtype=np.int64, count=len(terms)))
+
     def ids(self, distinct: Sequence[str]) -> np.ndarray:
-        """The ids of ``distinct`` terms (one dictionary look-up each), adding the new ones while
-        there is room; −1 for a term that finds the vocabulary full."""
+        """The ids of ``distinct`` terms, adding the new ones while there is room (in the order
+        given; a term given twice gets one id); −1 for a term that finds the vocabulary full."""
         index = self.index
-        at = np.fromiter(map(index.get, distinct, repeat(-1)), dtype=np.int64, count=len(distinct))
-        for i in np.flatnonzero(at < 0).tolist():
-            term = distinct[i]
-            j = index.get(term)  # a repeat of a term added just before
-            if j is None and len(index) < self.max_terms:
-                j = index[term] = len(index)
-            at[i] = -1 if j is None else j
+        self._sync(room=min(len(distinct), max(self.max_terms - len(index), 0)))
+        hashes = np.fromiter(map(hash, distinct), dtype=np.int64, count=len(distinct))
+        at = self._probe(hashes)
+        new = np.flatnonzero(at < 0)
+        if len(new):
+            unique, first, inverse = np.unique(hashes[new], return_index=True, return_inverse=True)
+            added = np.argsort(first, kind="stable")[: max(self.max_terms - len(index), 0)]  # in order seen
+            start = len(index)
+            given = np.full(len(unique), -1, dtype=np.int64)
+            given[added] = np.arange(start, start + len(added), dtype=np.int64)
+            at[new] = given[inverse]
+            index.update(zip([distinct[i] for i in new[first[added]].tolist()], range(start, start + len(added))))
+            self._place(unique[added], given[added])
+            self._tabled = len(index)
         return at
 
     def columns(self, ids: np.ndarray, distinct: Sequence[str], n_features: int) -> np.ndarray:
