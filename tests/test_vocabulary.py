@@ -76,6 +76,11 @@ def test_hash_table_gives_the_dictionarys_ids_through_growth_the_bound_and_a_pic
     assert v.lookup(probe).tolist() == [reference.get(t, -1) for t in probe]
     assert len(v) == 5000  # lookup adds nothing
     # an index filled directly (as a restored association does) is tabled on the next look-up
+    # an empty vocabulary, and one that has seen only an empty page, find nothing
+    empty, after_an_empty_page = Vocabulary(), Vocabulary()
+    assert after_an_empty_page.ids([]).tolist() == []
+    for fresh in (empty, after_an_empty_page):
+        assert fresh.lookup(unseen).tolist() == [-1, -1] and len(fresh) == 0
     w = Vocabulary()
     w.index.update(reference)
     assert w.lookup(probe).tolist() == [reference.get(t, -1) for t in probe]

@@ -79,7 +79,7 @@ class Vocabulary:
         size = len(self.index)
         if size < self._tabled:  # index was replaced or cleared directly
             self._drop_table()
-        if 2 * (size + room) > len(self._slots):  # grow: the held hashes move to a table twice as large
+        if not len(self._slots) or 2 * (size + room) > len(self._slots):  # grow: held hashes move to a larger table
             held = self._slots >= 0
             hashes, ids = self._keys[held], self._slots[held]
             self._new_table(max(1024, 1 << (2 * (size + room) - 1).bit_length()))
