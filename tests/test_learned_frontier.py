@@ -51,6 +51,38 @@ def test_labels_are_discounted_distance_to_the_nearest_relevant_page():
     assert m.since("http://x.test/g") == 1
 
 
+def test_encoded_rows_stay_the_hashers_with_remembered_and_new_words(monkeypatch):
+    """encode remembers words' and bins' columns: rows from remembered columns, from a mix of
+    remembered and new words, and after the memory is cleared at its bound equal the hasher's."""
+    import topiccrawl.learning.linkvalue as lv
+
+    m = LinkValueModel(n_features=2**12)
+    rng = random.Random(2)
+
+    def feats(n, words):
+        return [LinkFeatures(anchor=rng.sample(words, 3), url=url_tokens(f"http://h{i}.test/{rng.choice(words)}"),
+                             context=rng.sample(words, 5), holder_probability=rng.random(),
+                             host_yield=rng.random(), distance=rng.randrange(-1, 6), depth=rng.randrange(12),
+                             holder_value=rng.random(), score=rng.random()) for i in range(n)]
+
+    def expected(fs):
+        return [sorted(np.flatnonzero(row).tolist())
+                for row in m._hasher.transform(m._tokens(f) for f in fs).toarray()]
+
+    def columns(rows):
+        return [sorted(np.flatnonzero(row[: 2**12]).tolist()) for row in m.matrix(rows).toarray()]
+
+    first = feats(40, WORDS[:20])
+    assert columns(m.encode(first)) == expected(first)  # every word new
+    assert columns(m.encode(first)) == expected(first)  # every column remembered
+    mixed = feats(40, WORDS[:20] + [f"new{i}" for i in range(20)])
+    assert columns(m.encode(mixed)) == expected(mixed)
+    remembered = sum(map(len, m._memo.values()))
+    monkeypatch.setattr(lv, "_INDEX_MAX", 10)  # the memory is full: cleared, then filled again
+    assert columns(m.encode(mixed)) == expected(mixed)
+    assert sum(map(len, m._memo.values())) < remembered  # only the last batch's columns
+
+
 def test_rows_decode_to_the_hashed_matrix_and_predictions_agree():
     m = LinkValueModel(n_features=2**12)
     rng = random.Random(1)

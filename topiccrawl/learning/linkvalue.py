@@ -194,7 +194,7 @@ class LinkValueModel:
         self.version_ = 0
         self.retrains_ = 0
         self._hasher = FeatureHasher(n_features=n_features, input_type="string", alternate_sign=False)
-        self._index: dict[str, int] = {}
+        self._memo: dict[str, dict] = {"a:": {}, "u:": {}, "c:": {}, "": {}}
         self._dense_weights: list[float] | None = None
         self._rng = np.random.default_rng(random_state)
         # the crawl's pages: url -> id, and per id: relevant, distance to the nearest relevant page
@@ -219,39 +219,62 @@ class LinkValueModel:
         toks = list(map("a:".__add__, f.anchor))
         toks += map("u:".__add__, f.url)
         toks += map("c:".__add__, f.context)
-        d = f.distance
-        toks += (
-            f"d:{d}" if 0 <= d <= self.k else "d:far",
-            f"depth:{_DEPTH_BUCKETS[min(max(f.depth, 0), 8)]}",
-            f"p:{_bucket(f.holder_probability)}",
-            f"y:{_bucket(f.host_yield)}",
-            f"v:{_bucket(f.holder_value)}",
-            f"s:{_bucket(f.score)}",
-        )
+        toks += self._binned_tokens(self._bins(f))
         return toks
+
+    def _bins(self, f: LinkFeatures) -> tuple:
+        """The binned features' values: distance (k + 1: far), depth bucket, and the bins of P,
+        host yield, holder value and R(l)."""
+        d = f.distance
+        return (d if 0 <= d <= self.k else self.k + 1, _DEPTH_BUCKETS[min(max(f.depth, 0), 8)],
+                _bucket(f.holder_probability), _bucket(f.host_yield), _bucket(f.holder_value), _bucket(f.score))
+
+    def _binned_tokens(self, bins: tuple) -> tuple[str, ...]:
+        d, depth, p, y, v, s = bins
+        return (f"d:{d}" if d <= self.k else "d:far", f"depth:{depth}", f"p:{p}", f"y:{y}", f"v:{v}", f"s:{s}")
 
     def _column(self, token: str) -> int:
         """The hashed column of a token, as scikit-learn's ``FeatureHasher`` (murmurhash3, seed 0,
-        ``alternate_sign=False``) computes it; memoised, since tokens recur on every page."""
-        index = self._index
-        col = index.get(token)
-        if col is None:
-            h = murmurhash3_32(token, seed=0)
-            col = (2147483647 - (self.n_features - 1)) % self.n_features if h == -2147483648 \
-                else abs(h) % self.n_features
-            if len(index) >= _INDEX_MAX:
-                index.clear()
-            index[token] = col
-        return col
+        ``alternate_sign=False``) computes it (:meth:`encode` remembers them, since tokens recur on
+        every page)."""
+        h = murmurhash3_32(token, seed=0)
+        return (2147483647 - (self.n_features - 1)) % self.n_features if h == -2147483648 \
+            else abs(h) % self.n_features
 
     def encode(self, features: Sequence[LinkFeatures]) -> list[bytes]:
         """Compact rows of links: hashed token indices (uint32, sorted; binary features: a repeated
         token, or a collision within the row, counts once), then the dense columns (float32)."""
-        column, rows = self._column, []
+        memo = self._memo  # columns: of a word by its prefix; of the binned features by their bins
+        if len(memo[""]) + len(memo["a:"]) + len(memo["u:"]) + len(memo["c:"]) >= _INDEX_MAX:
+            for m in memo.values():
+                m.clear()
+        anchor, url, context, binned = memo["a:"], memo["u:"], memo["c:"], memo[""]
+        rows = []
         for f in features:
-            cols = sorted({column(t) for t in self._tokens(f)})
-            rows.append(_pack_row(cols, f.holder_probability, f.host_yield, f.holder_value, f.score))
+            cols = set(map(anchor.get, f.anchor))
+            cols.update(map(url.get, f.url))
+            cols.update(map(context.get, f.context))
+            if None in cols:  # a word seen for the first time with this prefix
+                cols = set(self._words(anchor, "a:", f.anchor))
+                cols.update(self._words(url, "u:", f.url))
+                cols.update(self._words(context, "c:", f.context))
+            bins = self._bins(f)
+            fixed = binned.get(bins)
+            if fixed is None:
+                fixed = binned[bins] = tuple(map(self._column, self._binned_tokens(bins)))
+            cols.update(fixed)
+            rows.append(_pack_row(sorted(cols), f.holder_probability, f.host_yield, f.holder_value, f.score))
         return rows
+
+    def _words(self, memo: dict, prefix: str, words: Sequence[str]) -> list[int]:
+        """The columns of ``prefix`` + each word, remembered in ``memo`` by word."""
+        cols = []
+        for w in words:
+            col = memo.get(w)
+            if col is None:
+                col = memo[w] = self._column(prefix + w)
+            cols.append(col)
+        return cols
 
     def matrix(self, rows: Sequence[bytes]) -> sparse.csr_matrix:
         """The CSR matrix (``n_features + len(NUMERIC)`` columns) of encoded rows."""
@@ -580,7 +603,7 @@ class LinkValueModel:
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
-        for derived in ("_hasher", "_dense_weights", "_index"):  # rebuilt on load
+        for derived in ("_hasher", "_dense_weights", "_memo"):  # rebuilt on load
             del state[derived]
         return state
 
@@ -591,6 +614,6 @@ class LinkValueModel:
         state.setdefault("_prob", [float(r) for r in state.get("_relevant", b"")])
         self.__dict__.update(state)
         self._hasher = FeatureHasher(n_features=self.n_features, input_type="string", alternate_sign=False)
-        self._index = {}
+        self._memo = {"a:": {}, "u:": {}, "c:": {}, "": {}}
         self._set_weights()
 
