@@ -64,8 +64,9 @@ def test_hash_table_gives_the_dictionarys_ids_through_growth_the_bound_and_a_pic
         if i % 3 == 0:
             distinct = distinct + distinct[:5]  # repeats within a call get one id
         assert v.ids(distinct).tolist() == _reference_ids(reference, 5000, distinct)
-        if i == 150:  # a resumed crawl: a new process salts string hashes differently
-            v = pickle.loads(pickle.dumps(v))
+        if i == 150:  # a resumed crawl: the table is not pickled (a new process salts string
+            v = pickle.loads(pickle.dumps(v))  # hashes differently); it is rebuilt from the terms
+            assert v._tabled == 0 and len(v._slots) == 0 and len(v) == len(reference)
     assert len(v) == 5000 and v.index == reference  # the bound was reached; the table grew many times
     mask = len(v._slots) - 1
     used = v._slots >= 0
@@ -75,12 +76,12 @@ def test_hash_table_gives_the_dictionarys_ids_through_growth_the_bound_and_a_pic
     probe = [t for terms in pages[::10] for t in terms[:30]] + unseen
     assert v.lookup(probe).tolist() == [reference.get(t, -1) for t in probe]
     assert len(v) == 5000  # lookup adds nothing
-    # an index filled directly (as a restored association does) is tabled on the next look-up
     # an empty vocabulary, and one that has seen only an empty page, find nothing
     empty, after_an_empty_page = Vocabulary(), Vocabulary()
     assert after_an_empty_page.ids([]).tolist() == []
     for fresh in (empty, after_an_empty_page):
         assert fresh.lookup(unseen).tolist() == [-1, -1] and len(fresh) == 0
+    # an index filled directly (as a restored association does) is tabled on the next look-up
     w = Vocabulary()
     w.index.update(reference)
     assert w.lookup(probe).tolist() == [reference.get(t, -1) for t in probe]
