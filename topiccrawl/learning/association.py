@@ -48,7 +48,7 @@ class TermAssociation:
     """Term statistics of the fetched pages; ``strength`` is k, ``max_terms`` bounds the vocabulary
     (terms first seen after it is full are not counted: they count as m). A term is an id of a
     :class:`~topiccrawl.learning.vocabulary.Vocabulary` indexing two arrays (n_t, s_t), so a page's
-    update is one dictionary look-up per distinct term plus two vectorised additions. The crawl
+    update is one vectorised look-up of its distinct terms plus two vectorised additions. The crawl
     shares :attr:`vocabulary` with the page classifier's hashing and hands :meth:`add_page` the
     page's ids, so the look-ups happen once per page for both."""
 

@@ -48,7 +48,8 @@ from scipy import sparse
 from scipy.special import expit
 from sklearn.feature_extraction import FeatureHasher
 from sklearn.linear_model import SGDClassifier
-from sklearn.utils import murmurhash3_32
+
+from topiccrawl.learning.vocabulary import hashed_column
 
 #: which fetched pages the link labels call relevant (:meth:`LinkValueModel.relabel`)
 LABEL_RULES = ("fixed", "threshold", "count")
@@ -237,9 +238,7 @@ class LinkValueModel:
         """The hashed column of a token, as scikit-learn's ``FeatureHasher`` (murmurhash3, seed 0,
         ``alternate_sign=False``) computes it (:meth:`encode` remembers them, since tokens recur on
         every page)."""
-        h = murmurhash3_32(token, seed=0)
-        return (2147483647 - (self.n_features - 1)) % self.n_features if h == -2147483648 \
-            else abs(h) % self.n_features
+        return hashed_column(token, self.n_features)
 
     def encode(self, features: Sequence[LinkFeatures]) -> list[bytes]:
         """Compact rows of links: hashed token indices (uint32, sorted; binary features: a repeated

@@ -16,8 +16,11 @@ from sklearn.utils import murmurhash3_32
 
 
 def hashed_column(term: str, n_features: int) -> int:
-    """``HashingVectorizer``'s column of a term: |signed murmur3 of its UTF-8| mod ``n_features``."""
-    return abs(murmurhash3_32(term, seed=0)) % n_features
+    """scikit-learn's column of a term (``HashingVectorizer``, ``FeatureHasher``, both without
+    alternating signs): |signed murmur3 of its UTF-8, seed 0| mod ``n_features``, as their hashing
+    computes it for −2³¹ too."""
+    h = murmurhash3_32(term, seed=0)
+    return (2147483647 - (n_features - 1)) % n_features if h == -2147483648 else abs(h) % n_features
 
 
 def merge_columns(columns: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
