@@ -33,6 +33,7 @@ from scrapy import signals
 from topiccrawl.crawl.errors import ConfigError
 from topiccrawl.crawl.items import PageItem
 from topiccrawl.crawl.settings import TopicCrawlConfig, parse_url_list
+from topiccrawl.learning.anchorjudge import context_words
 from topiccrawl.learning.association import EXAMPLE_LINK, anchor_terms
 from topiccrawl.learning.focus import RELIABLE_AUC, RELIABLE_C, PageFocus
 from topiccrawl.learning.linkvalue import LinkFeatures, quick_terms, url_tokens
@@ -341,8 +342,10 @@ class TopicCrawl:
                 anchors[a.url] = a
         if self.learns:  # the association's page score: R(P), or R(l)'s holder term (TOPICCRAWL_ASSOCIATION_SCORE)
             judged = holder if self.config.association_score == "holder" else relevance
+            # the page classifier judges anchors and their context where its P steers (TOPICCRAWL_LEARNED_ANCHOR_JUDGE)
+            judge = by_probability and not guarded and self.focus.fitted
             self._observe(response.url, relevance if steer is None else steer, best, anchors, depth, terms, judged,
-                          term_ids)
+                          term_ids, judge=judge)
         self.graph.add_page(response.url, best.keys())
         self.pagerank.maybe_refresh()
         potential = self.pagerank.potential(response.url, self.config.potential_pagerank)
@@ -376,11 +379,13 @@ class TopicCrawl:
         return ids, hashed
 
     def _observe(self, url: str, probability: float, best: dict, anchors: dict, depth: int,
-                 terms: list[str], relevance: float, term_ids=None) -> None:
+                 terms: list[str], relevance: float, term_ids=None, judge: bool = False) -> None:
         """Hand a fetched page and its out-links (with their features) to a learning frontier,
         before the links are queued (with the page's terms and ``relevance``, the score its anchor
         association judges terms by: R(P), or P where P is R(l)'s holder term; ``term_ids``: the
-        terms' ids in the association's vocabulary, :meth:`_term_ids`)."""
+        terms' ids in the association's vocabulary, :meth:`_term_ids`; ``judge``: the frontier's
+        anchor judge, if it has one, shifts the out-links by the page classifier's score of their
+        anchor and context)."""
         frontier = self.frontier
         if frontier is None:
             return
@@ -401,6 +406,12 @@ class TopicCrawl:
                     if term_ids is not None:
                         term_ids = np.append(term_ids, frontier.association.vocabulary.ids([EXAMPLE_LINK]))
                     self.crawler.stats.inc_value("topiccrawl/examples/linked_pages_fetched")
+        anchor_judge = getattr(frontier, "anchor_judge", None)
+        if judge and anchor_judge is not None and out:
+            docs = [(*(t for t in (f.terms or anchor_terms(anchors[target].text)) if t != EXAMPLE_LINK),
+                     *context_words(anchors[target].context)) for target, f in out]
+            for (_, f), shift in zip(out, anchor_judge.shifts(self.focus.classifier, self.focus.refits, docs).tolist()):
+                f.shift = shift
         frontier.observe_page(url, registered_domain(url), probability, out, terms=terms, relevance=relevance,
                               term_ids=term_ids)
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from itertools import repeat
+from itertools import chain, repeat
 
 import numpy as np
 import scipy.sparse as sp
@@ -49,8 +49,8 @@ def _terms(doc) -> Sequence[str]:
     return tokenize(doc) if isinstance(doc, str) else list(doc)
 
 
-def _counts(terms: Sequence[str], n_features: int) -> tuple[np.ndarray, np.ndarray]:
-    """Sorted hashed columns of a page's terms and their counts (colliding terms add up)."""
+def _columns(terms: Sequence[str], n_features: int) -> np.ndarray:
+    """The hashed column of each term, through a bounded term -> column cache."""
     index = _INDEX.get(n_features)
     if index is None or len(index) > _INDEX_MAX:
         index = _INDEX[n_features] = {}
@@ -61,8 +61,26 @@ def _counts(terms: Sequence[str], n_features: int) -> tuple[np.ndarray, np.ndarr
         if col is None:
             col = index[term] = hashed_column(term, n_features)
         cols[i] = col
-    cols, counts = np.unique(cols, return_counts=True)
+    return cols
+
+
+def _counts(terms: Sequence[str], n_features: int) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted hashed columns of a page's terms and their counts (colliding terms add up)."""
+    cols, counts = np.unique(_columns(terms, n_features), return_counts=True)
     return cols, counts.astype(np.float64)
+
+
+def hash_short(docs: Sequence[Sequence[str]], n_features: int = 2**18) -> sp.csr_matrix:
+    """:func:`hash_terms` of many short term lists (anchors, the words around them) at once: one
+    look-up of all their terms instead of one per list. Same matrix up to the order of the columns
+    within a row."""
+    lengths = np.fromiter(map(len, docs), dtype=np.int64, count=len(docs))
+    flat = list(chain.from_iterable(docs))
+    cols = _columns(flat, n_features)
+    rows = np.repeat(np.arange(len(docs)), lengths)
+    m = sp.coo_matrix((np.ones(len(flat)), (rows, cols)), shape=(len(docs), n_features)).tocsr()
+    m.sum_duplicates()
+    return m
 
 
 def counts_row(columns: np.ndarray, counts: np.ndarray, n_features: int = 2**18) -> sp.csr_matrix:
@@ -282,6 +300,11 @@ class PageClassifier(ClassifierMixin, BaseEstimator):
         weights = np.where(seen, weights, 0.0)
         dots = [np.bincount(rows, weights * w[at], minlength=n).astype(np.float64) for w in self.coef_]
         return np.column_stack(dots) / norm[:, None] + self.intercept_
+
+    def decision_function(self, X) -> np.ndarray:
+        """The mean of the K linear scores z_k = w_k · x + b_k of each page (higher: more like the
+        positives: P(relevant) rises with it)."""
+        return self._scores(X).mean(axis=1)
 
     def _proba(self, z: np.ndarray) -> np.ndarray:
         p = expit(-(self.sigmoid_[:, 0] * z + self.sigmoid_[:, 1])).mean(axis=-1)

@@ -77,7 +77,8 @@ class LinkFeatures:
     share of relevant pages so far, ``distance`` the hops from the last relevant page on the
     holder's crawl path (0: the holder is relevant), ``holder_value`` the value of the link the
     holder was reached by, ``score`` the link's R(l), ``depth`` the target's depth; ``terms``, the
-    anchor's terms for the anchor association (not encoded in the row).
+    anchor's terms for the anchor association, and ``shift``, the page classifier's judgement of
+    the anchor and its context (:mod:`topiccrawl.learning.anchorjudge`; both not encoded in the row).
     """
 
     anchor: Sequence[str] = ()
@@ -90,6 +91,7 @@ class LinkFeatures:
     holder_value: float = 0.0
     score: float = 0.0
     terms: Sequence[str] = ()
+    shift: float = 0.0
 
 
 def url_tokens(url: str, limit: int = 24) -> list[str]:

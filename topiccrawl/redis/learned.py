@@ -218,6 +218,9 @@ class RedisLearnedFrontier(RedisFrontier):
         if options.learned_siblings != "off":
             raise FrontierError("TOPICCRAWL_LEARNED_SIBLINGS is not available with TOPICCRAWL_STORE=redis yet "
                                 "(in memory only, docs/learned.md)")
+        if options.learned_anchor_judge > 0:
+            raise FrontierError("TOPICCRAWL_LEARNED_ANCHOR_JUDGE is not available with TOPICCRAWL_STORE=redis yet "
+                                "(in memory only, docs/learned.md)")
         memory = make_learned(options)
         return cls(client, keys, model=memory.model, epsilon=memory.epsilon, rescore_all=memory.rescore_all,
                    rescore_top=memory.rescore_top, rescore_sample=memory.rescore_sample, seed=options.learned_seed,

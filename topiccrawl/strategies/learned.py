@@ -57,6 +57,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from topiccrawl.learning.anchorjudge import AnchorJudge
 from topiccrawl.learning.association import EXAMPLE_LINK, TermAssociation
 from topiccrawl.learning.linkvalue import (
     FIRST_BLENDS,
@@ -162,13 +163,14 @@ def shifted(value: float, shift: float) -> float:
 
 
 class _Entry:
-    __slots__ = ("assoc", "base", "holder", "link", "pos", "priority", "row", "terms", "uid")
+    __slots__ = ("assoc", "base", "holder", "judged", "link", "pos", "priority", "row", "terms", "uid")
 
     def __init__(self, link: Link, row: bytes, holder: str | None, priority: float, base: float | None = None,
-                 terms: tuple = (), assoc: float = 0.0) -> None:
+                 terms: tuple = (), assoc: float = 0.0, judged: float = 0.0) -> None:
         self.link, self.row, self.holder, self.priority = link, row, holder, priority
-        self.base = priority if base is None else base  # the value before the sibling shift (association included)
+        self.base = priority if base is None else base  # the value before the sibling shift (shifts included)
         self.terms, self.assoc = terms, assoc  # the anchor's terms and their association shift in base
+        self.judged = judged  # the anchor judge's shift in base
         self.uid = -1
         self.pos = -1
 
@@ -192,7 +194,9 @@ class LearnedFrontier(FrontierBase):
     smoothed yield (and of the sibling yield); ``siblings``: shift priorities by the holder page's
     sibling yield (``"yield"``; ``"off"``: no shift; module docstring); ``holder_refresh``: queued
     links follow their holder page's new P at a refit of the page classifier
-    (:meth:`page_probabilities`).
+    (:meth:`page_probabilities`); ``anchor_judge``: λ > 0 keeps an
+    :class:`~topiccrawl.learning.anchorjudge.AnchorJudge`, whose shift the crawler puts in each
+    out-link's features (``LinkFeatures.shift``) and which stays in the link's priority.
     """
 
     name = "learned"
@@ -201,7 +205,7 @@ class LearnedFrontier(FrontierBase):
                  rescore_top: int = 128, rescore_sample: int = 128, seed: int = 0, max_pending: int = 20_000,
                  host_strength: float = 2.0, explore_sample: int = 1, siblings: str = "off",
                  association: str = "off", association_every: int = 25, association_examples: bool = False,
-                 holder_refresh: bool = False, example_links: bool = False) -> None:
+                 holder_refresh: bool = False, example_links: bool = False, anchor_judge: float = 0.0) -> None:
         if siblings not in SIBLING_RULES:
             raise ValueError(f"siblings={siblings!r}: expected one of {', '.join(SIBLING_RULES)}")
         if association not in ASSOCIATION_RULES:
@@ -210,6 +214,8 @@ class LearnedFrontier(FrontierBase):
         self.association_every = max(1, int(association_every))
         self.association_examples = association_examples
         self.example_links = example_links
+        #: the page classifier's judgement of anchors and their context, λ > 0 (the crawler calls it)
+        self.anchor_judge = AnchorJudge(anchor_judge) if anchor_judge > 0 else None
         self._example_pages = 0  # example pages counted in the association
         self.holder_refresh = holder_refresh
         self._holder_refreshed = 0  # queued links whose holder term followed a new P
@@ -272,11 +278,12 @@ class LearnedFrontier(FrontierBase):
     def _fallback_features(self, link: Link) -> LinkFeatures:
         return fallback_features(link, self.model.k)
 
-    def _add(self, link: Link, row: bytes, holder: str | None, priority: float, terms: tuple = ()) -> None:
-        entry = _Entry(link, row, holder, priority, terms=terms)
+    def _add(self, link: Link, row: bytes, holder: str | None, priority: float, terms: tuple = (),
+             judged: float = 0.0) -> None:
+        entry = _Entry(link, row, holder, priority + judged, terms=terms, judged=judged)
         if terms and self.association is not None:
             entry.assoc = self.association.shift(terms)
-            entry.base = entry.priority = priority + entry.assoc
+            entry.base = entry.priority = priority + judged + entry.assoc
         if self.siblings and holder is not None:
             entry.priority = shifted(entry.base, self.sibling_shift(holder))
             self._held.setdefault(holder, []).append(entry)
@@ -323,9 +330,10 @@ class LearnedFrontier(FrontierBase):
             self._next_seq += 1
         waiting = self._incoming.get(link.url)
         terms = waiting[4] if waiting is not None and len(waiting) > 4 else ()
+        judged = waiting[5] if waiting is not None and len(waiting) > 5 else 0.0
         row, holder, priority = push_value(self.model, self._incoming, link)
         self._queued_urls.add(link.url)
-        self._add(link, row, holder, priority, terms)
+        self._add(link, row, holder, priority, terms, judged)
 
     def pop(self) -> Link | None:
         if not self._live:
@@ -439,7 +447,7 @@ class LearnedFrontier(FrontierBase):
                     if self.siblings:
                         self._kid(url, node)
                 else:
-                    self._remember(self._incoming, target, (row, url, value, version, tuple(f.terms)))
+                    self._remember(self._incoming, target, (row, url, value, version, tuple(f.terms), f.shift))
 
     def observe_examples(self, examples: Iterable[Sequence[str]], counter_examples: Iterable[Sequence[str]] = ()) -> int:
         """The example pages' terms into the anchor association as pages of known relevance: 1
@@ -481,7 +489,7 @@ class LearnedFrontier(FrontierBase):
             return 0
         values = self.model.predict_rows([e.row for e in changed]).tolist()  # R(l) while unfitted
         for e, v in zip(changed, values):
-            e.base = v + e.assoc
+            e.base = v + e.assoc + e.judged
         live = self._live
         values = [e.base for e in live]
         self._sibling_values(live, values)
@@ -530,8 +538,9 @@ class LearnedFrontier(FrontierBase):
             for i, (e, a) in enumerate(zip(todo, assoc.shifts([e.terms for e in todo]).tolist())):
                 e.assoc = a
                 values[i] += a
-        for e, v in zip(todo, values):
-            e.base = v
+        for i, e in enumerate(todo):
+            values[i] += e.judged
+            e.base = values[i]
         self._sibling_values(todo, values)
         if not full:
             for e, v in zip(todo, values):
@@ -594,6 +603,7 @@ class LearnedFrontier(FrontierBase):
                 "learned/association_examples": self._example_pages}
                if self.association is not None else {}),
             **example_link_stats(self),
+            **({"learned/anchor_judged": self.anchor_judge.judged} if self.anchor_judge is not None else {}),
         }
 
     # -- JOBDIR -------------------------------------------------------------------------------------------
@@ -604,7 +614,8 @@ class LearnedFrontier(FrontierBase):
             "links": [e.link for e in self._live],
             "next_seq": self._next_seq,
             "learned": {
-                "entries": [(e.row, e.holder, e.priority, e.base, e.terms, e.assoc) for e in self._live],
+                "entries": [(e.row, e.holder, e.priority, e.base, e.terms, e.assoc, e.judged) for e in self._live],
+                "anchor_judge": self.anchor_judge,
                 "association": self.association,
                 "example_pages": self._example_pages,
                 "siblings": {h: sorted(k) for h, k in self._kids.items()},
@@ -640,6 +651,8 @@ class LearnedFrontier(FrontierBase):
         self._kids = {h: set(k) for h, k in learned.get("siblings", {}).items()}
         self._psum = self.model.probability_sum() if self.siblings else 0.0
         self._held = {}
+        if self.anchor_judge is not None and learned.get("anchor_judge") is not None:
+            self.anchor_judge = learned["anchor_judge"]
         if self.association is not None and learned.get("association") is not None:
             self.association = learned["association"]
             self._example_pages = learned.get("example_pages", 0)
@@ -677,6 +690,7 @@ class LearnedOptions(StrategyOptions):
     learned_association_examples: bool = True
     learned_holder_refresh: bool = True
     learned_example_links: bool = False
+    learned_anchor_judge: float = option_field(0.0, low=0.0, high=100.0)
 
     def kwargs(self) -> dict:
         """The :class:`LearnedFrontier` arguments (its model included)."""
@@ -690,7 +704,8 @@ class LearnedOptions(StrategyOptions):
                 "siblings": self.learned_siblings,
                 "association": "anchor" if self.learned_association == "auto" else self.learned_association,
                 "association_examples": self.learned_association_examples,
-                "holder_refresh": self.learned_holder_refresh, "example_links": self.learned_example_links}
+                "holder_refresh": self.learned_holder_refresh, "example_links": self.learned_example_links,
+                "anchor_judge": self.learned_anchor_judge}
 
 
 def make_learned(options: LearnedOptions | Mapping | None = None,
