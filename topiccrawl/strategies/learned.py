@@ -45,6 +45,11 @@ marks the pages the example pages link to, and the links to them, with one more 
 Holder refresh (``holder_refresh``; on by default, in memory and on Redis): where R(l)'s holder term is the page
 classifier's P, a refit of the classifier moves every queued link's R(l) by (1 − ∂)·(P_new − P_old)
 of its holder page (eq. 5) and re-prioritises it (:meth:`LearnedFrontier.refresh_holders`).
+
+Anchor judge (``anchor_judge`` = λ > 0; off by default, in memory only): the crawler adds to each
+out-link's priority the page classifier's standardised score of its anchor and context
+(:class:`~topiccrawl.learning.anchorjudge.AnchorJudge`, passed in ``LinkFeatures.shift``); the shift
+is fixed at the push and kept through re-scoring and refreshes.
 """
 
 from __future__ import annotations
