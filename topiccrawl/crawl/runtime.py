@@ -345,7 +345,7 @@ class TopicCrawl:
             # the page classifier judges anchors and their context where its P steers (TOPICCRAWL_LEARNED_ANCHOR_JUDGE)
             judge = by_probability and not guarded and self.focus.fitted
             self._observe(response.url, relevance if steer is None else steer, best, anchors, depth, terms, judged,
-                          term_ids, judge=judge)
+                          term_ids, judge=judge, holder_weight=None if by_probability else 1.0 - self.scorer.anchor_weight)
         self.graph.add_page(response.url, best.keys())
         self.pagerank.maybe_refresh()
         potential = self.pagerank.potential(response.url, self.config.potential_pagerank)
@@ -379,13 +379,15 @@ class TopicCrawl:
         return ids, hashed
 
     def _observe(self, url: str, probability: float, best: dict, anchors: dict, depth: int,
-                 terms: list[str], relevance: float, term_ids=None, judge: bool = False) -> None:
+                 terms: list[str], relevance: float, term_ids=None, judge: bool = False,
+                 holder_weight: float | None = None) -> None:
         """Hand a fetched page and its out-links (with their features) to a learning frontier,
         before the links are queued (with the page's terms and ``relevance``, the score its anchor
         association judges terms by: R(P), or P where P is R(l)'s holder term; ``term_ids``: the
         terms' ids in the association's vocabulary, :meth:`_term_ids`; ``judge``: the frontier's
         anchor judge, if it has one, shifts the out-links by the page classifier's score of their
-        anchor and context)."""
+        anchor and context; ``holder_weight``: 1 − ∂ where R(l)'s holder term is ``relevance``, for
+        a frontier that keeps the holder mean, with the page's links to queued URLs)."""
         frontier = self.frontier
         if frontier is None:
             return
@@ -412,8 +414,11 @@ class TopicCrawl:
                      *context_words(anchors[target].context)) for target, f in out]
             for (_, f), shift in zip(out, anchor_judge.shifts(self.focus.classifier, self.focus.refits, docs).tolist()):
                 f.shift = shift
+        more = {}
+        if holder_weight is not None and getattr(frontier, "holder_mean", False):
+            more = {"linked": [target for target in anchors if target in skip], "holder_weight": holder_weight}
         frontier.observe_page(url, registered_domain(url), probability, out, terms=terms, relevance=relevance,
-                              term_ids=term_ids)
+                              term_ids=term_ids, **more)
 
     @property
     def frontier(self):

@@ -131,6 +131,15 @@ def refreshed_row(row: bytes, probability: float, weight: float) -> bytes:
     return row[:at] + struct.pack(_DENSE_FMT, new, host, value, min(1.0, max(0.0, score + weight * (new - old))))
 
 
+def shifted_score_row(row: bytes, delta: float) -> bytes:
+    """``row`` with R(l) moved by ``delta``, clipped to [0, 1] (the holder's P unchanged)."""
+    at = len(row) - 4 * _F
+    old, host, value, score = unpack_from(_DENSE_FMT, row, at)
+    if not delta:
+        return row
+    return row[:at] + struct.pack(_DENSE_FMT, old, host, value, min(1.0, max(0.0, score + delta)))
+
+
 #: Latin words and runs of CJK characters (CJK Unified Ideographs and Extension A)
 _QUICK_RE = re.compile(r"[a-z0-9]+|[\u3400-\u4dbf\u4e00-\u9fff]+")
 

@@ -70,6 +70,7 @@ from topiccrawl.learning.linkvalue import (
     LinkFeatures,
     LinkValueModel,
     refreshed_row,
+    shifted_score_row,
     url_tokens,
 )
 from topiccrawl.strategies.base import FrontierBase, Link, StrategyOptions, option_field
@@ -168,14 +169,15 @@ def shifted(value: float, shift: float) -> float:
 
 
 class _Entry:
-    __slots__ = ("assoc", "base", "holder", "judged", "link", "pos", "priority", "row", "terms", "uid")
+    __slots__ = ("assoc", "base", "holder", "hn", "hsum", "judged", "link", "pos", "priority", "row", "terms", "uid")
 
     def __init__(self, link: Link, row: bytes, holder: str | None, priority: float, base: float | None = None,
-                 terms: tuple = (), assoc: float = 0.0, judged: float = 0.0) -> None:
+                 terms: tuple = (), assoc: float = 0.0, judged: float = 0.0, hsum: float = 0.0, hn: int = 0) -> None:
         self.link, self.row, self.holder, self.priority = link, row, holder, priority
         self.base = priority if base is None else base  # the value before the sibling shift (shifts included)
         self.terms, self.assoc = terms, assoc  # the anchor's terms and their association shift in base
         self.judged = judged  # the anchor judge's shift in base
+        self.hsum, self.hn = hsum, hn  # holder mean: the sum and number of the holders' scores (0: none)
         self.uid = -1
         self.pos = -1
 
@@ -210,7 +212,8 @@ class LearnedFrontier(FrontierBase):
                  rescore_top: int = 128, rescore_sample: int = 128, seed: int = 0, max_pending: int = 20_000,
                  host_strength: float = 2.0, explore_sample: int = 1, siblings: str = "off",
                  association: str = "off", association_every: int = 25, association_examples: bool = False,
-                 holder_refresh: bool = False, example_links: bool = False, anchor_judge: float = 0.0) -> None:
+                 holder_refresh: bool = False, example_links: bool = False, anchor_judge: float = 0.0,
+                 holder_mean: bool = False) -> None:
         if siblings not in SIBLING_RULES:
             raise ValueError(f"siblings={siblings!r}: expected one of {', '.join(SIBLING_RULES)}")
         if association not in ASSOCIATION_RULES:
@@ -221,6 +224,10 @@ class LearnedFrontier(FrontierBase):
         self.example_links = example_links
         #: the page classifier's judgement of anchors and their context, λ > 0 (the crawler calls it)
         self.anchor_judge = AnchorJudge(anchor_judge) if anchor_judge > 0 else None
+        #: holder mean: queued URL -> its live entry (None when off)
+        self.holder_mean = holder_mean
+        self._by_url: dict[str, _Entry] | None = {} if holder_mean else None
+        self._holders_followed = 0
         self._example_pages = 0  # example pages counted in the association
         self.holder_refresh = holder_refresh
         self._holder_refreshed = 0  # queued links whose holder term followed a new P
@@ -261,6 +268,8 @@ class LearnedFrontier(FrontierBase):
         heapq.heappush(self._heap, (-entry.priority, entry.link.seq, entry.uid, entry))
 
     def _remove(self, entry: _Entry) -> None:
+        if self._by_url is not None:
+            self._by_url.pop(entry.link.url, None)
         live = self._live
         last = live.pop()
         if last is not entry:
@@ -284,8 +293,12 @@ class LearnedFrontier(FrontierBase):
         return fallback_features(link, self.model.k)
 
     def _add(self, link: Link, row: bytes, holder: str | None, priority: float, terms: tuple = (),
-             judged: float = 0.0) -> None:
+             judged: float = 0.0, held: float | None = None) -> None:
         entry = _Entry(link, row, holder, priority + judged, terms=terms, judged=judged)
+        if self._by_url is not None:
+            self._by_url[link.url] = entry
+            if held is not None:
+                entry.hsum, entry.hn = held, 1
         if terms and self.association is not None:
             entry.assoc = self.association.shift(terms)
             entry.base = entry.priority = priority + judged + entry.assoc
@@ -336,9 +349,10 @@ class LearnedFrontier(FrontierBase):
         waiting = self._incoming.get(link.url)
         terms = waiting[4] if waiting is not None and len(waiting) > 4 else ()
         judged = waiting[5] if waiting is not None and len(waiting) > 5 else 0.0
+        held = waiting[6] if waiting is not None and len(waiting) > 6 else None
         row, holder, priority = push_value(self.model, self._incoming, link)
         self._queued_urls.add(link.url)
-        self._add(link, row, holder, priority, terms, judged)
+        self._add(link, row, holder, priority, terms, judged, held)
 
     def pop(self) -> Link | None:
         if not self._live:
@@ -390,7 +404,8 @@ class LearnedFrontier(FrontierBase):
     def observe_page(self, url: str, domain: str, probability: float,
                      out_links: Iterable[tuple[str, LinkFeatures]] = (), *, relevant: bool | None = None,
                      terms: Iterable[str] | None = None, relevance: float | None = None,
-                     term_ids: Sequence[int] | None = None) -> None:
+                     term_ids: Sequence[int] | None = None, linked: Sequence[str] = (),
+                     holder_weight: float | None = None) -> None:
         """A fetched page: its P(relevant) (``relevant`` overrides ``probability ≥ threshold``) and
         its out-links as ``(url, LinkFeatures)`` (links to fetched pages included: those are
         labelled examples and graph edges; links to :attr:`queued_urls` are ignored). Call it before pushing the page's
@@ -399,7 +414,10 @@ class LearnedFrontier(FrontierBase):
         A second call for the same URL only adds out-links. ``terms`` (the page's text terms) and
         ``relevance`` (its R(P); default ``probability``) feed the anchor association when it is on
         (``term_ids``: the distinct terms' ids in the association's vocabulary, when the caller has
-        them); each out-link's anchor terms are its features' ``terms``."""
+        them); each out-link's anchor terms are its features' ``terms``. With ``holder_mean``,
+        ``holder_weight`` (1 − ∂, given where R(l)'s holder term is ``relevance``) and ``linked`` (the
+        page's out-links to queued URLs): those links' holder term becomes the mean over every
+        fetched page linking to them (:meth:`_follow_holder`)."""
         model = self.model
         via = self._inflight.pop(url, None)
         self._queued_urls.discard(url)
@@ -430,6 +448,9 @@ class LearnedFrontier(FrontierBase):
                 self.retrain()
             if via is not None and model.fitted:
                 holder_value = model.predict_row(via[0])
+        held = (probability if relevance is None else relevance) if holder_weight else None
+        if held is not None and linked and self._by_url is not None:
+            self._follow_holder(linked, held, holder_weight)
         targets, features = [], []
         p = clip01(probability)
         hy, since = self.host_yield(domain), model.since(url)
@@ -452,7 +473,8 @@ class LearnedFrontier(FrontierBase):
                     if self.siblings:
                         self._kid(url, node)
                 else:
-                    self._remember(self._incoming, target, (row, url, value, version, tuple(f.terms), f.shift))
+                    self._remember(self._incoming, target, (row, url, value, version, tuple(f.terms), f.shift,
+                                                            held))
 
     def observe_examples(self, examples: Iterable[Sequence[str]], counter_examples: Iterable[Sequence[str]] = ()) -> int:
         """The example pages' terms into the anchor association as pages of known relevance: 1
@@ -465,6 +487,32 @@ class LearnedFrontier(FrontierBase):
             self.association.add_page(terms, relevance)
         self._example_pages += len(pages)
         return len(pages)
+
+    def _follow_holder(self, urls: Sequence[str], score: float, weight: float) -> None:
+        """Queued links of ``urls`` (those not in flight) get one more holder of ``score``: R(l) +
+        ``weight``·(new − old mean of their holders' scores) (eq. 5 with the mean as P_l),
+        re-prioritised."""
+        changed = []
+        for url in urls:
+            e = self._by_url.get(url)
+            if e is None or not e.hn:  # in flight, or a seed (no holder in its R(l))
+                continue
+            old = e.hsum / e.hn
+            e.hsum += score
+            e.hn += 1
+            row = shifted_score_row(e.row, weight * (e.hsum / e.hn - old))
+            if row is not e.row:
+                e.row = row
+                changed.append(e)
+        if not changed:
+            return
+        values = self.model.predict_rows([e.row for e in changed]).tolist()  # R(l) while unfitted
+        for e, v in zip(changed, values):
+            e.base = v + e.assoc + e.judged
+            e.priority = shifted(e.base, self.sibling_shift(e.holder)) if self.siblings and e.holder else e.base
+            self._enqueue(e)
+        self._compact()
+        self._holders_followed += len(changed)
 
     def page_probabilities(self, probabilities: dict[str, float], holder_weight: float | None = None) -> None:
         """Fetched pages' P(relevant) under a refitted page classifier (URL -> P): the link labels
@@ -609,6 +657,7 @@ class LearnedFrontier(FrontierBase):
                if self.association is not None else {}),
             **example_link_stats(self),
             **({"learned/anchor_judged": self.anchor_judge.judged} if self.anchor_judge is not None else {}),
+            **({"learned/holders_followed": self._holders_followed} if self.holder_mean else {}),
         }
 
     # -- JOBDIR -------------------------------------------------------------------------------------------
@@ -619,7 +668,8 @@ class LearnedFrontier(FrontierBase):
             "links": [e.link for e in self._live],
             "next_seq": self._next_seq,
             "learned": {
-                "entries": [(e.row, e.holder, e.priority, e.base, e.terms, e.assoc, e.judged) for e in self._live],
+                "entries": [(e.row, e.holder, e.priority, e.base, e.terms, e.assoc, e.judged, e.hsum, e.hn)
+                            for e in self._live],
                 "anchor_judge": self.anchor_judge,
                 "association": self.association,
                 "example_pages": self._example_pages,
@@ -669,6 +719,8 @@ class LearnedFrontier(FrontierBase):
             entry.uid = self._next_uid
             self._next_uid += 1
             self._live.append(entry)
+            if self._by_url is not None:
+                self._by_url[link.url] = entry
             self._heap.append((-priority, link.seq, entry.uid, entry))
         heapq.heapify(self._heap)
 
@@ -696,6 +748,7 @@ class LearnedOptions(StrategyOptions):
     learned_holder_refresh: bool = True
     learned_example_links: bool = False
     learned_anchor_judge: float = option_field(0.0, low=0.0, high=100.0)
+    learned_holder_mean: bool = False
 
     def kwargs(self) -> dict:
         """The :class:`LearnedFrontier` arguments (its model included)."""
@@ -710,7 +763,7 @@ class LearnedOptions(StrategyOptions):
                 "association": "anchor" if self.learned_association == "auto" else self.learned_association,
                 "association_examples": self.learned_association_examples,
                 "holder_refresh": self.learned_holder_refresh, "example_links": self.learned_example_links,
-                "anchor_judge": self.learned_anchor_judge}
+                "anchor_judge": self.learned_anchor_judge, "holder_mean": self.learned_holder_mean}
 
 
 def make_learned(options: LearnedOptions | Mapping | None = None,
