@@ -1,5 +1,6 @@
-"""The page classifier's judgement of anchors and their context (docs/learned.md, "The page
-classifier judges the words around the anchor")."""
+"""Two options of ``learned``'s link priorities, both off by default: the page classifier's
+judgement of anchors and their context (docs/learned.md, "The page classifier judges the words
+around the anchor") and the mean of every holder's R(P) ("Every holder's R(P) in R(l), with words")."""
 
 import pickle
 import random
@@ -111,3 +112,52 @@ def test_the_judge_is_refused_on_redis_with_one_line():
 
     with pytest.raises(FrontierError, match="^TOPICCRAWL_LEARNED_ANCHOR_JUDGE is not available with TOPICCRAWL_STORE=redis"):
         RedisLearnedFrontier.from_options(None, {}, {"learned_anchor_judge": 0.1})
+
+
+# -- the holder mean (docs/learned.md, "Every holder's R(P) in R(l), with words") -------------------
+
+
+def test_a_queued_link_follows_the_mean_of_every_page_linking_to_it():
+    from topiccrawl.learning.linkvalue import shifted_score_row
+
+    def frontier(on: bool):
+        f = make_learned({"learned_holder_mean": on, "learned_association": "off", "learned_epsilon": 0.0})
+        # R(l) = 0.7·R(anchor) + 0.3·R(P): t1 0.7·0.5 + 0.3·0.2 = 0.41, t2 0.7·0.4 + 0.3·0.6 = 0.46
+        f.observe_page("http://x.test/a", "x.test", 0.2, [("http://x.test/t1", features(["p"], "http://x.test/t1", 0.41, 0.0))],
+                       relevance=0.2, holder_weight=0.3)
+        f.observe_page("http://x.test/b", "x.test", 0.6, [("http://x.test/t2", features(["q"], "http://x.test/t2", 0.46, 0.0))],
+                       relevance=0.6, holder_weight=0.3)
+        for url, score in (("http://x.test/t1", 0.41), ("http://x.test/t2", 0.46), ("http://x.test/seed", 0.45)):
+            f.push(Link(url, score))
+        return f
+
+    f = frontier(True)
+    assert f.peek()[1].url == "http://x.test/t2"
+    # a third page, R(P) 1.0, links to t1 and to the seed: t1's holders' mean 0.2 -> 0.6, R(l) +0.3·0.4
+    f.observe_page("http://x.test/c", "x.test", 1.0, [], relevance=1.0, holder_weight=0.3,
+                   linked=["http://x.test/t1", "http://x.test/seed", "http://x.test/unknown"])
+    priority, link = f.peek()
+    assert link.url == "http://x.test/t1" and priority == pytest.approx(0.41 + 0.12, abs=1e-6)
+    assert f.stats()["learned/holders_followed"] == 1  # the seed has no holder in its R(l)
+    restored = make_learned({"learned_holder_mean": True, "learned_association": "off", "learned_epsilon": 0.0})
+    restored.load_state(pickle.loads(pickle.dumps(f.state())))
+    for g in (f, restored):  # a fourth holder of R(P) 0: the mean of 0.2, 1.0, 0.0 is 0.4
+        g.observe_page("http://x.test/d", "x.test", 0.0, [], relevance=0.0, holder_weight=0.3, linked=["http://x.test/t1"])
+        priority, link = g.peek()  # 0.41 + 0.3·(0.4 − 0.2), just above t2's 0.46
+        assert link.url == "http://x.test/t1" and priority == pytest.approx(0.47, abs=1e-6)
+        assert [link.url for link in iter(g.pop, None)] == ["http://x.test/t1", "http://x.test/t2", "http://x.test/seed"]
+    g = frontier(True)
+    assert g.pop().url == "http://x.test/t2"  # in flight: no longer followed
+    g.observe_page("http://x.test/c", "x.test", 1.0, [], relevance=1.0, holder_weight=0.3, linked=["http://x.test/t2"])
+    assert g.stats()["learned/holders_followed"] == 0
+    off = frontier(False)  # off: the first holder's score stays
+    assert "learned/holders_followed" not in off.stats()
+    row = off._live[0].row
+    assert shifted_score_row(row, 0.0) is row
+
+
+def test_the_holder_mean_is_refused_on_redis_with_one_line():
+    from topiccrawl.redis.learned import RedisLearnedFrontier
+
+    with pytest.raises(FrontierError, match="^TOPICCRAWL_LEARNED_HOLDER_MEAN is not available with TOPICCRAWL_STORE=redis"):
+        RedisLearnedFrontier.from_options(None, {}, {"learned_holder_mean": True})
