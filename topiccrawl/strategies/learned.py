@@ -50,6 +50,10 @@ Anchor judge (``anchor_judge`` = λ > 0; off by default, in memory only): the cr
 out-link's priority the page classifier's standardised score of its anchor and context
 (:class:`~topiccrawl.learning.anchorjudge.AnchorJudge`, passed in ``LinkFeatures.shift``); the shift
 is fixed at the push and kept through re-scoring and refreshes.
+
+Holder mean (``holder_mean``; off by default, in memory only): where R(l)'s holder term is R(P), a
+queued link's holder term is the mean over every fetched page linking to it; each new such page
+moves its R(l) (eq. 5) and re-prioritises it (:meth:`LearnedFrontier._follow_holder`).
 """
 
 from __future__ import annotations
@@ -203,7 +207,8 @@ class LearnedFrontier(FrontierBase):
     links follow their holder page's new P at a refit of the page classifier
     (:meth:`page_probabilities`); ``anchor_judge``: λ > 0 keeps an
     :class:`~topiccrawl.learning.anchorjudge.AnchorJudge`, whose shift the crawler puts in each
-    out-link's features (``LinkFeatures.shift``) and which stays in the link's priority.
+    out-link's features (``LinkFeatures.shift``) and which stays in the link's priority;
+    ``holder_mean``: a queued link's holder term follows every fetched page linking to it.
     """
 
     name = "learned"
