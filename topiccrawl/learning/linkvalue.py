@@ -133,11 +133,11 @@ def refreshed_row(row: bytes, probability: float, weight: float) -> bytes:
 
 def shifted_score_row(row: bytes, delta: float) -> bytes:
     """``row`` with R(l) moved by ``delta``, clipped to [0, 1] (the holder's P unchanged)."""
-    at = len(row) - 4 * _F
-    old, host, value, score = unpack_from(_DENSE_FMT, row, at)
     if not delta:
         return row
-    return row[:at] + struct.pack(_DENSE_FMT, old, host, value, min(1.0, max(0.0, score + delta)))
+    at = len(row) - 4 * _F
+    holder, host, value, score = unpack_from(_DENSE_FMT, row, at)
+    return row[:at] + struct.pack(_DENSE_FMT, holder, host, value, min(1.0, max(0.0, score + delta)))
 
 
 #: Latin words and runs of CJK characters (CJK Unified Ideographs and Extension A)
