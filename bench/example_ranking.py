@@ -15,33 +15,25 @@ the category about as well as the examples allow, so what is lost is in choosing
 
 from __future__ import annotations
 
-import argparse
 import csv
 import glob
-import os
 import statistics
 from pathlib import Path
 
-from bench.simulate_focus import example_probabilities, load_pages, ranked_recall
-from topiccrawl.learning.classifier import PageClassifier, hash_terms
+from bench.simulate_focus import example_probabilities, hashed_pages, ranked_recall, runs_parser
+from topiccrawl.learning.classifier import PageClassifier
 from topiccrawl.scoring.topic import load_topic
 
 POINTS = (100, 250, 1000)
 
 
 def main(argv=None) -> int:
-    data = os.environ.get("TOPICCRAWL_DATA_DIR", "")
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("out", help="a bench.learned_focus output folder with learned-examples crawls")
-    ap.add_argument("--web", default=f"wikispeedia:{data}/wikispeedia", help="lab spec")
-    ap.add_argument("--topics", default="bench/topics/wikispeedia/*.toml")
+    ap = runs_parser(__doc__, "a bench.learned_focus output folder with learned-examples crawls",
+                     "bench/topics/wikispeedia/*.toml")
     ap.add_argument("--top", type=int, default=250)
     ap.add_argument("--rep", type=int, default=0, help="which repetition's fetch order")
     args = ap.parse_args(argv)
-    pages, _, corpus = load_pages(args.web)
-    urls = list(pages)
-    at = {u: i for i, u in enumerate(urls)}
-    everything = hash_terms([pages[u][0] for u in urls])
+    pages, corpus, urls, at, everything = hashed_pages(args.web)
     table: dict[str, list[float]] = {"whole corpus": [], **{f"crawl@{n}": [] for n in POINTS}}
     for path in sorted(glob.glob(args.topics)):
         topic = load_topic(path)

@@ -26,7 +26,6 @@ pages (the anchor judge did, docs/learned.md). It screens, the crawls decide.
 
 from __future__ import annotations
 
-import argparse
 import csv
 import glob
 import json
@@ -37,10 +36,10 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.simulate_focus import ANCHOR_WEIGHT, load_pages
+from bench.simulate_focus import ANCHOR_WEIGHT, hashed_pages, runs_parser
 from topiccrawl.learning.anchorjudge import context_words
 from topiccrawl.learning.association import TermAssociation, anchor_terms
-from topiccrawl.learning.classifier import PageClassifier, hash_short, hash_terms
+from topiccrawl.learning.classifier import PageClassifier, hash_short
 from topiccrawl.scoring.relevance import RelevanceScorer
 from topiccrawl.scoring.topic import load_topic
 
@@ -109,17 +108,10 @@ def screen(pages, X, row, fetched, examples, topic, relevant) -> dict[str, list[
 
 
 def main(argv=None) -> int:
-    data = os.environ.get("TOPICCRAWL_DATA_DIR", "")
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("out", help="a bench.learned_focus output folder of Wikispeedia crawls")
-    ap.add_argument("--web", default=f"wikispeedia:{data}/wikispeedia", help="lab spec")
-    ap.add_argument("--topics", default="bench/topics/wikispeedia-dev*/*.toml")
+    ap = runs_parser(__doc__, "a bench.learned_focus output folder of Wikispeedia crawls", "bench/topics/wikispeedia-dev*/*.toml")
     ap.add_argument("--variant", default="learned-examples", choices=("learned-examples", "learned"))
     args = ap.parse_args(argv)
-    pages, _, corpus = load_pages(args.web)
-    urls = list(pages)
-    row = {u: i for i, u in enumerate(urls)}
-    X = hash_terms([pages[u][0] for u in urls])
+    pages, corpus, _, row, X = hashed_pages(args.web)
     topics = {Path(p).stem: p for p in glob.glob(args.topics)}
     results: dict[tuple[int, str], list[list[float]]] = {}
     for run in sorted(Path(args.out, "runs").glob(f"*/{args.variant}-[0-9]*")):

@@ -63,6 +63,25 @@ def load_pages(spec: str) -> tuple[dict, list[str], Corpus]:
     return pages, list(corpus.seeds()), corpus
 
 
+def runs_parser(doc: str, out_help: str, topics: str) -> argparse.ArgumentParser:
+    """The arguments of a script that reads a ``bench.learned_focus`` output folder of Wikispeedia
+    crawls: ``out``, ``--web`` (the lab spec) and ``--topics``."""
+    data = os.environ.get("TOPICCRAWL_DATA_DIR", "")
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("out", help=out_help)
+    ap.add_argument("--web", default=f"wikispeedia:{data}/wikispeedia", help="lab spec")
+    ap.add_argument("--topics", default=topics)
+    return ap
+
+
+def hashed_pages(spec: str) -> tuple[dict, Corpus, list[str], dict[str, int], object]:
+    """:func:`load_pages` (without the seeds) plus the pages' URLs in order, each URL's row and the
+    pages' :func:`hash_terms` matrix in that order."""
+    pages, _, corpus = load_pages(spec)
+    urls = list(pages)
+    return pages, corpus, urls, {u: i for i, u in enumerate(urls)}, hash_terms([pages[u][0] for u in urls])
+
+
 def example_probabilities(pages: dict, corpus: Corpus, labels: frozenset,
                           everything=None) -> tuple[dict[str, float], list[str]]:
     """P(relevant) of every page under a classifier trained on the 5 pages ``-a examples=truth:5``
