@@ -116,21 +116,25 @@ def test_pages_the_examples_link_to_are_judged_in_the_anchor_association(tmp_pat
     assert "topiccrawl/examples/linked_pages_fetched" not in stats_off
 
 
-def test_the_anchor_judge_shifts_links_only_where_the_classifier_steers(tmp_path):
+def test_the_link_priority_options_act_only_where_their_holder_term_is(tmp_path):
     """``TOPICCRAWL_LEARNED_ANCHOR_JUDGE``: with examples (P is the holder term) the page classifier
-    judges the out-links' anchors once it is fitted; with words only it judges none."""
+    judges the out-links' anchors once it is fitted; with words only it judges none.
+    ``TOPICCRAWL_LEARNED_HOLDER_MEAN``: with words (R(P) is the holder term) queued links follow the
+    pages that link to them; with examples none do."""
     topic = tmp_path / "typhoon-examples.toml"
     topic.write_text('name = "typhoon-examples"\nlanguage = "zh"\nlabels = ["topic:台风灾害"]\n', encoding="utf-8")
-    settings = {**SERIAL, "TOPICCRAWL_LEARNED_ANCHOR_JUDGE": "0.1"}
+    settings = {**SERIAL, "TOPICCRAWL_LEARNED_ANCHOR_JUDGE": "0.1", "TOPICCRAWL_LEARNED_HOLDER_MEAN": "true"}
     proc, out = run_crawl(tmp_path / "examples", args={"topic": str(topic), "strategy": "learned",
                                                        "examples": "truth:5", "max_pages": 150}, settings=settings)
     assert proc.returncode == 0, proc.stderr[-3000:]
     stats = _stats(out)
     assert stats["topiccrawl/classifier/refits"] >= 2 and stats["topiccrawl/learned/anchor_judged"] > 100
+    assert stats["topiccrawl/learned/holders_followed"] == 0
     proc, out = run_crawl(tmp_path / "words", args={"topic": "台风灾害", "strategy": "learned", "max_pages": 150},
                           settings=settings)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert _stats(out)["topiccrawl/learned/anchor_judged"] == 0
+    stats = _stats(out)
+    assert stats["topiccrawl/learned/anchor_judged"] == 0 and stats["topiccrawl/learned/holders_followed"] > 50
 
 
 def test_the_examples_out_links_are_saved_with_the_crawl_state():
