@@ -82,7 +82,7 @@ def _association_scores(examples: int, **settings) -> list[tuple[float, float, f
     ``learned`` crawl (``TOPICCRAWL_HOLDER_SCORE=auto``) with ``examples`` example pages."""
     tc = _runtime("auto", "learned", **settings)
     handed: list[float] = []
-    tc._observe = lambda url, probability, best, anchors, depth, terms, relevance, *_: handed.append(relevance)
+    tc._observe = lambda url, probability, best, anchors, depth, terms, relevance, *_, **__: handed.append(relevance)
     for _ in range(examples):
         tc.focus.add_example(ON_TOPIC.split())
     out = []
