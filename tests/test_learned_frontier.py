@@ -6,6 +6,7 @@ import statistics
 
 import numpy as np
 import pytest
+from sklearn.feature_extraction import FeatureHasher
 
 from topiccrawl.learning.association import TermAssociation, anchor_terms
 from topiccrawl.learning.linkvalue import NUMERIC, LinkFeatures, LinkValueModel, url_tokens
@@ -51,6 +52,11 @@ def test_labels_are_discounted_distance_to_the_nearest_relevant_page():
     assert m.since("http://x.test/g") == 1
 
 
+def hasher(model: LinkValueModel) -> FeatureHasher:
+    """scikit-learn's hasher the model's rows must equal on its tokens (``LinkValueModel._tokens``)."""
+    return FeatureHasher(n_features=model.n_features, input_type="string", alternate_sign=False)
+
+
 def test_encoded_rows_stay_the_hashers_with_remembered_and_new_words(monkeypatch):
     """encode remembers words' and bins' columns: rows from remembered columns, from a mix of
     remembered and new words, and after the memory is cleared at its bound equal the hasher's."""
@@ -67,7 +73,7 @@ def test_encoded_rows_stay_the_hashers_with_remembered_and_new_words(monkeypatch
 
     def expected(fs):
         return [sorted(np.flatnonzero(row).tolist())
-                for row in m._hasher.transform(m._tokens(f) for f in fs).toarray()]
+                for row in hasher(m).transform(m._tokens(f) for f in fs).toarray()]
 
     def columns(rows):
         return [sorted(np.flatnonzero(row[: 2**12]).tolist()) for row in m.matrix(rows).toarray()]
@@ -92,7 +98,7 @@ def test_rows_decode_to_the_hashed_matrix_and_predictions_agree():
                           score=rng.random()) for i in range(50)]
     X = m.transform(feats)
     assert X.shape == (50, 2**12 + len(NUMERIC))
-    expected = (m._hasher.transform(m._tokens(f) for f in feats).toarray() > 0).astype(float)  # binary
+    expected = (hasher(m).transform(m._tokens(f) for f in feats).toarray() > 0).astype(float)  # binary
     assert np.array_equal(X[:, : 2**12].toarray(), expected)
     dense = np.array([[f.holder_probability, f.host_yield, f.holder_value, f.score] for f in feats], np.float32)
     assert np.array_equal(X[:, 2**12:].toarray(), dense.astype(np.float64))

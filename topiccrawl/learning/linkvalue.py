@@ -46,7 +46,6 @@ from struct import unpack_from
 import numpy as np
 from scipy import sparse
 from scipy.special import expit
-from sklearn.feature_extraction import FeatureHasher
 from sklearn.linear_model import SGDClassifier
 
 from topiccrawl.learning.vocabulary import hashed_column
@@ -205,7 +204,6 @@ class LinkValueModel:
         self.intercept_ = 0.0
         self.version_ = 0
         self.retrains_ = 0
-        self._hasher = FeatureHasher(n_features=n_features, input_type="string", alternate_sign=False)
         self._memo: dict[str, dict] = {"a:": {}, "u:": {}, "c:": {}, "": {}}
         self._dense_weights: list[float] | None = None
         self._rng = np.random.default_rng(random_state)
@@ -613,7 +611,7 @@ class LinkValueModel:
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
-        for derived in ("_hasher", "_dense_weights", "_memo"):  # rebuilt on load
+        for derived in ("_dense_weights", "_memo"):  # rebuilt on load
             del state[derived]
         return state
 
@@ -623,7 +621,6 @@ class LinkValueModel:
         state.setdefault("_dirty", True)
         state.setdefault("_prob", [float(r) for r in state.get("_relevant", b"")])
         self.__dict__.update(state)
-        self._hasher = FeatureHasher(n_features=self.n_features, input_type="string", alternate_sign=False)
         self._memo = {"a:": {}, "u:": {}, "c:": {}, "": {}}
         self._set_weights()
 
