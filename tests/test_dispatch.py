@@ -78,6 +78,8 @@ def test_margin_zero_never_holds_and_bad_settings_are_refused():
         PatientDispatch(scope="host")
     with pytest.raises(ConfigError, match="TOPICCRAWL_DISPATCH='fast'"):
         TopicCrawlConfig(dispatch="fast").validate()
+    with pytest.raises(ConfigError, match="TOPICCRAWL_DISPATCH_SEEDS='all'"):
+        TopicCrawlConfig(dispatch_seeds="all").validate()
     assert TopicCrawlConfig(web="live").dispatch_scope_resolved == "slot"
     assert TopicCrawlConfig().dispatch_scope_resolved == "crawl"
 
@@ -230,7 +232,8 @@ def _crawl(tmp_path, web, dispatch: str, **settings):
     topic = tmp_path / "storms.toml"
     topic.write_text(TOPIC, encoding="utf-8")
     base = f"http://127.0.0.1:{web.server_port}"
-    proc, out = run_crawl(tmp_path, args={"topic": str(topic), "seeds": f"{base}/seed", "strategy": "bestfirst",
+    seeds = ",".join(f"{base}/{path}" for path in settings.pop("seeds", "seed").split(","))
+    proc, out = run_crawl(tmp_path, args={"topic": str(topic), "seeds": seeds, "strategy": "bestfirst",
                                           "max_pages": settings.pop("max_pages", 25)},
                           settings={"TOPICCRAWL_WEB": "live", "TOPICCRAWL_LIVE_ALLOW_HOSTS": "127.0.0.1",
                                     "TOPICCRAWL_DISPATCH": dispatch, "TOPICCRAWL_PLOT_ENABLED": "false",
@@ -269,6 +272,31 @@ def test_eager_dispatch_spends_the_budget_on_weak_links_meanwhile(tmp_path, web)
     first_strong = next((i for i, p in enumerate(order) if STRONG.match(p)), len(order))
     assert sum(p.startswith("/w") for p in order[:first_strong]) >= 8, order
     assert "topiccrawl/dispatch/holds" not in stats
+
+
+@pytest.mark.parametrize("seeds", ["queued", "answered"])
+def test_links_wait_for_every_seeds_answer_only_when_asked(tmp_path, web, seeds):
+    # two start requests: /seed answers at once with 30 weak links, /slow after 0.5 s with the strong ones
+    _, stats = _crawl(tmp_path, web, "eager", seeds="seed,slow", TOPICCRAWL_DISPATCH_SEEDS=seeds,
+                      TOPICCRAWL_DISPATCH_MAX_WAIT="10")
+    order = _order(web)
+    strong = [i for i, p in enumerate(order) if STRONG.match(p)]
+    weak = [i for i, p in enumerate(order) if p.startswith("/w")]
+    assert order[:2] == ["/seed", "/slow"] or order[:2] == ["/slow", "/seed"], order
+    if seeds == "answered":  # chosen among both seeds' links: the strong ones first (as in the patient test)
+        assert len(strong) == 10 and min(strong) < min(weak) and sum(i < min(weak) for i in strong) >= 5, order
+    else:  # the first seed's weak links go while /slow is in flight
+        assert sum(i < min(strong, default=len(order)) for i in weak) >= 8, order
+    assert "topiccrawl/dispatch/holds" not in stats  # eager dispatch otherwise
+
+
+def test_the_wait_for_the_seeds_ends_at_max_wait(tmp_path, web):
+    web.delay = 8.0
+    _, stats = _crawl(tmp_path, web, "eager", seeds="seed,slow", TOPICCRAWL_DISPATCH_SEEDS="answered",
+                      TOPICCRAWL_DISPATCH_MAX_WAIT="0.3", DOWNLOAD_TIMEOUT="20", max_pages=12)
+    waited = _first(web, "/w") - _first(web, "/slow")
+    assert 0.25 <= waited < 6.0, waited  # released by the 0.3 s bound, not by the seed's answer (8 s)
+    assert stats["finish_reason"] == "topiccrawl_max_pages"
 
 
 def test_the_wait_ends_at_max_wait_when_the_page_hangs(tmp_path, web):

@@ -87,6 +87,9 @@ class TopicScheduler(BaseScheduler):
         #: start requests go before every queued link (focused spiders; set in ``open``)
         self.seeds_first = False
         self._last_start = 0.0
+        #: ``TOPICCRAWL_DISPATCH_SEEDS = "answered"``: links wait for the start requests handed out
+        self._await_seeds = self.tc.config.dispatch_seeds == "answered"
+        self._last_start_out = 0.0  # when the last start request was handed out (monotonic seconds)
         self._wake_due = 0.0  # when the engine is already asked to come back (monotonic seconds)
 
     @classmethod
@@ -174,7 +177,8 @@ class TopicScheduler(BaseScheduler):
         value = None
         if self.chosen:
             link = self.chosen.pop(0)
-        elif self._links_held():
+            self._last_start_out = time.monotonic()
+        elif self._links_held() or self._seeds_awaited():
             return None
         else:
             if self.dispatch is not None:
@@ -206,6 +210,24 @@ class TopicScheduler(BaseScheduler):
             return False
         left = self.tc.config.dispatch_max_wait - (time.monotonic() - self._last_start)
         if left <= 0 or not self._last_start:
+            return False
+        self._wake(left)
+        return True
+
+    def _seeds_awaited(self) -> bool:
+        """``TOPICCRAWL_DISPATCH_SEEDS = "answered"``: queued links wait while a start request handed
+        out is not answered yet (its response parsed, or it failed), at most
+        ``TOPICCRAWL_DISPATCH_MAX_WAIT`` seconds after the last one was handed out; once none is
+        left, never again (docs/learned.md, "The seeds' answers before any link")."""
+        if not (self._await_seeds and self.seeds_first and self._last_start_out):
+            return False
+        self._prune_inflight()
+        if not any(r.meta.get("is_start_request") for r in self.inflight):
+            self._await_seeds = False
+            return False
+        left = self.tc.config.dispatch_max_wait - (time.monotonic() - self._last_start_out)
+        if left <= 0:
+            self._await_seeds = False
             return False
         self._wake(left)
         return True

@@ -83,6 +83,7 @@ class TopicCrawlConfig:
     dispatch_scope: str = "auto"
     dispatch_rule: str = "any"
     dispatch_p: float = 0.95
+    dispatch_seeds: str = "queued"
     blas_threads: int = 1
 
     @property
@@ -181,6 +182,8 @@ class TopicCrawlConfig:
             raise ConfigError("TOPICCRAWL_DISPATCH_MARGIN and TOPICCRAWL_DISPATCH_MAX_WAIT must be >= 0")
         if self.dispatch_scope not in ("auto", "crawl", "slot"):
             raise ConfigError(f"TOPICCRAWL_DISPATCH_SCOPE={self.dispatch_scope!r}: expected auto, crawl or slot")
+        if self.dispatch_seeds not in ("queued", "answered"):
+            raise ConfigError(f"TOPICCRAWL_DISPATCH_SEEDS={self.dispatch_seeds!r}: expected queued or answered")
         if self.dispatch_rule not in ("median", "probability", "any"):
             raise ConfigError(f"TOPICCRAWL_DISPATCH_RULE={self.dispatch_rule!r}: expected median, probability or any")
         if not 0.0 < self.dispatch_p <= 1.0:
