@@ -80,6 +80,8 @@ def test_margin_zero_never_holds_and_bad_settings_are_refused():
         TopicCrawlConfig(dispatch="fast").validate()
     with pytest.raises(ConfigError, match="TOPICCRAWL_DISPATCH_SEEDS='all'"):
         TopicCrawlConfig(dispatch_seeds="all").validate()
+    with pytest.raises(ConfigError, match="DISPATCH_SEEDS=answered is not available with TOPICCRAWL_STORE=redis"):
+        TopicCrawlConfig(dispatch_seeds="answered", store="redis").validate()
     assert TopicCrawlConfig(web="live").dispatch_scope_resolved == "slot"
     assert TopicCrawlConfig().dispatch_scope_resolved == "crawl"
 

@@ -184,6 +184,9 @@ class TopicCrawlConfig:
             raise ConfigError(f"TOPICCRAWL_DISPATCH_SCOPE={self.dispatch_scope!r}: expected auto, crawl or slot")
         if self.dispatch_seeds not in ("queued", "answered"):
             raise ConfigError(f"TOPICCRAWL_DISPATCH_SEEDS={self.dispatch_seeds!r}: expected queued or answered")
+        if self.dispatch_seeds == "answered" and self.store == "redis":
+            raise ConfigError("TOPICCRAWL_DISPATCH_SEEDS=answered is not available with TOPICCRAWL_STORE=redis "
+                              "(memory scheduler only)")
         if self.dispatch_rule not in ("median", "probability", "any"):
             raise ConfigError(f"TOPICCRAWL_DISPATCH_RULE={self.dispatch_rule!r}: expected median, probability or any")
         if not 0.0 < self.dispatch_p <= 1.0:
