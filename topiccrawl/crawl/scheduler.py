@@ -206,13 +206,9 @@ class TopicScheduler(BaseScheduler):
         """Seeds first: while ``start()`` is still being read, queued links wait (at most
         ``TOPICCRAWL_DISPATCH_MAX_WAIT`` seconds after the last start request, so a slow start()
         cannot starve the crawl)."""
-        if not (self.seeds_first and start_pending(self.crawler)):
+        if not (self.seeds_first and start_pending(self.crawler) and self._last_start):
             return False
-        left = self.tc.config.dispatch_max_wait - (time.monotonic() - self._last_start)
-        if left <= 0 or not self._last_start:
-            return False
-        self._wake(left)
-        return True
+        return self._within_wait(self._last_start)
 
     def _seeds_awaited(self) -> bool:
         """``TOPICCRAWL_DISPATCH_SEEDS = "answered"``: queued links wait while a start request handed
@@ -222,12 +218,16 @@ class TopicScheduler(BaseScheduler):
         if not (self._await_seeds and self.seeds_first and self._last_start_out):
             return False
         self._prune_inflight()
-        if not any(r.meta.get("is_start_request") for r in self.inflight):
-            self._await_seeds = False
-            return False
-        left = self.tc.config.dispatch_max_wait - (time.monotonic() - self._last_start_out)
+        if any(r.meta.get("is_start_request") for r in self.inflight) and self._within_wait(self._last_start_out):
+            return True
+        self._await_seeds = False
+        return False
+
+    def _within_wait(self, since: float) -> bool:
+        """True while ``since`` (monotonic seconds) is less than ``TOPICCRAWL_DISPATCH_MAX_WAIT``
+        seconds ago; the engine is then asked to come back when that wait ends."""
+        left = self.tc.config.dispatch_max_wait - (time.monotonic() - since)
         if left <= 0:
-            self._await_seeds = False
             return False
         self._wake(left)
         return True
