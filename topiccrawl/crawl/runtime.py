@@ -434,6 +434,7 @@ class TopicCrawl:
         return PageFocus(self.topic.beta, use_words=bool(self.topic.words), refit_every=cfg.classifier_refit_every,
                          strong_quantile=cfg.classifier_quantile, pseudo=cfg.classifier_pseudo,
                          pseudo_share=cfg.classifier_share, wordless=cfg.classifier_wordless,
+                         unranked=cfg.classifier_unranked,
                          rank_scorer=RelevanceScorer(self.topic, restrict_to_topic=False) if full else None)
 
     # -- topics from examples -------------------------------------------------------------------

@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 from topiccrawl.crawl.addresses import parse_allow_hosts
 from topiccrawl.crawl.errors import ConfigError
+from topiccrawl.learning.focus import UNRANKED_RULES
 from topiccrawl.strategies.base import (
     STRATEGIES,
     FrontierBase,
@@ -72,6 +73,7 @@ class TopicCrawlConfig:
     classifier_pseudo: str = "top"
     classifier_share: float = 0.03
     classifier_wordless: str = "keep"
+    classifier_unranked: str = "discard"
     classifier_rank: str = "relevance"
     classifier_guard: bool = False
     examples_background: str = "seeds"
@@ -162,6 +164,9 @@ class TopicCrawlConfig:
         if self.classifier_wordless not in ("keep", "zero", "exclude"):
             raise ConfigError(f"TOPICCRAWL_CLASSIFIER_WORDLESS={self.classifier_wordless!r}: expected keep, zero "
                               "or exclude")
+        if self.classifier_unranked not in UNRANKED_RULES:
+            raise ConfigError(f"TOPICCRAWL_CLASSIFIER_UNRANKED={self.classifier_unranked!r}: expected "
+                              f"{' or '.join(UNRANKED_RULES)}")
         if self.classifier_rank not in ("relevance", "full"):
             raise ConfigError(f"TOPICCRAWL_CLASSIFIER_RANK={self.classifier_rank!r}: expected relevance or full")
         if self.examples_background not in ("seeds", "none"):

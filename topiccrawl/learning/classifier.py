@@ -125,13 +125,17 @@ class PageClassifier(ClassifierMixin, BaseEstimator):
     ``sigmoid_`` (K x 2: a, b'), ``c_`` (PU: the estimated P(labelled | relevant); 1 otherwise),
     ``prior_`` (PU: the estimated share of relevant pages among the unlabeled ones) and
     ``heldout_auc_`` (PU: the ROC AUC of the labelled positives' out-of-fold scores against the
-    unlabeled pages', how well held-out positives stand out; None otherwise).
+    unlabeled pages', how well held-out positives stand out; None otherwise) and ``ranks_`` (PU:
+    False when the held-out positives' scores do not rise with P(s=1) in the sigmoid fit, so that
+    every page gets the same probability, about the estimated share of relevant pages; True otherwise).
     """
 
     #: a classifier pickled before ``pu_kept`` existed (a JOBDIR of older code) keeps its behaviour
     pu_kept = 0.5
     #: a classifier fitted before the held-out AUC was kept reports none
     heldout_auc_ = None
+    #: a classifier fitted before ``ranks_`` existed is taken to rank
+    ranks_ = True
 
     def __init__(self, n_features: int = 2**18, C: float = 1.0, calibration: str = "auto",
                  min_calibration: int = 30, cv: int = 3, pu_prior: str = "mixture", pu_kept: float = 0.5,
@@ -198,7 +202,7 @@ class PageClassifier(ClassifierMixin, BaseEstimator):
         self.idf_ = tfidf.idf_[self.columns_]
         self.idf_unseen_ = float(np.log(counts.shape[0] + 1.0) + 1.0)  # smooth_idf with df = 0
         Xc = tfidf.transform(counts).tocsr()[:, self.columns_]
-        self.c_, self.prior_, self.heldout_auc_ = 1.0, None, None
+        self.c_, self.prior_, self.heldout_auc_, self.ranks_ = 1.0, None, None, True
         if (y == -1).any():
             models, sigmoids = self._fit_pu(Xc, (y == 1).astype(int))
             self.mode_ = "pu"
@@ -237,6 +241,7 @@ class PageClassifier(ClassifierMixin, BaseEstimator):
         self.heldout_auc_ = float(roc_auc_score(s, oof))
         platt = LogisticRegression(C=1e6).fit(oof[:, None], s)
         a, b = -float(platt.coef_[0, 0]), -float(platt.intercept_[0])
+        self.ranks_ = a < 0
         if a >= 0:  # held-out positives score no higher than the rest: nothing learnt to rank by
             a, b = -1e-6, -math.log(n_pos / n_unl)
         pos, unl = np.sort(oof[s == 1]), oof[s == 0]

@@ -38,10 +38,14 @@ from collections.abc import Sequence
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.base import clone
 
 from topiccrawl.learning.classifier import PageClassifier, counts_row, hash_terms
 
 PSEUDO_RULES = ("top", "beta", "relative")
+#: what a refit whose held-out positives do not rank (``PageClassifier.ranks_`` False) does
+#: (docs/learned.md, "A refit that cannot rank")
+UNRANKED_RULES = ("discard", "flat")
 #: what a topic with words makes of a fetched page with none of them (R(P) = 0; docs/learned.md)
 WORDLESS_RULES = ("keep", "zero", "exclude")
 #: below this held-out AUC of the last refit the self-assessment is flagged unreliable (chosen on
@@ -95,17 +99,25 @@ class PageFocus:
     #: a focus pickled before ``wordless`` / ``rank_scorer`` existed (a JOBDIR of older code) keeps its behaviour
     wordless = "keep"
     rank_scorer = None
+    unranked = "flat"
+    discarded = 0
+    _discarded_auc = None
 
     def __init__(self, beta: float = 0.3, *, use_words: bool = True, refit_every: int = 100,
                  min_pages: int = 30, max_unlabeled: int = 2000, max_pseudo: int = 500,
                  pseudo: str = "top", pseudo_share: float = 0.03, min_pseudo: int = 3,
                  strong_quantile: float = 0.25, wordless: str = "keep", rank_scorer=None, seed: int = 0,
-                 classifier: PageClassifier | None = None) -> None:
+                 classifier: PageClassifier | None = None, unranked: str = "discard") -> None:
         if pseudo not in PSEUDO_RULES:
             raise ValueError(f"pseudo={pseudo!r}: expected one of {', '.join(PSEUDO_RULES)}")
         if wordless not in WORDLESS_RULES:
             raise ValueError(f"wordless={wordless!r}: expected one of {', '.join(WORDLESS_RULES)}")
+        if unranked not in UNRANKED_RULES:
+            raise ValueError(f"unranked={unranked!r}: expected one of {', '.join(UNRANKED_RULES)}")
         self.wordless = wordless
+        self.unranked = unranked
+        self.discarded = 0  # refits discarded by the ``unranked`` rule
+        self._discarded_auc: float | None = None  # the held-out AUC of the last refit, when discarded
         self.rank_scorer = rank_scorer
         self.beta = beta
         self.pseudo = pseudo
@@ -203,7 +215,9 @@ class PageFocus:
         return [self._rows[i] for i in idx]
 
     def refit(self) -> bool:
-        """Fit on the positives and the unlabeled pages now; False when there are too few of either."""
+        """Fit on the positives and the unlabeled pages now; False when there are too few of either,
+        or (``unranked="discard"``) when the new fit's held-out positives do not rank above the
+        fetched pages: then the model before it stays, or before any fit R(P)."""
         self._next_fit = self.pages + max(self.refit_every, self.pages // 2)
         positives = self._examples + self._pseudo_positives()
         if len(positives) < 2 or len(self._rows) + len(self._counter) < 2:
@@ -214,7 +228,13 @@ class PageFocus:
         unlabeled = [m for m in (train, *self._counter) if m is not None and m.shape[0]]
         if sum(m.shape[0] for m in unlabeled) < 2:
             return False
-        self.classifier.refit(sp.vstack(positives, format="csr"), sp.vstack(unlabeled, format="csr"))
+        model = clone(self.classifier) if self.unranked == "discard" else self.classifier
+        model.refit(sp.vstack(positives, format="csr"), sp.vstack(unlabeled, format="csr"))
+        if not model.ranks_ and model is not self.classifier:  # the model before stays (or R(P))
+            self.discarded += 1
+            self._discarded_auc = model.heldout_auc_
+            return False
+        self.classifier, self._discarded_auc = model, None
         self.fitted = True
         self.refits += 1
         self.positives_used = len(positives)
@@ -245,7 +265,10 @@ class PageFocus:
 
     @property
     def heldout_auc(self) -> float | None:
-        """The last refit's held-out AUC of its positives against the unlabeled pages (PU only)."""
+        """The last refit's held-out AUC of its positives against the unlabeled pages (PU only; a
+        discarded refit's too: the estimate then comes from an older model)."""
+        if self._discarded_auc is not None:
+            return self._discarded_auc
         return self.classifier.heldout_auc_ if self.fitted else None  # None on a classifier of older code
 
     @property
@@ -258,7 +281,7 @@ class PageFocus:
             return None
         if auc < RELIABLE_AUC:
             return "auc"
-        if self.use_words and self.classifier.mode_ == "pu" and self.classifier.c_ < RELIABLE_C:
+        if self.use_words and self.fitted and self.classifier.mode_ == "pu" and self.classifier.c_ < RELIABLE_C:
             return "c"
         return None
 
@@ -271,6 +294,8 @@ class PageFocus:
         c = self.classifier
         out = {"classifier/refits": self.refits, "classifier/pages": self.pages,
                "classifier/examples": len(self._examples), "classifier/positives": self.positives_used}
+        if self.discarded:
+            out["classifier/discarded"] = self.discarded
         if self.fitted:
             out["classifier/mode"] = c.mode_
             out["classifier/c"] = round(float(c.c_), 6)
