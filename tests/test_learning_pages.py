@@ -438,7 +438,9 @@ def test_page_focus_trains_on_the_top_share_without_beta():
     # (so low that rule "beta" also calls the 50 pages of R(P) = 0.1 relevant)
     rng = np.random.default_rng(0)
     focus_top = PageFocus(beta=0.05, pseudo="top", pseudo_share=0.1, min_pages=100, refit_every=1000)
-    focus_beta = PageFocus(beta=0.05, pseudo="beta", min_pages=100, refit_every=1000)
+    # 60 positives of 100 pages, 50 of them weak matches: held-out positives cannot rank, and such a
+    # refit would be discarded (test_a_refit_whose_held_out_positives_do_not_rank_is_discarded)
+    focus_beta = PageFocus(beta=0.05, pseudo="beta", min_pages=100, refit_every=1000, unranked="flat")
     truth = []
     for i in range(100):
         on = i % 10 == 0
@@ -475,7 +477,7 @@ def test_page_focus_rescores_its_reservoir_pages_by_url_at_each_refit():
 
 
 @pytest.mark.parametrize("wordless", ["keep", "zero", "exclude"])
-def test_pages_with_none_of_the_topic_words_by_the_wordless_rule(wordless):
+def test_pages_with_none_of_the_topic_words_by_the_wordless_rule(wordless, monkeypatch):
     """``wordless``: with a topic's words, a page with R(P) = 0 keeps the classifier's P, gets 0,
     or also stays out of the unlabeled pages the classifier learns from."""
     from topiccrawl.learning.focus import PageFocus
@@ -492,12 +494,12 @@ def test_pages_with_none_of_the_topic_words_by_the_wordless_rule(wordless):
         terms = list(rng.choice(words, 30))
         pages.append((f"http://x.test/{i}", terms, 0.0 if wordless_page else (0.7 if on else 0.1)))
     focus, keep = focus_for(wordless), focus_for("keep")
-    fits = []
-    fit = focus.classifier.refit
-    focus.classifier.refit = lambda pos, unl: (fits.append(unl.shape[0]), fit(pos, unl))[1]
-    p_last = [focus.observe(t, r, key=u) for u, t, r in pages][-1]
     for u, t, r in pages:
         keep.observe(t, r, key=u)
+    fits = []
+    fit = PageClassifier.refit  # a refit fits a copy of the classifier: watch them all
+    monkeypatch.setattr(PageClassifier, "refit", lambda self, pos, unl: (fits.append(unl.shape[0]), fit(self, pos, unl))[1])
+    p_last = [focus.observe(t, r, key=u) for u, t, r in pages][-1]
     assert focus.fitted and keep.fitted and pages[-1][2] == 0.0
     zeros = [u for u, _, r in pages if r == 0.0]
     probs = focus.reservoir_probabilities
@@ -578,3 +580,57 @@ def test_pseudo_positives_ranked_by_the_full_vector_cosine():
 
     with pytest.raises(ConfigError, match="TOPICCRAWL_CLASSIFIER_RANK='tfidf'"):
         TopicCrawlConfig(classifier_rank="tfidf").validate()
+
+
+def test_a_refit_whose_held_out_positives_do_not_rank_is_discarded():
+    """``unranked="discard"``: a PU refit whose held-out positives score no higher than the fetched
+    pages (``ranks_`` False, every page the same P under ``"flat"``) is thrown away; the model
+    before it stays, or before any fit P stays R(P); the flag reads the discarded refit's AUC."""
+    from topiccrawl.crawl.settings import ConfigError, TopicCrawlConfig
+    from topiccrawl.learning.focus import PageFocus
+
+    topic = [f"t{c}" for c in "abcdefghij"]
+    common = [f"w{i}" for i in range(200)]
+    rng = np.random.default_rng(0)
+    examples = [list(rng.choice(topic + common[:30], 40)) for _ in range(5)]
+    ordinary = [list(rng.choice(common, 40)) for _ in range(60)]
+    # then pages drawn like the examples: held-out examples no longer stand out among them
+    alike = [list(rng.choice(topic + common[:30], 40)) for _ in range(240)]
+    on_topic, off_topic = list(rng.choice(topic + common[:30], 40)), list(rng.choice(common, 40))
+
+    def focus(rule, pages):
+        f = PageFocus(use_words=False, min_pages=10**6, refit_every=10**6, unranked=rule)
+        for terms in examples:
+            f.add_example(terms)
+        for terms in pages:
+            f.observe(terms, 0.25)
+        return f
+
+    flat, kept = focus("flat", ordinary), focus("discard", ordinary)
+    assert flat.refit() and kept.refit() and kept.classifier.ranks_ and kept.heldout_auc > 0.95
+    good = kept.classifier
+    before = good.predict_proba([on_topic, off_topic])[:, 1]
+    assert before[0] > 0.9 > 0.1 > before[1]
+    for terms in alike:
+        flat.observe(terms, 0.25)
+        kept.observe(terms, 0.25)
+    # today's rule: the refit is taken, and every page gets one probability
+    assert flat.refit() and not flat.classifier.ranks_
+    p = flat.classifier.predict_proba([on_topic, off_topic])[:, 1]
+    assert p[0] == pytest.approx(p[1], abs=1e-3)
+    # discard: the refit is thrown away, the model before it still ranks
+    assert not kept.refit()
+    assert kept.classifier is good and kept.refits == 1 and kept.discarded == 1
+    assert list(kept.classifier.predict_proba([on_topic, off_topic])[:, 1]) == list(before)
+    assert kept.observe(on_topic, 0.25) == pytest.approx(before[0])
+    assert kept.heldout_auc < RELIABLE_AUC and kept.unreliable  # the discarded refit's AUC
+    assert kept.stats()["classifier/discarded"] == 1 and "classifier/discarded" not in flat.stats()
+    # before any fit: a first refit that cannot rank leaves P = R(P)
+    first = focus("discard", alike)
+    assert not first.refit() and not first.fitted and first.discarded == 1
+    assert first.observe(on_topic, 0.25) == 0.25 and first.expected_harvest is None
+    assert first.unreliable_reason == "auc"
+    with pytest.raises(ValueError, match="unranked="):
+        PageFocus(unranked="drop")
+    with pytest.raises(ConfigError, match="TOPICCRAWL_CLASSIFIER_UNRANKED='drop'"):
+        TopicCrawlConfig(classifier_unranked="drop").validate()
