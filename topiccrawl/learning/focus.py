@@ -18,7 +18,10 @@
 
 It refits when ``refit_every`` pages (or half the pages so far, whichever is more) have been
 fetched since the last fit, so a crawl of n pages refits O(log n + n / refit_every) times.
-Before the first fit a page's probability is its R(P), marked as not calibrated.
+Before the first fit a page's probability is its R(P), marked as not calibrated. A refit whose
+held-out positives do not rank above the fetched pages (``PageClassifier.ranks_`` False) is thrown
+away under ``unranked="discard"`` (the default): the model before it stays, or R(P) before any fit
+(docs/learned.md, "A refit that cannot rank"); ``"flat"`` takes it, one P for every page.
 
 The self-assessed harvest rate (:attr:`expected_harvest`) is the mean P(relevant) of the fetched
 pages: at a refit the reservoir is re-scored with the new model (an unbiased estimate of the mean
