@@ -343,4 +343,16 @@ def test_an_unreliable_self_assessment_is_said_in_the_log(caplog):
     assert tc.warn_if_unreliable() and len(caplog.records) == 1
     assert "labelled positives (the example pages and pages the topic words match best)" in caplog.text
     assert f"c = {RELIABLE_C / 2:.2f} (< {RELIABLE_C:.2f})" in caplog.text and "audit.csv" in caplog.text
+    # every refit discarded (held-out examples that cannot rank): no estimate, and the line says so
+    rng = random.Random(0)
+    pool = [f"t{i}" for i in range(10)] + [f"w{i}" for i in range(30)]
+    tc.focus = PageFocus(use_words=False, min_pages=1000)
+    for _ in range(5):
+        tc.focus.add_example(rng.choices(pool, k=40))
+    for _ in range(240):
+        tc.focus.observe(rng.choices(pool, k=40), 0.0)
+    assert not tc.focus.refit() and tc.focus.discarded == 1 and tc.focus.expected_harvest is None
+    caplog.clear()
+    assert tc.warn_if_unreliable() and len(caplog.records) == 1
+    assert "no self-assessed harvest rate: each of the page classifier's 1 refits was discarded" in caplog.text
 

@@ -630,6 +630,8 @@ def test_a_refit_whose_held_out_positives_do_not_rank_is_discarded():
     assert not first.refit() and not first.fitted and first.discarded == 1
     assert first.observe(on_topic, 0.25) == 0.25 and first.expected_harvest is None
     assert first.unreliable_reason == "auc"
+    # no estimate, and the stats say why
+    assert first.stats()["classifier/unreliable"] is True and "classifier/expected_harvest" not in first.stats()
     with pytest.raises(ValueError, match="unranked="):
         PageFocus(unranked="drop")
     with pytest.raises(ConfigError, match="TOPICCRAWL_CLASSIFIER_UNRANKED='drop'"):

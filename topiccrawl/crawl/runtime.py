@@ -594,8 +594,12 @@ class TopicCrawl:
             why = (f"the page classifier's held-out {shown} rank like ordinary fetched pages (AUC "
                    f"{focus.heldout_auc:.2f} < {RELIABLE_AUC:.2f}); give more, or more varied, example pages, "
                    "or counter-examples")
-        logger.warning("the self-assessed harvest rate %.3f is unreliable%s: %s (docs/learned.md)",
-                       focus.expected_harvest or 0.0, audit, why)
+        if focus.expected_harvest is None:  # every refit discarded (TOPICCRAWL_CLASSIFIER_UNRANKED=discard)
+            logger.warning("no self-assessed harvest rate: each of the page classifier's %d refits was discarded%s: "
+                           "%s (docs/learned.md)", focus.discarded, audit, why)
+        else:
+            logger.warning("the self-assessed harvest rate %.3f is unreliable%s: %s (docs/learned.md)",
+                           focus.expected_harvest, audit, why)
         return True
 
     def learning_stats(self) -> dict:

@@ -303,9 +303,9 @@ class PageFocus:
             out["classifier/mode"] = c.mode_
             out["classifier/c"] = round(float(c.c_), 6)
             out["classifier/expected_harvest"] = round(self.expected_harvest or 0.0, 6)
-            if self.heldout_auc is not None:
-                out["classifier/heldout_auc"] = round(self.heldout_auc, 4)
-                out["classifier/unreliable"] = self.unreliable
-                if self.unreliable:
-                    out["classifier/unreliable_reason"] = self.unreliable_reason
+        if self.heldout_auc is not None:  # also when every refit was discarded: no estimate, and why
+            out["classifier/heldout_auc"] = round(self.heldout_auc, 4)
+            out["classifier/unreliable"] = self.unreliable
+            if self.unreliable:
+                out["classifier/unreliable_reason"] = self.unreliable_reason
         return out
