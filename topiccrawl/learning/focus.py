@@ -99,7 +99,8 @@ class PageFocus:
     every fetched page ranks the pseudo-positives of rules ``"top"`` and ``"relative"`` instead of
     R(P) (it must be 0 exactly where R(P) is)."""
 
-    #: a focus pickled before ``wordless`` / ``rank_scorer`` existed (a JOBDIR of older code) keeps its behaviour
+    #: a focus pickled before ``wordless`` / ``rank_scorer`` / ``unranked`` existed (a JOBDIR of older code)
+    #: keeps its behaviour
     wordless = "keep"
     rank_scorer = None
     unranked = "flat"
