@@ -614,7 +614,7 @@ def test_a_refit_whose_held_out_positives_do_not_rank_is_discarded():
     for terms in alike:
         flat.observe(terms, 0.25)
         kept.observe(terms, 0.25)
-    # today's rule: the refit is taken, and every page gets one probability
+    # the rule before (flat): the refit is taken, and every page gets one probability
     assert flat.refit() and not flat.classifier.ranks_
     p = flat.classifier.predict_proba([on_topic, off_topic])[:, 1]
     assert p[0] == pytest.approx(p[1], abs=1e-3)
