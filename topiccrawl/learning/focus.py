@@ -232,9 +232,10 @@ class PageFocus:
         unlabeled = [m for m in (train, *self._counter) if m is not None and m.shape[0]]
         if sum(m.shape[0] for m in unlabeled) < 2:
             return False
-        model = clone(self.classifier) if self.unranked == "discard" else self.classifier
+        discard = self.unranked == "discard"
+        model = clone(self.classifier) if discard else self.classifier
         model.refit(sp.vstack(positives, format="csr"), sp.vstack(unlabeled, format="csr"))
-        if not model.ranks_ and model is not self.classifier:  # the model before stays (or R(P))
+        if discard and not model.ranks_:  # the model before stays (or R(P))
             self.discarded += 1
             self._discarded_auc = model.heldout_auc_
             return False
