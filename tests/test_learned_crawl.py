@@ -356,3 +356,14 @@ def test_an_unreliable_self_assessment_is_said_in_the_log(caplog):
     assert tc.warn_if_unreliable() and len(caplog.records) == 1
     assert "no self-assessed harvest rate: each of the page classifier's 1 refits was discarded" in caplog.text
 
+
+
+def test_asking_for_more_truth_pages_than_the_web_has_says_how_many_there_are(tmp_path):
+    proc, out = run_crawl(tmp_path, args={"topic": "台风灾害", "strategy": "bfs", "seeds": "truth:100000",
+                                          "max_pages": 5}, settings=SERIAL)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    line = next(x for x in proc.stderr.splitlines() if "seeds=truth:100000" in x)
+    assert "WARNING" in line and "all of them are used" in line
+    n = int(line.split("has only ")[1].split()[0])
+    assert 0 < n < 100000
+    assert _stats(out)["topiccrawl/dp"] == 5

@@ -275,12 +275,16 @@ class TopicCrawl:
         pages = parse_url_list("seeds", arg)
         if pages.truth is None:
             return list(pages.urls) or self.seeds()
-        return self._truth_sample(pages.truth, seed=0)
+        return self._truth_sample(pages.truth, seed=0, name="seeds")
 
-    def _truth_sample(self, n: int, seed: int) -> list[str]:
+    def _truth_sample(self, n: int, seed: int, name: str) -> list[str]:
         if self.corpus is None or not self.topic.labels:
             raise ValueError(f"truth:{n} needs an offline web and a topic with evaluation labels")
-        return self.corpus.truth_sample(self.topic.labels, n, seed)
+        picked = self.corpus.truth_sample(self.topic.labels, n, seed)
+        if len(picked) < n:
+            logger.warning("%s=truth:%d: the offline web has only %d pages labelled relevant to this topic; "
+                           "all of them are used", name, n, len(picked))
+        return picked
 
     def use_shared_store(self, shared, graph) -> None:
         """Count pages and keep the link graph in a shared store (the Redis scheduler at open):
@@ -445,7 +449,7 @@ class TopicCrawl:
         topic's ``examples``. Counter-examples: the topic's, then those the audit labels off topic."""
         pages = parse_url_list("examples", arg)
         if pages.truth is not None:
-            examples = self._truth_sample(pages.truth, seed=1)
+            examples = self._truth_sample(pages.truth, seed=1, name="examples")
         else:
             examples = list(pages.urls) or list(self.topic.examples)
         counter = list(self.topic.counter_examples)
