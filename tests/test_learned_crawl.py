@@ -357,7 +357,6 @@ def test_an_unreliable_self_assessment_is_said_in_the_log(caplog):
     assert "no self-assessed harvest rate: each of the page classifier's 1 refits was discarded" in caplog.text
 
 
-
 def test_asking_for_more_truth_pages_than_the_web_has_says_how_many_there_are(tmp_path):
     proc, out = run_crawl(tmp_path, args={"topic": "台风灾害", "strategy": "bfs", "seeds": "truth:100000",
                                           "max_pages": 5}, settings=SERIAL)
