@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 from topiccrawl.crawl.addresses import parse_allow_hosts
 from topiccrawl.crawl.errors import ConfigError
-from topiccrawl.learning.focus import UNRANKED_RULES
+from topiccrawl.learning.focus import PSEUDO_RULES, UNRANKED_RULES, WORDLESS_RULES
 from topiccrawl.strategies.base import (
     STRATEGIES,
     FrontierBase,
@@ -159,14 +159,12 @@ class TopicCrawlConfig:
                                   f"not {self.strategy!r}")
         if self.classifier not in ("auto", "on", "off"):
             raise ConfigError(f"TOPICCRAWL_CLASSIFIER={self.classifier!r}: expected auto, on or off")
-        if self.classifier_pseudo not in ("top", "beta", "relative"):
-            raise ConfigError(f"TOPICCRAWL_CLASSIFIER_PSEUDO={self.classifier_pseudo!r}: expected top, beta or relative")
-        if self.classifier_wordless not in ("keep", "zero", "exclude"):
-            raise ConfigError(f"TOPICCRAWL_CLASSIFIER_WORDLESS={self.classifier_wordless!r}: expected keep, zero "
-                              "or exclude")
-        if self.classifier_unranked not in UNRANKED_RULES:
-            raise ConfigError(f"TOPICCRAWL_CLASSIFIER_UNRANKED={self.classifier_unranked!r}: expected "
-                              f"{' or '.join(UNRANKED_RULES)}")
+        for name, value, rules in (("PSEUDO", self.classifier_pseudo, PSEUDO_RULES),
+                                   ("WORDLESS", self.classifier_wordless, WORDLESS_RULES),
+                                   ("UNRANKED", self.classifier_unranked, UNRANKED_RULES)):
+            if value not in rules:
+                raise ConfigError(f"TOPICCRAWL_CLASSIFIER_{name}={value!r}: expected "
+                                  f"{', '.join(rules[:-1])} or {rules[-1]}")
         if self.classifier_rank not in ("relevance", "full"):
             raise ConfigError(f"TOPICCRAWL_CLASSIFIER_RANK={self.classifier_rank!r}: expected relevance or full")
         if self.examples_background not in ("seeds", "none"):
