@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from conftest import REPO, run_crawl
-from topiccrawl.learning.focus import RELIABLE_AUC, RELIABLE_C, PageFocus, rank_steering
+from topiccrawl.learning.focus import RELIABLE_AUC, RELIABLE_C, PageFocus
 
 WEB = "generated:zh-disaster?pages=5000&seed=11"
 SERIAL = {"TOPICCRAWL_WEB": WEB, "CONCURRENT_REQUESTS": "1", "TOPICCRAWL_PLOT_ENABLED": "false"}
@@ -318,50 +318,6 @@ def test_an_unreliable_classifier_does_not_steer_with_the_guard():
             assert (scores[guard, flagged] == pytest.approx(by_r)) is steered_by_r  # else P: another score
             assert (spider.crawler.stats.get_value("topiccrawl/classifier/guarded_pages") == 1) is steered_by_r
     assert scores[True, False] == scores[False, False]  # a reliable classifier steers either way
-
-
-def test_rank_steering_puts_the_top_share_above_one_half():
-    """H = q^m (docs/learned.md, "Steering by P's rank while the classifier is unreliable"): the
-    top 3 % of the reservoir at H ≥ ½, the rest below, increasing in P, ties counted half."""
-    import numpy as np
-
-    ranked = np.sort(np.random.default_rng(0).uniform(0.6, 0.9, 1000))  # P high everywhere
-    h = rank_steering(ranked, ranked, 0.03)
-    assert (np.diff(h) >= 0).all() and h.max() < 1.0
-    assert (h >= 0.5).sum() == 30 and np.median(h) < 1e-5
-    assert rank_steering(np.array([0.2, 0.5, 0.5, 0.8]), 0.5, 0.5) == pytest.approx(0.5)  # q = ½, m = 1
-    assert rank_steering(ranked, 1.0, 0.03) == 1.0 and rank_steering(ranked, 0.0, 0.03) == 0.0
-
-
-def test_an_unreliable_classifier_steers_by_its_rank_with_the_rank_steer():
-    """TOPICCRAWL_CLASSIFIER_RANK_STEER: while the classifier is flagged unreliable, R(l)'s holder
-    term is H, P's rank among the reservoir's pages, instead of P; P is still the page's
-    probability; a reliable classifier steers by P either way."""
-    import random
-
-    from scrapy.http import HtmlResponse
-
-    body = "<html><body><p>台风 登陆 暴雨</p><a href='http://n.example.cn/1.html'>台风 预警</a></body></html>"
-
-    def crawl(rank: bool, flagged: bool):
-        spider = _example_spider(TOPICCRAWL_CLASSIFIER_RANK_STEER=rank)
-        spider.tc.focus = _flagged_focus(random.Random(0), flagged)
-        page = HtmlResponse("http://p.example.cn/1.html", body=body.encode(), encoding="utf-8")
-        item, (link,) = spider.tc.process_page(page, 1, None, "")
-        return spider, item, link.score
-
-    for flagged in (True, False):
-        _, plain, by_p = crawl(False, flagged)
-        spider, item, score = crawl(True, flagged)
-        assert item.probability == plain.probability  # P is reported unchanged
-        steered = spider.crawler.stats.get_value("topiccrawl/classifier/rank_steered_pages")
-        if not flagged:
-            assert score == by_p and steered is None
-            continue
-        h = spider.tc.focus.rank_score(item.probability, 0.03)
-        assert h != pytest.approx(item.probability, abs=1e-3) and steered == 1
-        weight = 1.0 - spider.tc.scorer.anchor_weight
-        assert score - by_p == pytest.approx(weight * (h - item.probability), abs=1e-5)
 
 
 def test_an_unreliable_self_assessment_is_said_in_the_log(caplog):

@@ -320,7 +320,7 @@ class TopicCrawl:
         mode = self.config.holder_score
         by_probability = self.focus is not None and (
             mode == "probability" or (mode == "auto" and self.learns and self.focus.n_examples))
-        guarded = ranked = False
+        guarded = False
         term_ids, hashed = self._term_ids(terms)
         if self.focus is not None:
             refits = self.focus.refits
@@ -330,21 +330,12 @@ class TopicCrawl:
             guarded = by_probability and self.config.classifier_guard and self.focus.unreliable
             if guarded:
                 self.crawler.stats.inc_value("topiccrawl/classifier/guarded_pages")
-            # TOPICCRAWL_CLASSIFIER_RANK_STEER: a P flagged unreliable steers by its rank (docs/learned.md)
-            ranked = (by_probability and not guarded and self.config.classifier_rank_steer
-                      and self.focus.fitted and self.focus.unreliable)
-            if ranked:
-                self.crawler.stats.inc_value("topiccrawl/classifier/rank_steered_pages")
             if self.learns and self.focus.refits != refits and self.frontier is not None and not guarded:
                 hook = getattr(self.frontier, "page_probabilities", None)
                 if hook is not None:  # with P as the holder term, queued links may follow their holder's new P
-                    probabilities = self.focus.reservoir_probabilities
-                    if ranked:
-                        probabilities = self.focus.rank_scores(probabilities, self.config.classifier_share)
-                    hook(probabilities, holder_weight=1.0 - self.scorer.anchor_weight if by_probability else None)
+                    hook(self.focus.reservoir_probabilities,
+                         holder_weight=1.0 - self.scorer.anchor_weight if by_probability else None)
         steer = relevance if guarded else probability  # what the holder term and the link model see
-        if ranked:
-            steer = self.focus.rank_score(probability, self.config.classifier_share)
         holder = steer if steer is not None and by_probability and self.focus.fitted else relevance
         best: dict[str, ScoredLink] = {}
         anchors: dict[str, object] = {}  # the anchor that gave each link its best score

@@ -76,7 +76,6 @@ class TopicCrawlConfig:
     classifier_unranked: str = "discard"
     classifier_rank: str = "relevance"
     classifier_guard: bool = False
-    classifier_rank_steer: bool = False
     examples_background: str = "seeds"
     holder_score: str = "auto"
     association_score: str = "holder"

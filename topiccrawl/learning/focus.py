@@ -31,10 +31,6 @@ pages (``heldout_auc_`` below :data:`RELIABLE_AUC`; docs/learned.md, "Telling th
 trust the estimate"), or, with words, when the labelled positives are a small share c of the pages
 the classifier takes for relevant (``c_`` below :data:`RELIABLE_C`: the estimate is mostly
 extrapolated; docs/learned.md, "A second reason to distrust an estimate with words").
-
-:meth:`PageFocus.rank_score` is a page's P as its rank among the reservoir's pages, H = q^m with
-the top ``share`` at H ≥ ½ (:func:`rank_steering`): a score that does not depend on P's calibration
-(docs/learned.md, "Steering by P's rank while the classifier is unreliable").
 """
 
 from __future__ import annotations
@@ -61,15 +57,6 @@ RELIABLE_AUC = 0.85
 #: with words (pseudo-positives), below this c of the last PU refit it is flagged too (chosen on the
 #: development crawls, docs/learned.md)
 RELIABLE_C = 0.17
-
-
-def rank_steering(ranked: np.ndarray, p, share: float = 0.03):
-    """H = q^m of P value(s) ``p``: q the share of the sorted reservoir P ``ranked`` below it (ties
-    count half), m = ln ½ / ln(1 − ``share``), so the top ``share`` of the pages have H ≥ ½."""
-    n = len(ranked)
-    q = (np.searchsorted(ranked, p, "left") + np.searchsorted(ranked, p, "right")) / (2.0 * n)
-    m = math.log(0.5) / math.log1p(-share) if share < 1.0 else 0.0
-    return q**m
 
 
 def pseudo_positive_index(relevance: Sequence[float], rule: str = "top", *, share: float = 0.03,
@@ -119,7 +106,6 @@ class PageFocus:
     unranked = "flat"
     discarded = 0
     _discarded_auc = None
-    _sorted_p = None
 
     def __init__(self, beta: float = 0.3, *, use_words: bool = True, refit_every: int = 100,
                  min_pages: int = 30, max_unlabeled: int = 2000, max_pseudo: int = 500,
@@ -252,8 +238,6 @@ class PageFocus:
         if discard and not model.ranks_:  # the model before stays (or R(P))
             self.discarded += 1
             self._discarded_auc = model.heldout_auc_
-            if self.fitted and fetched is not None:  # the kept model's P over today's reservoir: its ranks
-                self._sorted_p = np.sort(self.classifier.predict_proba(fetched)[:, 1])
             return False
         self.classifier, self._discarded_auc = model, None
         self.fitted = True
@@ -263,7 +247,6 @@ class PageFocus:
             p = self.classifier.predict_proba(fetched)[:, 1]
             p[gated] = 0.0
             self._base_mean = float(p.mean()) if len(p) else 0.0
-            self._sorted_p = np.sort(p)
             self.reservoir_probabilities = {k: float(v) for k, v in zip(self._keys, p.tolist()) if k is not None}
         else:
             self._base_mean = 0.0
@@ -276,20 +259,6 @@ class PageFocus:
         state.setdefault("reservoir_probabilities", {})
         state.setdefault("_rank", list(state.get("_relevance", ())))
         self.__dict__.update(state)
-
-    def rank_score(self, p: float, share: float = 0.03) -> float:
-        """P ``p`` as H = q^m among the reservoir's P at the last refit (:func:`rank_steering`);
-        ``p`` itself before any refit."""
-        ranked = self._sorted_p
-        return float(rank_steering(ranked, p, share)) if ranked is not None and len(ranked) else p
-
-    def rank_scores(self, probabilities: dict[str, float], share: float = 0.03) -> dict[str, float]:
-        """:meth:`rank_score` of every value of a URL -> P map."""
-        ranked = self._sorted_p
-        if ranked is None or not len(ranked) or not probabilities:
-            return dict(probabilities)
-        h = rank_steering(ranked, np.fromiter(probabilities.values(), dtype=np.float64), share)
-        return dict(zip(probabilities, h.tolist()))
 
     # -- reports ---------------------------------------------------------------------------------
     @property
