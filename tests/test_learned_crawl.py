@@ -120,21 +120,25 @@ def test_the_link_priority_options_act_only_where_their_holder_term_is(tmp_path)
     """``TOPICCRAWL_LEARNED_ANCHOR_JUDGE``: with examples (P is the holder term) the page classifier
     judges the out-links' anchors once it is fitted; with words only it judges none.
     ``TOPICCRAWL_LEARNED_HOLDER_MEAN``: with words (R(P) is the holder term) queued links follow the
-    pages that link to them; with examples none do."""
+    pages that link to them; with examples none do. ``TOPICCRAWL_LEARNED_ANCHOR_JUDGE_REFRESH``: with
+    examples the judge follows later links to queued targets and each refit; with words it never acts."""
     topic = tmp_path / "typhoon-examples.toml"
     topic.write_text('name = "typhoon-examples"\nlanguage = "zh"\nlabels = ["topic:台风灾害"]\n', encoding="utf-8")
-    settings = {**SERIAL, "TOPICCRAWL_LEARNED_ANCHOR_JUDGE": "0.1", "TOPICCRAWL_LEARNED_HOLDER_MEAN": "true"}
+    settings = {**SERIAL, "TOPICCRAWL_LEARNED_ANCHOR_JUDGE": "0.1", "TOPICCRAWL_LEARNED_HOLDER_MEAN": "true",
+                "TOPICCRAWL_LEARNED_ANCHOR_JUDGE_REFRESH": "true"}
     proc, out = run_crawl(tmp_path / "examples", args={"topic": str(topic), "strategy": "learned",
                                                        "examples": "truth:5", "max_pages": 150}, settings=settings)
     assert proc.returncode == 0, proc.stderr[-3000:]
     stats = _stats(out)
     assert stats["topiccrawl/classifier/refits"] >= 2 and stats["topiccrawl/learned/anchor_judged"] > 100
     assert stats["topiccrawl/learned/holders_followed"] == 0
+    assert stats["topiccrawl/learned/judge_followed"] > 0 and stats["topiccrawl/learned/judge_refreshed"] > 100
     proc, out = run_crawl(tmp_path / "words", args={"topic": "台风灾害", "strategy": "learned", "max_pages": 150},
                           settings=settings)
     assert proc.returncode == 0, proc.stderr[-3000:]
     stats = _stats(out)
     assert stats["topiccrawl/learned/anchor_judged"] == 0 and stats["topiccrawl/learned/holders_followed"] > 50
+    assert stats["topiccrawl/learned/judge_followed"] == stats["topiccrawl/learned/judge_refreshed"] == 0
 
 
 def test_the_examples_out_links_are_saved_with_the_crawl_state():

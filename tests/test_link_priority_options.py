@@ -107,6 +107,41 @@ def test_the_shift_stays_in_the_priority_through_refresh_and_resume():
         assert [link.url for link in iter(g.pop, None)] == ["http://x.test/high", "http://x.test/none", "http://x.test/low"]
 
 
+def test_the_judge_kept_current_follows_every_link_and_each_refit(classifier):
+    """TOPICCRAWL_LEARNED_ANCHOR_JUDGE_REFRESH (docs/learned.md, "The anchor judge kept current"):
+    a queued link's shift is the mean over every judged link to its target, and a refit judges
+    the whole queue's words again under the new fit; it survives a resume."""
+    opts = {"learned_anchor_judge": 0.1, "learned_association": "off", "learned_epsilon": 0.0,
+            "learned_anchor_judge_refresh": True}
+    assert not make_learned({**opts, "learned_anchor_judge": 0.0}).judge_refresh  # nothing to refresh without λ
+    f = make_learned(opts)
+    whale, senate = ("whale", "reef"), ("senate", "tax")
+    out = [("http://x.test/w", features(["w"], "http://x.test/w", 0.4, -0.2)),
+           ("http://x.test/s", features(["s"], "http://x.test/s", 0.5, 0.3))]
+    out[0][1].judge_doc, out[1][1].judge_doc = senate, whale  # words judged wrongly by an early fit
+    f.observe_page("http://x.test/a", "x.test", 0.5, out)
+    for url, score in (("http://x.test/w", 0.4), ("http://x.test/s", 0.5)):
+        f.push(Link(url, score))
+    assert f.peek()[1].url == "http://x.test/s" and f.peek()[0] == pytest.approx(0.8)
+    # a second page links to /w: its shift becomes the mean of the two links' shifts
+    f.observe_page("http://x.test/b", "x.test", 0.5, judged_links=[("http://x.test/w", whale, 0.6),
+                                                                   ("http://x.test/gone", whale, 1.0)])
+    w = f._by_url["http://x.test/w"]
+    assert w.judged == pytest.approx(0.2) and w.docs == [senate, whale] and f.stats()["learned/judge_followed"] == 1
+    assert f.peek()[0] == pytest.approx(0.8)  # /s still first: 0.5 + 0.3 against 0.4 + 0.2
+    # a refit: every queued link's words judged again, standardised over the queue's words
+    assert f.refresh_judge(classifier, 2) == 2
+    s_entry = f._by_url["http://x.test/s"]
+    assert s_entry.judged > 0 > w.judged  # now judged by the fit that knows whales from senates
+    shifts = f.anchor_judge.rescore(classifier, 2, [senate, whale, whale])
+    assert s_entry.judged == pytest.approx(shifts[2]) and w.judged == pytest.approx((shifts[0] + shifts[1]) / 2)
+    assert f.peek()[0] == pytest.approx(max(0.4 + w.judged, 0.5 + s_entry.judged))
+    restored = make_learned(opts)
+    restored.load_state(pickle.loads(pickle.dumps(f.state())))
+    assert restored._by_url["http://x.test/w"].docs == [senate, whale]
+    assert [l.url for l in iter(restored.pop, None)] == [l.url for l in iter(f.pop, None)]
+
+
 def test_the_judge_is_refused_on_redis_with_one_line():
     from topiccrawl.redis.learned import RedisLearnedFrontier
 

@@ -335,6 +335,8 @@ class TopicCrawl:
                 if hook is not None:  # with P as the holder term, queued links may follow their holder's new P
                     hook(self.focus.reservoir_probabilities,
                          holder_weight=1.0 - self.scorer.anchor_weight if by_probability else None)
+                if by_probability and getattr(self.frontier, "judge_refresh", False):  # the judge under the new fit
+                    self.frontier.refresh_judge(self.focus.classifier, self.focus.refits)
         steer = relevance if guarded else probability  # what the holder term and the link model see
         holder = steer if steer is not None and by_probability and self.focus.fitted else relevance
         best: dict[str, ScoredLink] = {}
@@ -413,14 +415,25 @@ class TopicCrawl:
                         term_ids = np.append(term_ids, frontier.association.vocabulary.ids([EXAMPLE_LINK]))
                     self.crawler.stats.inc_value("topiccrawl/examples/linked_pages_fetched")
         anchor_judge = getattr(frontier, "anchor_judge", None)
-        if judge and anchor_judge is not None and out:
+        judged_links = []
+        if judge and anchor_judge is not None:
+            # with TOPICCRAWL_LEARNED_ANCHOR_JUDGE_REFRESH the links to queued targets are judged too
+            refresh = getattr(frontier, "judge_refresh", False)
+            linked = [t for t in anchors if t in skip] if refresh else []
             docs = [(*(t for t in (f.terms or anchor_terms(anchors[target].text)) if t != EXAMPLE_LINK),
                      *context_words(anchors[target].context)) for target, f in out]
-            for (_, f), shift in zip(out, anchor_judge.shifts(self.focus.classifier, self.focus.refits, docs).tolist()):
-                f.shift = shift
-        more = {}
+            docs += [(*anchor_terms(anchors[target].text), *context_words(anchors[target].context))
+                     for target in linked]
+            if docs:
+                shifts = anchor_judge.shifts(self.focus.classifier, self.focus.refits, docs).tolist()
+                for (_, f), doc, shift in zip(out, docs, shifts):
+                    f.shift = shift
+                    if refresh:
+                        f.judge_doc = doc
+                judged_links = list(zip(linked, docs[len(out):], shifts[len(out):]))
+        more = {"judged_links": judged_links} if judged_links else {}
         if holder_weight is not None and getattr(frontier, "holder_mean", False):
-            more = {"linked": [target for target in anchors if target in skip], "holder_weight": holder_weight}
+            more.update(linked=[target for target in anchors if target in skip], holder_weight=holder_weight)
         frontier.observe_page(url, registered_domain(url), probability, out, terms=terms, relevance=relevance,
                               term_ids=term_ids, **more)
 

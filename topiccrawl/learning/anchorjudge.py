@@ -58,3 +58,14 @@ class AnchorJudge:
         out[some] = self.weight * (z - self._mean) / self._std
         self.judged += len(some)
         return out
+
+    def rescore(self, classifier, fit, docs: Sequence[Sequence[str]]) -> np.ndarray:
+        """λ·(z − μ)/σ per term list of ``docs`` (non-empty) under a new fit of ``classifier``, μ
+        and σ over ``docs`` themselves; later :meth:`shifts` under the same ``fit`` use that μ and σ
+        (docs/learned.md, "The anchor judge kept current")."""
+        if not docs:
+            return np.zeros(0)
+        z = classifier.decision_function(hash_short([tuple(d) for d in docs], classifier.n_features))
+        self._mean, self._std, self._fit = float(z.mean()), float(z.std()) or 1.0, fit
+        self.judged += len(docs)
+        return self.weight * (z - self._mean) / self._std

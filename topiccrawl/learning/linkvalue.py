@@ -77,7 +77,8 @@ class LinkFeatures:
     holder's crawl path (0: the holder is relevant), ``holder_value`` the value of the link the
     holder was reached by, ``score`` the link's R(l), ``depth`` the target's depth; ``terms``, the
     anchor's terms for the anchor association, and ``shift``, the page classifier's judgement of
-    the anchor and its context (:mod:`topiccrawl.learning.anchorjudge`; both not encoded in the row).
+    the anchor and its context (:mod:`topiccrawl.learning.anchorjudge`), with ``judge_doc`` the terms
+it judged (kept by a frontier that judges again; none of the three is encoded in the row).
     """
 
     anchor: Sequence[str] = ()
@@ -91,6 +92,7 @@ class LinkFeatures:
     score: float = 0.0
     terms: Sequence[str] = ()
     shift: float = 0.0
+    judge_doc: tuple = ()
 
 
 def url_tokens(url: str, limit: int = 24) -> list[str]:

@@ -51,6 +51,11 @@ out-link's priority the page classifier's standardised score of its anchor and c
 (:class:`~topiccrawl.learning.anchorjudge.AnchorJudge`, passed in ``LinkFeatures.shift``); the shift
 is fixed at the push and kept through re-scoring and refreshes.
 
+Anchor judge kept current (``judge_refresh``, with ``anchor_judge``; off by default, in memory
+only): a queued link keeps the judged words of every fetched page's link to its target, its shift
+is the mean of their judgements, a new link to it moves the shift at once, and each refit of the
+page classifier judges the whole queue's words again (:meth:`LearnedFrontier.refresh_judge`).
+
 Holder mean (``holder_mean``; off by default, in memory only): where R(l)'s holder term is R(P), a
 queued link's holder term is the mean over every fetched page linking to it; each new such page
 moves its R(l) (eq. 5) and re-prioritises it (:meth:`LearnedFrontier._follow_holder`).
@@ -173,15 +178,18 @@ def shifted(value: float, shift: float) -> float:
 
 
 class _Entry:
-    __slots__ = ("assoc", "base", "holder", "hn", "hsum", "judged", "link", "pos", "priority", "row", "terms", "uid")
+    __slots__ = ("assoc", "base", "docs", "holder", "hn", "hsum", "jn", "jsum", "judged", "link", "pos", "priority",
+                 "row", "terms", "uid")
 
     def __init__(self, link: Link, row: bytes, holder: str | None, priority: float, base: float | None = None,
-                 terms: tuple = (), assoc: float = 0.0, judged: float = 0.0, hsum: float = 0.0, hn: int = 0) -> None:
+                 terms: tuple = (), assoc: float = 0.0, judged: float = 0.0, hsum: float = 0.0, hn: int = 0,
+                 docs: list | None = None, jsum: float = 0.0, jn: int = 0) -> None:
         self.link, self.row, self.holder, self.priority = link, row, holder, priority
         self.base = priority if base is None else base  # the value before the sibling shift (shifts included)
         self.terms, self.assoc = terms, assoc  # the anchor's terms and their association shift in base
         self.judged = judged  # the anchor judge's shift in base
         self.hsum, self.hn = hsum, hn  # holder mean: the sum and number of the holders' scores (0: none)
+        self.docs, self.jsum, self.jn = docs, jsum, jn  # judge refresh: judged words, Σ and number of shifts
         self.uid = -1
         self.pos = -1
 
@@ -208,7 +216,9 @@ class LearnedFrontier(FrontierBase):
     (:meth:`page_probabilities`); ``anchor_judge``: λ > 0 keeps an
     :class:`~topiccrawl.learning.anchorjudge.AnchorJudge`, whose shift the crawler puts in each
     out-link's features (``LinkFeatures.shift``) and which stays in the link's priority;
-    ``holder_mean``: a queued link's holder term follows every fetched page linking to it.
+    ``holder_mean``: a queued link's holder term follows every fetched page linking to it;
+    ``judge_refresh``: with the anchor judge, a link's shift follows every link to its target and
+    each refit of the page classifier (:meth:`refresh_judge`).
     """
 
     name = "learned"
@@ -218,7 +228,7 @@ class LearnedFrontier(FrontierBase):
                  host_strength: float = 2.0, explore_sample: int = 1, siblings: str = "off",
                  association: str = "off", association_every: int = 25, association_examples: bool = False,
                  holder_refresh: bool = False, example_links: bool = False, anchor_judge: float = 0.0,
-                 holder_mean: bool = False) -> None:
+                 holder_mean: bool = False, judge_refresh: bool = False) -> None:
         if siblings not in SIBLING_RULES:
             raise ValueError(f"siblings={siblings!r}: expected one of {', '.join(SIBLING_RULES)}")
         if association not in ASSOCIATION_RULES:
@@ -231,8 +241,10 @@ class LearnedFrontier(FrontierBase):
         self.anchor_judge = AnchorJudge(anchor_judge) if anchor_judge > 0 else None
         #: holder mean: queued URL -> its live entry (None when off)
         self.holder_mean = holder_mean
-        self._by_url: dict[str, _Entry] | None = {} if holder_mean else None
+        self.judge_refresh = judge_refresh and self.anchor_judge is not None
+        self._by_url: dict[str, _Entry] | None = {} if holder_mean or self.judge_refresh else None
         self._holders_followed = 0
+        self._judge_followed = self._judge_refreshed = 0
         self._example_pages = 0  # example pages counted in the association
         self.holder_refresh = holder_refresh
         self._holder_refreshed = 0  # queued links whose holder term followed a new P
@@ -298,8 +310,10 @@ class LearnedFrontier(FrontierBase):
         return fallback_features(link, self.model.k)
 
     def _add(self, link: Link, row: bytes, holder: str | None, priority: float, terms: tuple = (),
-             judged: float = 0.0, held: float | None = None) -> None:
+             judged: float = 0.0, held: float | None = None, doc: tuple = ()) -> None:
         entry = _Entry(link, row, holder, priority + judged, terms=terms, judged=judged)
+        if self.judge_refresh and doc:
+            entry.docs, entry.jsum, entry.jn = [doc], judged, 1
         if self._by_url is not None:
             self._by_url[link.url] = entry
             if held is not None:
@@ -355,9 +369,10 @@ class LearnedFrontier(FrontierBase):
         terms = waiting[4] if waiting is not None and len(waiting) > 4 else ()
         judged = waiting[5] if waiting is not None and len(waiting) > 5 else 0.0
         held = waiting[6] if waiting is not None and len(waiting) > 6 else None
+        doc = waiting[7] if waiting is not None and len(waiting) > 7 else ()
         row, holder, priority = push_value(self.model, self._incoming, link)
         self._queued_urls.add(link.url)
-        self._add(link, row, holder, priority, terms, judged, held)
+        self._add(link, row, holder, priority, terms, judged, held, doc)
 
     def pop(self) -> Link | None:
         if not self._live:
@@ -410,7 +425,7 @@ class LearnedFrontier(FrontierBase):
                      out_links: Iterable[tuple[str, LinkFeatures]] = (), *, relevant: bool | None = None,
                      terms: Iterable[str] | None = None, relevance: float | None = None,
                      term_ids: Sequence[int] | None = None, linked: Sequence[str] = (),
-                     holder_weight: float | None = None) -> None:
+                     holder_weight: float | None = None, judged_links: Sequence[tuple] = ()) -> None:
         """A fetched page: its P(relevant) (``relevant`` overrides ``probability ≥ threshold``) and
         its out-links as ``(url, LinkFeatures)`` (links to fetched pages included: those are
         labelled examples and graph edges; links to :attr:`queued_urls` are ignored). Call it before pushing the page's
@@ -422,7 +437,9 @@ class LearnedFrontier(FrontierBase):
         them); each out-link's anchor terms are its features' ``terms``. With ``holder_mean``,
         ``holder_weight`` (1 − ∂, given where R(l)'s holder term is ``relevance``) and ``linked`` (the
         page's out-links to queued URLs): those links' holder term becomes the mean over every
-        fetched page linking to them (:meth:`_follow_holder`)."""
+        fetched page linking to them (:meth:`_follow_holder`). With ``judge_refresh``,
+        ``judged_links`` (``(url, words, shift)`` of the page's links to queued URLs, judged by the
+        anchor judge) join those links' shifts (:meth:`_follow_judge`)."""
         model = self.model
         via = self._inflight.pop(url, None)
         self._queued_urls.discard(url)
@@ -456,6 +473,8 @@ class LearnedFrontier(FrontierBase):
         held = (probability if relevance is None else relevance) if holder_weight else None
         if held is not None and linked and self._by_url is not None:
             self._follow_holder(linked, held, holder_weight)
+        if judged_links and self.judge_refresh:
+            self._follow_judge(judged_links)
         targets, features = [], []
         p = clip01(probability)
         hy, since = self.host_yield(domain), model.since(url)
@@ -479,7 +498,7 @@ class LearnedFrontier(FrontierBase):
                         self._kid(url, node)
                 else:
                     self._remember(self._incoming, target, (row, url, value, version, tuple(f.terms), f.shift,
-                                                            held))
+                                                            held, f.judge_doc))
 
     def observe_examples(self, examples: Iterable[Sequence[str]], counter_examples: Iterable[Sequence[str]] = ()) -> int:
         """The example pages' terms into the anchor association as pages of known relevance: 1
@@ -518,6 +537,55 @@ class LearnedFrontier(FrontierBase):
             self._enqueue(e)
         self._compact()
         self._holders_followed += len(changed)
+
+    def _follow_judge(self, judged_links: Sequence[tuple]) -> None:
+        """Queued links (not in flight) get one more judged link to their target: the shift is the
+        mean of their links' shifts; re-prioritised."""
+        changed = False
+        for url, doc, shift in judged_links:
+            e = self._by_url.get(url)
+            if e is None or not doc:
+                continue
+            if e.docs is None:  # a seed, or pushed before the judge: its first judged link
+                e.docs, e.jsum, e.jn = [], 0.0, 0
+            e.docs.append(doc)
+            e.jsum += shift
+            e.jn += 1
+            judged = e.jsum / e.jn
+            e.base += judged - e.judged
+            e.judged = judged
+            e.priority = shifted(e.base, self.sibling_shift(e.holder)) if self.siblings and e.holder else e.base
+            self._enqueue(e)
+            changed = True
+            self._judge_followed += 1
+        if changed:
+            self._compact()
+
+    def refresh_judge(self, classifier, fit) -> int:
+        """Every queued link's judged words scored again under a new fit of the page classifier
+        (``fit``: its id, the crawl's refit count), standardised over the whole queue's words; each
+        link's shift the mean of its words' judgements, then re-prioritised, one heapify. Returns
+        the number of links changed."""
+        if not self.judge_refresh:
+            return 0
+        entries = [e for e in self._live if e.docs]
+        if not entries:
+            return 0
+        shifts = self.anchor_judge.rescore(classifier, fit, [d for e in entries for d in e.docs]).tolist()
+        at = 0
+        for e in entries:
+            n = len(e.docs)
+            e.jsum, e.jn = sum(shifts[at:at + n]), n
+            at += n
+            judged = e.jsum / n
+            e.base += judged - e.judged
+            e.judged = judged
+        live = self._live
+        values = [e.base for e in live]
+        self._sibling_values(live, values)
+        self._requeue_all(live, values)
+        self._judge_refreshed += len(entries)
+        return len(entries)
 
     def page_probabilities(self, probabilities: dict[str, float], holder_weight: float | None = None) -> None:
         """Fetched pages' P(relevant) under a refitted page classifier (URL -> P): the link labels
@@ -663,6 +731,8 @@ class LearnedFrontier(FrontierBase):
             **example_link_stats(self),
             **({"learned/anchor_judged": self.anchor_judge.judged} if self.anchor_judge is not None else {}),
             **({"learned/holders_followed": self._holders_followed} if self.holder_mean else {}),
+            **({"learned/judge_followed": self._judge_followed, "learned/judge_refreshed": self._judge_refreshed}
+               if self.judge_refresh else {}),
         }
 
     # -- JOBDIR -------------------------------------------------------------------------------------------
@@ -673,8 +743,8 @@ class LearnedFrontier(FrontierBase):
             "links": [e.link for e in self._live],
             "next_seq": self._next_seq,
             "learned": {
-                "entries": [(e.row, e.holder, e.priority, e.base, e.terms, e.assoc, e.judged, e.hsum, e.hn)
-                            for e in self._live],
+                "entries": [(e.row, e.holder, e.priority, e.base, e.terms, e.assoc, e.judged, e.hsum, e.hn,
+                             e.docs, e.jsum, e.jn) for e in self._live],
                 "anchor_judge": self.anchor_judge,
                 "association": self.association,
                 "example_pages": self._example_pages,
@@ -754,6 +824,7 @@ class LearnedOptions(StrategyOptions):
     learned_example_links: bool = False
     learned_anchor_judge: float = option_field(0.0, low=0.0, high=100.0)
     learned_holder_mean: bool = False
+    learned_anchor_judge_refresh: bool = False
 
     def kwargs(self) -> dict:
         """The :class:`LearnedFrontier` arguments (its model included)."""
@@ -768,7 +839,8 @@ class LearnedOptions(StrategyOptions):
                 "association": "anchor" if self.learned_association == "auto" else self.learned_association,
                 "association_examples": self.learned_association_examples,
                 "holder_refresh": self.learned_holder_refresh, "example_links": self.learned_example_links,
-                "anchor_judge": self.learned_anchor_judge, "holder_mean": self.learned_holder_mean}
+                "anchor_judge": self.learned_anchor_judge, "holder_mean": self.learned_holder_mean,
+                "judge_refresh": self.learned_anchor_judge_refresh}
 
 
 def make_learned(options: LearnedOptions | Mapping | None = None,
