@@ -90,7 +90,8 @@ def judged_frontier(weight=0.1):
 
 
 def test_the_shift_stays_in_the_priority_through_refresh_and_resume():
-    assert make_learned().anchor_judge is None  # off by default
+    assert make_learned({"learned_anchor_judge": 0}).anchor_judge is None  # λ = 0: off
+    assert make_learned().anchor_judge.weight == 0.1 and make_learned().judge_refresh  # the default
     f = judged_frontier()
     assert isinstance(f.anchor_judge, AnchorJudge) and "learned/anchor_judged" in f.stats()
     priority, link = f.peek()
@@ -146,7 +147,7 @@ def test_the_judge_is_refused_on_redis_with_one_line():
     from topiccrawl.redis.learned import RedisLearnedFrontier
 
     with pytest.raises(FrontierError, match="^TOPICCRAWL_LEARNED_ANCHOR_JUDGE is not available with TOPICCRAWL_STORE=redis"):
-        RedisLearnedFrontier.from_options(None, {}, {"learned_anchor_judge": 0.1})
+        RedisLearnedFrontier.from_options(None, {}, {"learned_anchor_judge": 0.2})
 
 
 # -- the holder mean (docs/learned.md, "Every holder's R(P) in R(l), with words") -------------------

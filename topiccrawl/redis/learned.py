@@ -221,7 +221,7 @@ class RedisLearnedFrontier(RedisFrontier):
         if options.learned_holder_mean:
             raise FrontierError("TOPICCRAWL_LEARNED_HOLDER_MEAN is not available with TOPICCRAWL_STORE=redis yet "
                                 "(in memory only, docs/learned.md)")
-        if options.learned_anchor_judge > 0:
+        if options.learned_anchor_judge not in (0.0, LearnedOptions.learned_anchor_judge):  # the default: off here
             raise FrontierError("TOPICCRAWL_LEARNED_ANCHOR_JUDGE is not available with TOPICCRAWL_STORE=redis yet "
                                 "(in memory only, docs/learned.md)")
         memory = make_learned(options)

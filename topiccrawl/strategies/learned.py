@@ -46,15 +46,14 @@ Holder refresh (``holder_refresh``; on by default, in memory and on Redis): wher
 classifier's P, a refit of the classifier moves every queued link's R(l) by (1 − ∂)·(P_new − P_old)
 of its holder page (eq. 5) and re-prioritises it (:meth:`LearnedFrontier.refresh_holders`).
 
-Anchor judge (``anchor_judge`` = λ > 0; off by default, in memory only): the crawler adds to each
-out-link's priority the page classifier's standardised score of its anchor and context
-(:class:`~topiccrawl.learning.anchorjudge.AnchorJudge`, passed in ``LinkFeatures.shift``); the shift
-is fixed at the push and kept through re-scoring and refreshes.
-
-Anchor judge kept current (``judge_refresh``, with ``anchor_judge``; off by default, in memory
-only): a queued link keeps the judged words of every fetched page's link to its target, its shift
-is the mean of their judgements, a new link to it moves the shift at once, and each refit of the
-page classifier judges the whole queue's words again (:meth:`LearnedFrontier.refresh_judge`).
+Anchor judge (``anchor_judge`` = λ > 0; the ``learned`` setting's default is λ = 0.1, in memory
+only): the crawler adds to each out-link's priority the page classifier's standardised score of
+its anchor and context (:class:`~topiccrawl.learning.anchorjudge.AnchorJudge`, passed in
+``LinkFeatures.shift``); the shift stays in the priority through re-scoring and refreshes. Kept
+current (``judge_refresh``; the setting's default): a queued link keeps the judged words of every
+fetched page's link to its target, its shift is the mean of their judgements, a new link to it
+moves the shift at once, and each refit of the page classifier judges the whole queue's words
+again (:meth:`LearnedFrontier.refresh_judge`); otherwise the shift is fixed at the push.
 
 Holder mean (``holder_mean``; off by default, in memory only): where R(l)'s holder term is R(P), a
 queued link's holder term is the mean over every fetched page linking to it; each new such page
@@ -822,9 +821,9 @@ class LearnedOptions(StrategyOptions):
     learned_association_examples: bool = True
     learned_holder_refresh: bool = True
     learned_example_links: bool = False
-    learned_anchor_judge: float = option_field(0.0, low=0.0, high=100.0)
+    learned_anchor_judge: float = option_field(0.1, low=0.0, high=100.0)
     learned_holder_mean: bool = False
-    learned_anchor_judge_refresh: bool = False
+    learned_anchor_judge_refresh: bool = True
 
     def kwargs(self) -> dict:
         """The :class:`LearnedFrontier` arguments (its model included)."""
