@@ -135,6 +135,9 @@ def test_the_judge_kept_current_follows_every_link_and_each_refit(classifier):
     s_entry = f._by_url["http://x.test/s"]
     assert s_entry.judged > 0 > w.judged  # now judged by the fit that knows whales from senates
     shifts = f.anchor_judge.rescore(classifier, 2, [senate, whale, whale])
+    chunked = AnchorJudge(0.1)
+    chunked.chunk = 2  # judged two at a time: the same shifts, standardised over all three
+    assert chunked.rescore(classifier, 2, [senate, whale, whale]) == pytest.approx(shifts)
     assert s_entry.judged == pytest.approx(shifts[2]) and w.judged == pytest.approx((shifts[0] + shifts[1]) / 2)
     assert f.peek()[0] == pytest.approx(max(0.4 + w.judged, 0.5 + s_entry.judged))
     restored = make_learned(opts)

@@ -35,6 +35,9 @@ class AnchorJudge:
     rescores the reference links under the new fit.
     """
 
+    #: links judged at once by :meth:`rescore`
+    chunk = 50_000
+
     def __init__(self, weight: float, reference: int = 500) -> None:
         self.weight = weight
         self._recent: deque[tuple[str, ...]] = deque(maxlen=reference)
@@ -65,7 +68,9 @@ class AnchorJudge:
         (docs/learned.md, "The anchor judge kept current")."""
         if not docs:
             return np.zeros(0)
-        z = classifier.decision_function(hash_short([tuple(d) for d in docs], classifier.n_features))
+        n, step = classifier.n_features, self.chunk  # in chunks: a queue of 10^6 links is not one matrix
+        z = np.concatenate([classifier.decision_function(hash_short([tuple(d) for d in docs[i:i + step]], n))
+                            for i in range(0, len(docs), step)])
         self._mean, self._std, self._fit = float(z.mean()), float(z.std()) or 1.0, fit
         self.judged += len(docs)
         return self.weight * (z - self._mean) / self._std
