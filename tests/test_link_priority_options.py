@@ -1,6 +1,7 @@
-"""Two options of ``learned``'s link priorities, both off by default: the page classifier's
-judgement of anchors and their context (docs/learned.md, "The page classifier judges the words
-around the anchor") and the mean of every holder's R(P) ("Every holder's R(P) in R(l), with words")."""
+"""Options of ``learned``'s link priorities: the page classifier's judgement of anchors and their
+context (docs/learned.md, "The page classifier judges the words around the anchor"; on by default
+in memory since "The anchor judge kept current", which keeps it current), and the mean of every
+holder's R(P) ("Every holder's R(P) in R(l), with words"; off by default)."""
 
 import pickle
 import random

@@ -78,7 +78,7 @@ class LinkFeatures:
     holder was reached by, ``score`` the link's R(l), ``depth`` the target's depth; ``terms``, the
     anchor's terms for the anchor association, and ``shift``, the page classifier's judgement of
     the anchor and its context (:mod:`topiccrawl.learning.anchorjudge`), with ``judge_doc`` the terms
-it judged (kept by a frontier that judges again; none of the three is encoded in the row).
+    it judged (kept by a frontier that judges again; none of the three is encoded in the row).
     """
 
     anchor: Sequence[str] = ()

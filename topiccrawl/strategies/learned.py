@@ -579,10 +579,7 @@ class LearnedFrontier(FrontierBase):
             judged = e.jsum / n
             e.base += judged - e.judged
             e.judged = judged
-        live = self._live
-        values = [e.base for e in live]
-        self._sibling_values(live, values)
-        self._requeue_all(live, values)
+        self._requeue_bases()
         self._judge_refreshed += len(entries)
         return len(entries)
 
@@ -615,10 +612,7 @@ class LearnedFrontier(FrontierBase):
         values = self.model.predict_rows([e.row for e in changed]).tolist()  # R(l) while unfitted
         for e, v in zip(changed, values):
             e.base = v + e.assoc + e.judged
-        live = self._live
-        values = [e.base for e in live]
-        self._sibling_values(live, values)
-        self._requeue_all(live, values)
+        self._requeue_bases()
         self._holder_refreshed += len(changed)
         return len(changed)
 
@@ -699,6 +693,13 @@ class LearnedFrontier(FrontierBase):
         heapq.heapify(heap)
         self._heap = heap
 
+    def _requeue_bases(self) -> None:
+        """The heap rebuilt from every live entry's base (with its sibling shift): one heapify."""
+        live = self._live
+        values = [e.base for e in live]
+        self._sibling_values(live, values)
+        self._requeue_all(live, values)
+
     def _refresh_association(self) -> None:
         """Every queued link's association shift recomputed from the statistics so far, one heapify."""
         live, changed = self._live, False
@@ -707,9 +708,7 @@ class LearnedFrontier(FrontierBase):
                 e.base += a - e.assoc
                 e.assoc, changed = a, True
         if changed:
-            values = [e.base for e in live]
-            self._sibling_values(live, values)
-            self._requeue_all(live, values)
+            self._requeue_bases()
 
     def stats(self) -> dict:
         m = self.model
