@@ -416,10 +416,12 @@ class TopicCrawl:
                     self.crawler.stats.inc_value("topiccrawl/examples/linked_pages_fetched")
         anchor_judge = getattr(frontier, "anchor_judge", None)
         judged_links = []
+        follow = holder_weight is not None and getattr(frontier, "holder_mean", False)
+        refresh = judge and anchor_judge is not None and getattr(frontier, "judge_refresh", False)
+        queued = [target for target in anchors if target in skip] if follow or refresh else []  # the page's links to queued URLs
         if judge and anchor_judge is not None:
             # with TOPICCRAWL_LEARNED_ANCHOR_JUDGE_REFRESH the links to queued targets are judged too
-            refresh = getattr(frontier, "judge_refresh", False)
-            linked = [t for t in anchors if t in skip] if refresh else []
+            linked = queued if refresh else []
             docs = [(*(t for t in (f.terms or anchor_terms(anchors[target].text)) if t != EXAMPLE_LINK),
                      *context_words(anchors[target].context)) for target, f in out]
             docs += [(*anchor_terms(anchors[target].text), *context_words(anchors[target].context))
@@ -432,8 +434,8 @@ class TopicCrawl:
                         f.judge_doc = doc
                 judged_links = list(zip(linked, docs[len(out):], shifts[len(out):]))
         more = {"judged_links": judged_links} if judged_links else {}
-        if holder_weight is not None and getattr(frontier, "holder_mean", False):
-            more.update(linked=[target for target in anchors if target in skip], holder_weight=holder_weight)
+        if follow:
+            more.update(linked=queued, holder_weight=holder_weight)
         frontier.observe_page(url, registered_domain(url), probability, out, terms=terms, relevance=relevance,
                               term_ids=term_ids, **more)
 

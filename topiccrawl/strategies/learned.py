@@ -177,18 +177,18 @@ def shifted(value: float, shift: float) -> float:
 
 
 class _Entry:
-    __slots__ = ("assoc", "base", "docs", "holder", "hn", "hsum", "jn", "jsum", "judged", "link", "pos", "priority",
-                 "row", "terms", "uid")
+    __slots__ = ("assoc", "base", "docs", "holder", "hn", "hsum", "jsum", "judged", "link", "pos", "priority", "row",
+                 "terms", "uid")
 
     def __init__(self, link: Link, row: bytes, holder: str | None, priority: float, base: float | None = None,
                  terms: tuple = (), assoc: float = 0.0, judged: float = 0.0, hsum: float = 0.0, hn: int = 0,
-                 docs: list | None = None, jsum: float = 0.0, jn: int = 0) -> None:
+                 docs: list | None = None, jsum: float = 0.0) -> None:
         self.link, self.row, self.holder, self.priority = link, row, holder, priority
         self.base = priority if base is None else base  # the value before the sibling shift (shifts included)
         self.terms, self.assoc = terms, assoc  # the anchor's terms and their association shift in base
         self.judged = judged  # the anchor judge's shift in base
         self.hsum, self.hn = hsum, hn  # holder mean: the sum and number of the holders' scores (0: none)
-        self.docs, self.jsum, self.jn = docs, jsum, jn  # judge refresh: judged words, Σ and number of shifts
+        self.docs, self.jsum = docs, jsum  # judge refresh: the judged words of each link, Σ of their shifts
         self.uid = -1
         self.pos = -1
 
@@ -305,6 +305,11 @@ class LearnedFrontier(FrontierBase):
             if t[2] == t[3].uid:
                 return t[3]
 
+    def _requeue(self, e: _Entry) -> None:
+        """``e`` queued again at its base (with its sibling shift); the old heap item goes stale."""
+        e.priority = shifted(e.base, self.sibling_shift(e.holder)) if self.siblings and e.holder else e.base
+        self._enqueue(e)
+
     def _fallback_features(self, link: Link) -> LinkFeatures:
         return fallback_features(link, self.model.k)
 
@@ -312,7 +317,7 @@ class LearnedFrontier(FrontierBase):
              judged: float = 0.0, held: float | None = None, doc: tuple = ()) -> None:
         entry = _Entry(link, row, holder, priority + judged, terms=terms, judged=judged)
         if self.judge_refresh and doc:
-            entry.docs, entry.jsum, entry.jn = [doc], judged, 1
+            entry.docs, entry.jsum = [doc], judged
         if self._by_url is not None:
             self._by_url[link.url] = entry
             if held is not None:
@@ -532,8 +537,7 @@ class LearnedFrontier(FrontierBase):
         values = self.model.predict_rows([e.row for e in changed]).tolist()  # R(l) while unfitted
         for e, v in zip(changed, values):
             e.base = v + e.assoc + e.judged
-            e.priority = shifted(e.base, self.sibling_shift(e.holder)) if self.siblings and e.holder else e.base
-            self._enqueue(e)
+            self._requeue(e)
         self._compact()
         self._holders_followed += len(changed)
 
@@ -546,15 +550,13 @@ class LearnedFrontier(FrontierBase):
             if e is None or not doc:
                 continue
             if e.docs is None:  # a seed, or pushed before the judge: its first judged link
-                e.docs, e.jsum, e.jn = [], 0.0, 0
+                e.docs, e.jsum = [], 0.0
             e.docs.append(doc)
             e.jsum += shift
-            e.jn += 1
-            judged = e.jsum / e.jn
+            judged = e.jsum / len(e.docs)
             e.base += judged - e.judged
             e.judged = judged
-            e.priority = shifted(e.base, self.sibling_shift(e.holder)) if self.siblings and e.holder else e.base
-            self._enqueue(e)
+            self._requeue(e)
             changed = True
             self._judge_followed += 1
         if changed:
@@ -574,7 +576,7 @@ class LearnedFrontier(FrontierBase):
         at = 0
         for e in entries:
             n = len(e.docs)
-            e.jsum, e.jn = sum(shifts[at:at + n]), n
+            e.jsum = sum(shifts[at:at + n])
             at += n
             judged = e.jsum / n
             e.base += judged - e.judged
@@ -742,7 +744,7 @@ class LearnedFrontier(FrontierBase):
             "next_seq": self._next_seq,
             "learned": {
                 "entries": [(e.row, e.holder, e.priority, e.base, e.terms, e.assoc, e.judged, e.hsum, e.hn,
-                             e.docs, e.jsum, e.jn) for e in self._live],
+                             e.docs, e.jsum) for e in self._live],
                 "anchor_judge": self.anchor_judge,
                 "association": self.association,
                 "example_pages": self._example_pages,
