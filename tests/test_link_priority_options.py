@@ -9,7 +9,7 @@ import random
 import numpy as np
 import pytest
 
-from topiccrawl.learning.anchorjudge import AnchorJudge, chinese_context_words, context_words
+from topiccrawl.learning.anchorjudge import AnchorJudge, context_words
 from topiccrawl.learning.classifier import PageClassifier, hash_short, hash_terms
 from topiccrawl.learning.linkvalue import LinkFeatures, url_tokens
 from topiccrawl.strategies.base import FrontierError, Link
@@ -50,27 +50,6 @@ def test_decision_function_orders_pages_as_the_probability_does(classifier):
 
 def test_context_words_are_the_classifiers_latin_terms():
     assert context_words("The Whale and the reef, 2020 a 台风 灾害") == ["whale", "reef", "2020"]
-
-
-def test_the_chinese_words_around_an_anchor_are_the_pages_own_terms():
-    """TOPICCRAWL_LEARNED_ANCHOR_JUDGE_CHINESE_CONTEXT (docs/learned.md, "The Chinese words around
-    the anchor in the judge"): the judge keeps the context's Chinese terms of two characters or
-    more, stop words out; text without Chinese gives the Latin words exactly."""
-    from topiccrawl.scoring.text import STOPWORDS, extract
-
-    body = ("<html><body><p>台风带来强降雨，气象部门提醒沿海居民注意防范风暴潮。"
-            "<a href='/a'>预警</a>各地已经启动应急响应，the Storm moved north.</p></body></html>")
-    context = extract(body.encode("utf-8"), "http://news.example.cn/").anchors[0].context
-    chinese = [w for w in context.split() if "\u4e00" <= w[0] <= "\u9fff"]
-    assert context_words(context) == ["storm", "moved", "north"]  # the Chinese terms are not judged
-    kept = chinese_context_words(context)
-    assert kept[:3] == ["storm", "moved", "north"] and kept[3:] == [w for w in chinese if len(w) > 1]
-    assert "风暴潮" in kept and not set(kept) & STOPWORDS
-    assert chinese_context_words("最 上方 单元格 因为 cell") == ["cell", "上方", "单元格"]  # 最: one character; 因为: a stop word
-    for latin in ("The Whale and the reef, 2020 a", "", "senate tax o'brien x"):
-        assert chinese_context_words(latin) == context_words(latin)
-    assert make_learned({"learned_anchor_judge_chinese_context": True}).anchor_judge.words is chinese_context_words
-    assert make_learned({}).anchor_judge.words is context_words  # the default (this session: off)
 
 
 def test_shifts_are_standardised_per_fit_and_empty_lists_get_none(classifier):

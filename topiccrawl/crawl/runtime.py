@@ -33,6 +33,7 @@ from scrapy import signals
 from topiccrawl.crawl.errors import ConfigError
 from topiccrawl.crawl.items import PageItem
 from topiccrawl.crawl.settings import TopicCrawlConfig, parse_url_list
+from topiccrawl.learning.anchorjudge import context_words
 from topiccrawl.learning.association import EXAMPLE_LINK, anchor_terms
 from topiccrawl.learning.focus import RELIABLE_AUC, RELIABLE_C, PageFocus
 from topiccrawl.learning.linkvalue import LinkFeatures, quick_terms, url_tokens
@@ -421,10 +422,9 @@ class TopicCrawl:
         if judge and anchor_judge is not None:
             # with TOPICCRAWL_LEARNED_ANCHOR_JUDGE_REFRESH the links to queued targets are judged too
             linked = queued if refresh else []
-            words = anchor_judge.words  # the judged words of an anchor's context
             docs = [(*(t for t in (f.terms or anchor_terms(anchors[target].text)) if t != EXAMPLE_LINK),
-                     *words(anchors[target].context)) for target, f in out]
-            docs += [(*anchor_terms(anchors[target].text), *words(anchors[target].context))
+                     *context_words(anchors[target].context)) for target, f in out]
+            docs += [(*anchor_terms(anchors[target].text), *context_words(anchors[target].context))
                      for target in linked]
             if docs:
                 shifts = anchor_judge.shifts(self.focus.classifier, self.focus.refits, docs).tolist()

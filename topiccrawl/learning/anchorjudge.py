@@ -5,10 +5,8 @@ A link's shift is λ·(z − μ)/σ: z the classifier's linear score
 (:meth:`~topiccrawl.learning.classifier.PageClassifier.decision_function`) of the anchor's terms and
 the Latin words around it taken as a short page; μ and σ the mean and standard deviation of z over
 the last ``reference`` links with terms, computed under each fit of the classifier when it is first
-used. A link without terms gets no shift. The Chinese terms around an anchor are left out unless
-``chinese_context`` (docs/learned.md, "The Chinese words around the anchor in the judge"): the
-context is the page's own jieba terms (:func:`~topiccrawl.scoring.text.extract`), so keeping
-them segments nothing more.
+used. A link without terms gets no shift. Chinese text around an anchor is left out: segmenting
+it for every link costs ~0.2 ms (jieba); the anchor's own terms are segmented already.
 """
 
 from __future__ import annotations
@@ -20,7 +18,7 @@ import numpy as np
 
 from topiccrawl.learning.classifier import hash_short
 from topiccrawl.learning.linkvalue import quick_terms
-from topiccrawl.scoring.text import STOPWORDS, has_cjk
+from topiccrawl.scoring.text import STOPWORDS
 
 
 def context_words(text: str) -> list[str]:
@@ -29,22 +27,10 @@ def context_words(text: str) -> list[str]:
     return [w for w in quick_terms(text) if w[0] <= "z" and len(w) > 1 and w not in STOPWORDS]
 
 
-def chinese_context_words(text: str) -> list[str]:
-    """:func:`context_words` and the Chinese terms of ``text``, an anchor's context of terms
-    separated by spaces (``Anchor.context``): those of two characters or more, stop words out, as
-    :func:`~topiccrawl.learning.association.anchor_terms` keeps an anchor's. Text without Chinese
-    gives :func:`context_words` exactly."""
-    latin = context_words(text)
-    if not has_cjk(text):
-        return latin
-    return latin + [w for w in text.split() if len(w) > 1 and has_cjk(w) and w not in STOPWORDS]
-
-
 class AnchorJudge:
     """Shifts of links' priorities by the page classifier's score of their anchor and context.
 
-    ``weight`` is λ; ``reference`` the number of recent links whose scores standardise z;
-    ``chinese_context``: :meth:`words` keeps the Chinese terms around an anchor too.
+    ``weight`` is λ; ``reference`` the number of recent links whose scores standardise z.
     :meth:`shifts` needs the classifier and an id of its fit (the crawl's refit count): a new id
     rescores the reference links under the new fit.
     """
@@ -52,11 +38,8 @@ class AnchorJudge:
     #: links judged at once by :meth:`rescore`
     chunk = 50_000
 
-    def __init__(self, weight: float, reference: int = 500, chinese_context: bool = False) -> None:
+    def __init__(self, weight: float, reference: int = 500) -> None:
         self.weight = weight
-        #: the words of an anchor's context that are judged (:func:`context_words` or
-        #: :func:`chinese_context_words`)
-        self.words = chinese_context_words if chinese_context else context_words
         self._recent: deque[tuple[str, ...]] = deque(maxlen=reference)
         self._fit = None
         self._mean, self._std = 0.0, 1.0

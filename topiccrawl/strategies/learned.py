@@ -217,8 +217,7 @@ class LearnedFrontier(FrontierBase):
     out-link's features (``LinkFeatures.shift``) and which stays in the link's priority;
     ``holder_mean``: a queued link's holder term follows every fetched page linking to it;
     ``judge_refresh``: with the anchor judge, a link's shift follows every link to its target and
-    each refit of the page classifier (:meth:`refresh_judge`); ``judge_chinese_context``: the judge
-    reads the Chinese terms around an anchor too (:class:`~topiccrawl.learning.anchorjudge.AnchorJudge`).
+    each refit of the page classifier (:meth:`refresh_judge`).
     """
 
     name = "learned"
@@ -228,7 +227,7 @@ class LearnedFrontier(FrontierBase):
                  host_strength: float = 2.0, explore_sample: int = 1, siblings: str = "off",
                  association: str = "off", association_every: int = 25, association_examples: bool = False,
                  holder_refresh: bool = False, example_links: bool = False, anchor_judge: float = 0.0,
-                 holder_mean: bool = False, judge_refresh: bool = False, judge_chinese_context: bool = False) -> None:
+                 holder_mean: bool = False, judge_refresh: bool = False) -> None:
         if siblings not in SIBLING_RULES:
             raise ValueError(f"siblings={siblings!r}: expected one of {', '.join(SIBLING_RULES)}")
         if association not in ASSOCIATION_RULES:
@@ -238,8 +237,7 @@ class LearnedFrontier(FrontierBase):
         self.association_examples = association_examples
         self.example_links = example_links
         #: the page classifier's judgement of anchors and their context, λ > 0 (the crawler calls it)
-        self.anchor_judge = (AnchorJudge(anchor_judge, chinese_context=judge_chinese_context)
-                             if anchor_judge > 0 else None)
+        self.anchor_judge = AnchorJudge(anchor_judge) if anchor_judge > 0 else None
         #: holder mean: queued URL -> its live entry (None when off)
         self.holder_mean = holder_mean
         self.judge_refresh = judge_refresh and self.anchor_judge is not None
@@ -827,7 +825,6 @@ class LearnedOptions(StrategyOptions):
     learned_anchor_judge: float = option_field(0.1, low=0.0, high=100.0)
     learned_holder_mean: bool = False
     learned_anchor_judge_refresh: bool = True
-    learned_anchor_judge_chinese_context: bool = False
 
     def kwargs(self) -> dict:
         """The :class:`LearnedFrontier` arguments (its model included)."""
@@ -843,8 +840,7 @@ class LearnedOptions(StrategyOptions):
                 "association_examples": self.learned_association_examples,
                 "holder_refresh": self.learned_holder_refresh, "example_links": self.learned_example_links,
                 "anchor_judge": self.learned_anchor_judge, "holder_mean": self.learned_holder_mean,
-                "judge_refresh": self.learned_anchor_judge_refresh,
-                "judge_chinese_context": self.learned_anchor_judge_chinese_context}
+                "judge_refresh": self.learned_anchor_judge_refresh}
 
 
 def make_learned(options: LearnedOptions | Mapping | None = None,
