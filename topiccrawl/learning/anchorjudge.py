@@ -5,8 +5,8 @@ A link's shift is λ·(z − μ)/σ: z the classifier's linear score
 (:meth:`~topiccrawl.learning.classifier.PageClassifier.decision_function`) of the anchor's terms and
 the Latin words around it taken as a short page; μ and σ the mean and standard deviation of z over
 the last ``reference`` links with terms, computed under each fit of the classifier when it is first
-used. A link without terms gets no shift. Chinese text around an anchor is left out: segmenting
-it for every link costs ~0.2 ms (jieba); the anchor's own terms are segmented already.
+used. A link without terms gets no shift. The Chinese terms around an anchor are left out: judged
+too, they did not help (docs/learned.md, "The Chinese words around the anchor in the judge").
 """
 
 from __future__ import annotations
