@@ -12,7 +12,9 @@ libreoffice-help-zh-cn in the cache, topic ``bench/topics/scalc-zh.toml``; skipp
 when it has not been fetched with ``scripts/fetch-libreoffice-help.sh``). ``--web`` overrides the spec.
 ``--topics 'bench/topics/wikispeedia-dev/*.toml'`` crawls the development topics instead: written
 before any crawl like the evaluation ones, they are where the learned strategy's rules are chosen
-(docs/learned.md), so that the evaluation topics are never tuned on.
+(docs/learned.md), so that the evaluation topics are never tuned on; ``--corpus libreoffice
+--topics 'bench/topics/libreoffice-dev/*.toml'`` is the real Chinese development set (the help's
+other modules).
 
 Variants (``--variants``): ``bfs``, ``bestfirst``, ``wl`` (the focused spider's strategy ``wl``),
 ``learned`` (the topic's words), ``learned-examples`` (a temporary copy of the topic file without
