@@ -21,7 +21,8 @@ Variants (``--variants``): ``bfs``, ``bestfirst``, ``wl`` (the focused spider's 
 ``[words]`` and ``beta`` -- same name, labels and seeds -- plus ``-a examples=truth:5``; if the topic
 loader refuses a file with neither words nor examples, the copy lists that same pick as its
 ``examples``, and results.md says so), ``learned-both`` (the topic's words *and* ``-a examples=truth:5``,
-the same pick) and ``oracle``.
+the same pick), ``oracle`` and ``oracle-path`` (the stronger bound: truly relevant targets first,
+then the fewest links to a relevant page not fetched yet; docs/benchmarks.md, "A stronger oracle").
 Repetition r sets the variant's RNG seed setting to r (``TOPICCRAWL_WL_SEED``,
 ``TOPICCRAWL_LEARNED_SEED``; r = 0 is the default configuration); nothing else changes between
 repetitions (the ``truth:5`` pick has a fixed seed), so the variants without a seed setting repeat
@@ -30,13 +31,13 @@ identically up to Scrapy's concurrency timing (16 responses in flight arrive in 
 
 Reported per topic and averaged over topics: target recall and true harvest rate at 100 / 250 /
 500 / 1,000 pages (a crawl whose frontier ran dry keeps its last value), the ratio of the mean
-recall to the oracle's at 100 and 250, the self-assessed harvest rate (Accuracy = LP/DP, and the page
-classifier's mean P(relevant) when on) against the true one at the last checkpoint, example pages
-fetched, pages/s (DP / Scrapy's elapsed time) next to a plain Scrapy BFS spider run on the same lab
-in the same session (``--plain-repeats N`` runs it N times), and each run's close reason. A
-Friedman test over topics (blocks) compares the variants' mean recall at 250 pages (or the largest
-checkpoint below it). Writes ``results.md``,
-``results.json``, ``recall.png`` (recall curves, one panel per topic) and ``ratio.png`` (ratio to
+recall to the oracle's at 100 and 250 (and to ``oracle-path``'s, when it is crawled), the
+self-assessed harvest rate (Accuracy = LP/DP, and the page classifier's mean P(relevant) when on)
+against the true one at the last checkpoint, example pages fetched, pages/s (DP / Scrapy's elapsed
+time) next to a plain Scrapy BFS spider run on the same lab in the same session
+(``--plain-repeats N`` runs it N times), and each run's close reason. A Friedman test over topics
+(blocks) compares the variants' mean recall at 250 pages (or the largest checkpoint below it).
+Writes ``results.md``, ``results.json``, ``recall.png`` (recall curves, one panel per topic) and ``ratio.png`` (ratio to
 the oracle) into ``--out``; runs go to ``--out/runs/<topic>/<variant>-<rep>/`` and ``--resume``
 reuses those that finished.
 """
@@ -88,6 +89,7 @@ VARIANTS = {
     "learned-examples": Variant("learned", "TOPICCRAWL_LEARNED_SEED", (f"examples={EXAMPLES}",), words=False),
     "learned-both": Variant("learned", "TOPICCRAWL_LEARNED_SEED", (f"examples={EXAMPLES}",)),
     "oracle": Variant("oracle"),
+    "oracle-path": Variant("oracle-path"),
 }
 DEFAULT_VARIANTS = "bfs,bestfirst,wl,learned,learned-examples,oracle"
 
@@ -284,12 +286,13 @@ def summarise(results: list[dict], topics: list[str], variants: list[str], check
             s["pages_per_s"] = [r["pages_per_s"] for r in runs]
             s["total_relevant"] = sorted({r["total_relevant"] for r in runs})
             per[t][v] = s
-        oracle = per[t].get("oracle")
-        for v in variants:
-            for c in RATIO_AT:
-                if c in checkpoints:
-                    per[t][v][f"ratio@{c}"] = ratio(mean(per[t][v][f"recall@{c}"]),
-                                                    mean(oracle[f"recall@{c}"]) if oracle else None)
+        for key, bound in (("ratio", "oracle"), ("path_ratio", "oracle-path")):
+            oracle = per[t].get(bound)
+            for v in variants:
+                for c in RATIO_AT:
+                    if c in checkpoints and (oracle or key == "ratio"):
+                        per[t][v][f"{key}@{c}"] = ratio(mean(per[t][v][f"recall@{c}"]),
+                                                        mean(oracle[f"recall@{c}"]) if oracle else None)
     return per
 
 
@@ -305,6 +308,8 @@ def averaged(per: dict, topics: list[str], variants: list[str], checkpoints: lis
         for c in RATIO_AT:
             if c in checkpoints:
                 a[f"ratio@{c}"] = mean(per[t][v].get(f"ratio@{c}") for t in topics)
+                if "oracle-path" in variants:
+                    a[f"path_ratio@{c}"] = mean(per[t][v].get(f"path_ratio@{c}") for t in topics)
         for k in ("acc_err", "exp_err", "accuracy@last", "expected@last", "true@last", "examples", "pages_per_s"):
             a[k] = mean(mean(per[t][v][k]) for t in topics)
         for k in ("acc_err", "exp_err"):
@@ -319,11 +324,20 @@ def _f(x, digits: int = 3) -> str:
     return "–" if x is None else f"{x:.{digits}f}"
 
 
+def _ratio_columns(checkpoints: list[int], variants: list[str]) -> list[tuple[str, int, str]]:
+    """(key, checkpoint, heading) of the ratio columns: to the oracle, and to ``oracle-path`` when crawled."""
+    ratios = [c for c in RATIO_AT if c in checkpoints]
+    cols = [("ratio", c, f"×oracle@{c}") for c in ratios]
+    if "oracle-path" in variants:
+        cols += [("path_ratio", c, f"×oracle-path@{c}") for c in ratios]
+    return cols
+
+
 def topic_table(per_t: dict, variants: list[str], checkpoints: list[int], plain: float | None) -> list[str]:
     last = checkpoints[-1]
-    ratios = [c for c in RATIO_AT if c in checkpoints]
+    ratios = _ratio_columns(checkpoints, variants)
     head = (["variant", "n"] + [f"recall@{c}" for c in checkpoints] + [f"harvest@{c}" for c in checkpoints]
-            + [f"×oracle@{c}" for c in ratios]
+            + [h for _, _, h in ratios]
             + [f"Accuracy@{last}", f"P̄@{last}", f"true harvest@{last}", "abs(Accuracy − true)", "abs(P̄ − true)",
                "examples fetched", "pages/s", "× plain", "ended"])
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -331,7 +345,7 @@ def topic_table(per_t: dict, variants: list[str], checkpoints: list[int], plain:
         s = per_t[v]
         pps = mean(s["pages_per_s"])
         cells = ([v, str(s["n"])] + [mean_sd(s[f"recall@{c}"]) for c in checkpoints]
-                 + [mean_sd(s[f"harvest@{c}"]) for c in checkpoints] + [_f(s.get(f"ratio@{c}"), 2) for c in ratios]
+                 + [mean_sd(s[f"harvest@{c}"]) for c in checkpoints] + [_f(s.get(f"{k}@{c}"), 2) for k, c, _ in ratios]
                  + [mean_sd(s[k]) for k in ("accuracy@last", "expected@last", "true@last", "acc_err", "exp_err")]
                  + [mean_sd(s["examples"], 1), mean_sd(s["pages_per_s"], 0),
                     _f(ratio(pps, plain), 2), ended_cell(s["runs"])])
@@ -340,16 +354,16 @@ def topic_table(per_t: dict, variants: list[str], checkpoints: list[int], plain:
 
 
 def average_table(avg: dict, variants: list[str], checkpoints: list[int], plain: float | None) -> list[str]:
-    ratios = [c for c in RATIO_AT if c in checkpoints]
+    ratios = _ratio_columns(checkpoints, variants)
     head = (["variant"] + [f"recall@{c}" for c in checkpoints] + [f"harvest@{c}" for c in checkpoints]
-            + [f"×oracle@{c}" for c in ratios]
+            + [h for _, _, h in ratios]
             + ["abs(Accuracy − true) mean / worst topic", "abs(P̄ − true) mean / worst topic", "examples fetched",
                "pages/s", "× plain"])
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for v in variants:
         a = avg[v]
         cells = ([v] + [_f(a[f"recall@{c}"]) for c in checkpoints] + [_f(a[f"harvest@{c}"]) for c in checkpoints]
-                 + [_f(a.get(f"ratio@{c}"), 2) for c in ratios]
+                 + [_f(a.get(f"{k}@{c}"), 2) for k, c, _ in ratios]
                  + [f"{_f(a['acc_err'])} / {_f(a['acc_err_max'])}", f"{_f(a['exp_err'])} / {_f(a['exp_err_max'])}",
                     _f(a["examples"], 1), _f(a["pages_per_s"], 0), _f(ratio(a["pages_per_s"], plain), 2)])
         lines.append("| " + " | ".join(cells) + " |")
@@ -626,8 +640,8 @@ def report_lines(ses: Session) -> list[str]:
     lines += ["", "Recall/harvest at a checkpoint a crawl did not reach (frontier ran dry) are its final values. "
               f"Self-assessed vs true harvest rate at {last} pages: Accuracy = LP/DP (pages with R ≥ β), "
               "P̄ = the page classifier's mean P(relevant) (only when it is on). "
-              "×oracle = mean recall / the oracle's mean recall on the same topic; averages are means over "
-              "topics of the per-topic means.", ""]
+              "×oracle = mean recall / the oracle's mean recall on the same topic (×oracle-path: / "
+              "oracle-path's); averages are means over topics of the per-topic means.", ""]
     lines += [f"### Averaged over {len(names)} topic(s)", ""] + average_table(ses.avg, variants, checkpoints, ses.plain)
     lines += ["", "### Friedman test", ""] + friedman_lines(ses.friedman, variants, ses.friedman_at)
     lines += ["", "### Throughput", "",

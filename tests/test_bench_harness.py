@@ -13,6 +13,7 @@ import pytest
 from bench.compare_runs import paired, topic_means
 from bench.learned_focus import (
     VARIANTS,
+    average_table,
     averaged,
     checkpoints_for,
     friedman,
@@ -20,6 +21,7 @@ from bench.learned_focus import (
     mean_ranks,
     plan,
     summarise,
+    topic_table,
     topic_without_words,
     value_at,
 )
@@ -146,6 +148,21 @@ def test_summaries_give_ratios_to_the_oracle_and_self_assessment_errors(tmp_path
     assert avg["learned"]["recall@250"] == pytest.approx(0.15)
     assert avg["learned"]["exp_err_max"] == pytest.approx(0.075)
     assert avg["oracle"]["exp_err"] is None
+    assert "path_ratio@250" not in per["t"]["learned"] and "×oracle-path@250" not in "".join(
+        average_table(avg, ["learned", "oracle"], [100, 250], None))
+    # with the stronger bound crawled too (it finds 4 pages: 0.4), ratios to it beside the oracle's
+    write_run(tmp_path / "p", [(1, 1, 1.0, 1, ""), (2, 2, 1.0, 2, ""), (3, 3, 1.0, 3, ""), (4, 4, 1.0, 4, "")])
+    results.append({**load_run(tmp_path / "p", "oracle-path"), "topic": "t", "variant": "oracle-path", "rep": 0})
+    variants = ["learned", "oracle", "oracle-path"]
+    per = summarise(results, ["t"], variants, [100, 250])
+    assert per["t"]["learned"]["path_ratio@250"] == pytest.approx(0.15 / 0.4)
+    assert per["t"]["oracle"]["path_ratio@250"] == pytest.approx(0.3 / 0.4)
+    avg = averaged(per, ["t"], variants, [100, 250])
+    table = average_table(avg, variants, [100, 250], None)
+    head = [c.strip() for c in table[0].split("|")]
+    row = [c.strip() for c in table[2].split("|")]
+    assert row[head.index("×oracle@250")] == "0.50" and row[head.index("×oracle-path@250")] == "0.38"
+    assert "×oracle-path@100" in topic_table(per["t"], variants, [100, 250], None)[0]
 
 
 def test_plan_varies_only_the_seed_settings_and_strips_words_for_examples(tmp_path):

@@ -49,7 +49,10 @@ except ModuleNotFoundError as exc:  # the registry of names; the Redis store lis
 
 #: strategies of the site finder's spider, tested on their own below
 SITE_STRATEGIES = ("sitefinder",)
-CASES = [("memory", s) for s in _REGISTRY if s not in SITE_STRATEGIES] + \
+#: strategies that read an offline web's whole link graph (this contract crawls the live web with a
+#: labels file): tests/test_frontier.py and tests/test_crawl.py
+OFFLINE_STRATEGIES = ("oracle-path",)
+CASES = [("memory", s) for s in _REGISTRY if s not in SITE_STRATEGIES + OFFLINE_STRATEGIES] + \
         [("redis", s) for s in REDIS_STRATEGIES if s not in SITE_STRATEGIES]
 #: what ``enqueue_request`` answers for a duplicate (Redis: checked at the batched flush, see
 #: topiccrawl/redis/scheduler.py, RedisScheduler.enqueue_request)
@@ -230,7 +233,7 @@ def test_scheduler_contract(request, tmp_path, store, strategy, mode):
 
 
 def test_every_strategy_is_in_the_contract():
-    assert {s for _, s in CASES} | set(SITE_STRATEGIES) == set(_REGISTRY)
+    assert {s for _, s in CASES} | set(SITE_STRATEGIES) | set(OFFLINE_STRATEGIES) == set(_REGISTRY)
     assert set(REDIS_STRATEGIES) <= set(_REGISTRY) and {"bfs", "bestfirst"} <= set(REDIS_STRATEGIES)
 
 

@@ -13,6 +13,7 @@ from scrapy.settings import Settings
 
 from redis_fixture import redis_server  # noqa: F401
 from topiccrawl.crawl.settings import DEFAULTS, ConfigError, TopicCrawlConfig, build_frontier, strategy_options
+from topiccrawl.scoring.groundtruth import TruthPaths
 from topiccrawl.strategies.annealing import FCSAHostOptions, SAOptions
 from topiccrawl.strategies.base import (
     STRATEGIES,
@@ -34,6 +35,12 @@ WITH_OPTIONS = [name for name, s in STRATEGIES.items() if s.options is not None]
 
 def _truth(url: str) -> bool:
     return url.endswith("/0")
+
+
+def _paths() -> TruthPaths:
+    """The link graph ``oracle-path`` reads: two pages, one truly relevant."""
+    web = {"http://a.test/0": [], "http://a.test/1": ["http://a.test/0"]}
+    return TruthPaths(web, web.get, lambda url: url, _truth)
 
 
 def _bad_values(options: type[StrategyOptions]) -> list[tuple[str, str]]:
@@ -64,7 +71,7 @@ def test_every_strategy_builds_from_its_default_options_and_offers_every_hook(na
     cls = strategy.options_class()
     assert (options is None) == (cls is None) and (cls is None or options == cls())
     assert strategy_options(Settings(), name) == options  # no setting = the defaults
-    frontier = make_frontier(name, _truth if strategy.needs_truth else None, options)
+    frontier = make_frontier(name, _truth if strategy.needs_truth else None, options, _paths())
     assert isinstance(frontier, FrontierBase) and frontier.name == name
     assert all(hasattr(frontier, hook) for hook in HOOKS) and issubclass(frontier.link_type, Link)
     if name != "sitefinder":  # the site finder queues links of the sites it was given only
@@ -74,18 +81,26 @@ def test_every_strategy_builds_from_its_default_options_and_offers_every_hook(na
     assert isinstance(frontier.stats(), dict) and frontier.feedback("http://a.test/0", "a.test", 1.0, 0.5) is None
     report = frontier.write_report(tmp_path)
     assert report is None or Path(report).is_file()
-    again = make_frontier(name, _truth if strategy.needs_truth else None)
+    again = make_frontier(name, _truth if strategy.needs_truth else None, paths=_paths())
     again.load_state(frontier.state())
     assert len(again) == 0
 
 
 def test_strategies_without_their_ground_truth_are_refused():
     needy = [name for name, s in STRATEGIES.items() if s.needs_truth]
-    assert needy == ["oracle"]
+    assert needy == ["oracle", "oracle-path"]
+    assert [name for name, s in STRATEGIES.items() if s.needs_paths] == ["oracle-path"]
     with pytest.raises(FrontierError, match="strategy 'oracle' needs ground truth"):
         make_frontier("oracle")
     with pytest.raises(ConfigError, match="set TOPICCRAWL_GROUND_TRUTH"):
         build_frontier(Settings(), "oracle")
+    # ground truth from a labels file, but no offline web to read the link graph of
+    with pytest.raises(FrontierError, match="'oracle-path' needs an offline web's link graph"):
+        make_frontier("oracle-path", _truth)
+    with pytest.raises(ConfigError, match="needs the whole link graph of an offline web") as exc:
+        build_frontier(Settings(), "oracle-path", _truth, lambda: None)
+    assert "\n" not in str(exc.value)
+    assert build_frontier(Settings(), "oracle-path", _truth, _paths).name == "oracle-path"
     with pytest.raises(FrontierError, match="unknown strategy 'dfs'; expected one of: bfs, bestfirst"):
         make_frontier("dfs")
     with pytest.raises(ConfigError, match="unknown strategy 'dfs'"):

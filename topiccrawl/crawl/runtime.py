@@ -17,6 +17,7 @@ import logging
 import os
 import re
 import tempfile
+import time
 import weakref
 from collections import Counter
 from collections.abc import Iterable
@@ -249,6 +250,25 @@ class TopicCrawl:
 
     def is_truly_relevant(self, url: str) -> bool:
         return bool(self.ground_truth and self.ground_truth.is_relevant(url, self.topic.labels))
+
+    def truth_paths(self):
+        """The offline web's :class:`~topiccrawl.scoring.groundtruth.TruthPaths` for this topic
+        (``oracle-path``), built from every page of the corpus; None without a corpus or labels."""
+        if self.corpus is None or not self.topic.labels:
+            return None
+        from topiccrawl.scoring.groundtruth import TruthPaths
+
+        corpus = self.corpus
+
+        def links(url: str) -> list[str]:
+            page = corpus.get(url)
+            return page.links if page is not None and page.status == 200 else []
+
+        started = time.monotonic()
+        paths = TruthPaths(corpus.iter_urls(), links, corpus.canonical, self.is_truly_relevant)
+        logger.info("oracle-path: link graph of %d pages and %d links read in %.1f s", len(paths), paths.edges,
+                    time.monotonic() - started)
+        return paths
 
     def seeds(self) -> list[str]:
         """The topic's seeds; on an offline web without topic seeds, the lab's entry pages."""

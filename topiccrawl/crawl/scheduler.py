@@ -64,7 +64,8 @@ class TopicScheduler(BaseScheduler):
         self.stats = stats
         self.tc = TopicCrawl.for_crawler(crawler)
         if frontier is None:
-            frontier = build_frontier(crawler.settings, self.tc.config.strategy, self.tc.is_truly_relevant)
+            frontier = build_frontier(crawler.settings, self.tc.config.strategy, self.tc.is_truly_relevant,
+                                      self.tc.truth_paths)
         self.frontier: Frontier = frontier
         self.spider = None
         self.packer = RequestPacker()

@@ -246,16 +246,23 @@ def strategy_options(settings, strategy: str) -> StrategyOptions | None:
         raise ConfigError(str(exc)) from None
 
 
-def build_frontier(settings, strategy: str, is_relevant: Callable[[str], bool] | None = None) -> FrontierBase:
+def build_frontier(settings, strategy: str, is_relevant: Callable[[str], bool] | None = None,
+                   paths: Callable[[], object] | None = None) -> FrontierBase:
     """The memory frontier of ``strategy`` with its options from ``settings``
     (:func:`strategy_options`); ``is_relevant``: the ground truth of link targets, for the
-    strategies that need it (``oracle``)."""
+    strategies that need it (``oracle``); ``paths``: builds the offline web's
+    :class:`~topiccrawl.scoring.groundtruth.TruthPaths` (or returns None without one), called only
+    for a strategy that reads it (``oracle-path``)."""
     options = strategy_options(settings, strategy)
     spec = get_strategy(strategy)
     if spec.needs_truth and is_relevant is None:
         raise ConfigError(f"strategy {strategy!r} needs ground truth: set TOPICCRAWL_GROUND_TRUTH or crawl an "
                           "offline web (TOPICCRAWL_WEB) and give the topic evaluation labels")
-    return spec.build(is_relevant, options)
+    graph = paths() if spec.needs_paths and paths is not None else None
+    if spec.needs_paths and graph is None:
+        raise ConfigError(f"strategy {strategy!r} needs the whole link graph of an offline web: crawl one "
+                          "(TOPICCRAWL_WEB) and give the topic evaluation labels")
+    return spec.build(is_relevant, options, graph)
 
 
 @dataclass(frozen=True)

@@ -284,7 +284,9 @@ class Strategy:
     ``factory(options, is_relevant) -> Frontier`` and ``options`` (a :class:`StrategyOptions`
     subclass, or None for a strategy without options) are objects or ``"module:attr"`` strings,
     imported on first use. ``redis``: the Redis store (``TOPICCRAWL_STORE=redis``) runs it;
-    ``needs_truth``: it reads the ground-truth labels of link targets (``is_relevant``).
+    ``needs_truth``: it reads the ground-truth labels of link targets (``is_relevant``);
+    ``needs_paths``: it also reads the offline web's link graph (``paths``, a
+    :class:`~topiccrawl.scoring.groundtruth.TruthPaths`, passed as the factory's third argument).
     """
 
     name: str
@@ -292,6 +294,7 @@ class Strategy:
     options: str | type[StrategyOptions] | None = None
     redis: bool = False
     needs_truth: bool = False
+    needs_paths: bool = False
 
     def options_class(self) -> type[StrategyOptions] | None:
         return _load(self.options)
@@ -303,9 +306,11 @@ class Strategy:
         return None if cls is None else cls.coerce(options)
 
     def build(self, is_relevant: Callable[[str], bool] | None = None,
-              options: StrategyOptions | Mapping[str, Any] | None = None) -> FrontierBase:
+              options: StrategyOptions | Mapping[str, Any] | None = None, paths=None) -> FrontierBase:
         if self.needs_truth and is_relevant is None:
             raise FrontierError(f"strategy {self.name!r} needs ground truth: the relevance labels of the link targets")
+        if self.needs_paths:
+            return _load(self.factory)(self.make_options(options), is_relevant, paths)
         return _load(self.factory)(self.make_options(options), is_relevant)
 
 
@@ -314,6 +319,7 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
     Strategy("bfs", "topiccrawl.strategies.simple:make_bfs", redis=True),
     Strategy("bestfirst", "topiccrawl.strategies.simple:make_bestfirst", redis=True),
     Strategy("oracle", "topiccrawl.strategies.simple:make_oracle", redis=True, needs_truth=True),
+    Strategy("oracle-path", "topiccrawl.strategies.simple:make_oracle_path", needs_truth=True, needs_paths=True),
     Strategy("wl", "topiccrawl.strategies.wanglandau:make_wl", "topiccrawl.strategies.wanglandau:WLOptions",
              redis=True),
     Strategy("sa", "topiccrawl.strategies.annealing:make_sa", "topiccrawl.strategies.annealing:SAOptions",
@@ -336,7 +342,8 @@ def get_strategy(name: str) -> Strategy:
 
 
 def make_frontier(name: str, is_relevant: Callable[[str], bool] | None = None,
-                  options: StrategyOptions | Mapping[str, Any] | None = None) -> FrontierBase:
+                  options: StrategyOptions | Mapping[str, Any] | None = None, paths=None) -> FrontierBase:
     """Build strategy ``name`` (:data:`STRATEGIES`) with ``options`` (its options object, a
-    mapping for :meth:`StrategyOptions.from_mapping`, or None for the defaults)."""
-    return get_strategy(name).build(is_relevant, options)
+    mapping for :meth:`StrategyOptions.from_mapping`, or None for the defaults; ``paths``: the
+    link graph a ``needs_paths`` strategy reads)."""
+    return get_strategy(name).build(is_relevant, options, paths)

@@ -17,6 +17,11 @@ Strategies
     Uses the ground-truth labels of the link *targets*: truly relevant targets first, then by
     R(l), then insertion order. It peeks at labels the crawler cannot know; it exists only as the
     upper bound in benchmarks.
+``oracle-path``
+    Also knows the offline web's whole link graph: truly relevant targets first, then the targets
+    fewest links away from a relevant page not fetched yet, then R(l), then insertion order. Where
+    the ``oracle`` falls back to best-first between relevant pages, this one walks the shortest
+    path to the next: the stronger bound in benchmarks (docs/benchmarks.md, "A stronger oracle").
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from collections.abc import Callable
 from topiccrawl.strategies.base import Frontier, FrontierBase, FrontierError, Link, make_frontier
 
 __all__ = ["BFSFrontier", "BestFirstFrontier", "Frontier", "FrontierError", "Link", "OracleFrontier",
-           "make_bestfirst", "make_bfs", "make_frontier", "make_oracle"]
+           "PathOracleFrontier", "make_bestfirst", "make_bfs", "make_frontier", "make_oracle", "make_oracle_path"]
 
 
 class _Base(FrontierBase):
@@ -138,6 +143,71 @@ class OracleFrontier(_Base):
         return [entry[1] for entry in self._heap]
 
 
+class PathOracleFrontier(_Base):
+    """Fewest links to a truly relevant page not fetched yet first (ground truth and the whole link
+    graph: :class:`~topiccrawl.scoring.groundtruth.TruthPaths`), then best-first. The hops are
+    recomputed every :attr:`REFRESH_EVERY` pops and the queue re-ordered. Benchmarks only."""
+
+    name = "oracle-path"
+    #: pops between two recomputations of the hops (a popped page stops being a page to reach)
+    REFRESH_EVERY = 25
+
+    def __init__(self, paths) -> None:
+        super().__init__()
+        self._paths = paths
+        self._heap: list[tuple] = []
+        self._pops = 0
+        self._popped: list[str] = []  # for state(): the pages no longer to reach
+
+    def push(self, link: Link) -> None:
+        self._stamp(link)
+        heapq.heappush(self._heap, (self._paths.hops(link.url), link))
+
+    def pop(self) -> Link | None:
+        if not self._heap:
+            return None
+        if self._pops and self._pops % self.REFRESH_EVERY == 0:
+            self._paths.refresh()
+            self._heap = [(self._paths.hops(link.url), link) for _, link in self._heap]
+            heapq.heapify(self._heap)
+        link = heapq.heappop(self._heap)[1]
+        self._paths.fetched(link.url)
+        self._popped.append(link.url)
+        self._pops += 1
+        return link
+
+    def state(self) -> dict:
+        return {**super().state(), "popped": list(self._popped)}
+
+    def load_state(self, state: dict) -> None:
+        for url in state.get("popped", ()):
+            self._paths.fetched(url)
+        self._popped = list(state.get("popped", ()))
+        self._pops = len(self._popped)
+        self._paths.refresh()
+        super().load_state(state)
+
+    def peek(self) -> tuple[float, Link] | None:
+        """Value 1 / (1 + hops): 1 for a truly relevant target, 0 for one that leads to none."""
+        return (self._value(self._heap[0][0]), self._heap[0][1]) if self._heap else None
+
+    def value(self, link: Link) -> float | None:
+        return self._value(self._paths.hops(link.url))
+
+    @staticmethod
+    def _value(hops: float) -> float:
+        return 1.0 / (1.0 + hops)
+
+    def stats(self) -> dict:
+        return {"oracle_path/refreshes": self._paths.refreshes}
+
+    def __len__(self) -> int:
+        return len(self._heap)
+
+    def _links(self) -> list[Link]:
+        return [entry[1] for entry in self._heap]
+
+
 def make_bfs(options: None = None, is_relevant: Callable[[str], bool] | None = None) -> BFSFrontier:
     """Factory of ``bfs`` (no options)."""
     return BFSFrontier()
@@ -153,3 +223,13 @@ def make_oracle(options: None = None, is_relevant: Callable[[str], bool] | None 
     if is_relevant is None:
         raise FrontierError("strategy 'oracle' needs ground truth: the relevance labels of the link targets")
     return OracleFrontier(is_relevant)
+
+
+def make_oracle_path(options: None = None, is_relevant: Callable[[str], bool] | None = None,
+                     paths=None) -> PathOracleFrontier:
+    """Factory of ``oracle-path`` (no options); ``paths``: the offline web's
+    :class:`~topiccrawl.scoring.groundtruth.TruthPaths`."""
+    if paths is None:
+        raise FrontierError("strategy 'oracle-path' needs an offline web's link graph and ground truth "
+                            "(TOPICCRAWL_WEB and a topic with evaluation labels)")
+    return PathOracleFrontier(paths)
