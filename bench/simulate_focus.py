@@ -12,6 +12,9 @@ first queued). No HTTP, no Scrapy, no link model, no exploration: it screens an 
 development topics in seconds; a rule that passes must still be crawled for real.
 
 Rules: ``bestfirst`` (R(l)); ``oracle`` (truly relevant targets first, then first queued);
+``pathoracle`` (truly relevant targets first, then the fewest links to a relevant page not fetched
+yet, hops recomputed every 25 pages, then R(l): the ``oracle-path`` strategy, docs/benchmarks.md "A
+stronger oracle");
 ``wordoracle`` (the target of highest R(P) first, its own page's relevance to the topic's words,
 known before it is fetched: the best order a crawler judged by the words can reach); ``wordrank``
 (no crawl: the N pages of highest R(P) in the whole corpus, reachable or not, document frequencies
@@ -37,6 +40,7 @@ from collections import deque
 
 from topiccrawl.learning.association import TermAssociation, anchor_terms
 from topiccrawl.learning.classifier import PageClassifier, hash_terms
+from topiccrawl.scoring.groundtruth import TruthPaths
 from topiccrawl.scoring.relevance import RelevanceScorer
 from topiccrawl.scoring.text import document_terms, extract
 from topiccrawl.scoring.topic import load_topic
@@ -124,6 +128,8 @@ def crawl(pages: dict, seeds: list[str], topic_path: str, rule: str, budget: int
     opts = frozenset(options)
     if name in ("examplerank", "exampleoracle"):
         probability, examples = example_probabilities(pages, corpus, frozenset(topic.labels))
+    if name == "pathoracle":
+        paths = TruthPaths(pages, lambda u: [a[0] for a in pages[u][1]], lambda u: u, relevant.__contains__)
     if name == "wordrank":
         for terms, _, _ in pages.values():
             scorer.df.add(terms)
@@ -153,6 +159,11 @@ def crawl(pages: dict, seeds: list[str], topic_path: str, rule: str, budget: int
             url = min(queue, key=lambda u: (-word_score(u), queue[u][1]))
         elif name == "exampleoracle":
             url = min(queue, key=lambda u: (-probability.get(u, 0.0), queue[u][1]))
+        elif name == "pathoracle":
+            if fetched and fetched % 25 == 0:
+                paths.refresh()
+            url = min(queue, key=lambda u: (paths.hops(u), -queue[u][0], queue[u][1]))
+            paths.fetched(url)
         else:
             url = min(queue, key=lambda u: (-(queue[u][0] + queue[u][3]), queue[u][1]))
         del queue[url]
@@ -215,7 +226,7 @@ def main(argv=None) -> int:
     ap.add_argument("--web", default=f"wikispeedia:{data}/wikispeedia", help="lab spec")
     ap.add_argument("--topics", default="bench/topics/wikispeedia-dev/*.toml", help="topic files (glob) or a topic name")
     ap.add_argument("--rule", action="append",
-                    help="bestfirst, oracle, association[+OPTION...][:N] (repeatable; module docstring)")
+                    help="bestfirst, oracle, pathoracle, association[+OPTION...][:N] (repeatable; module docstring)")
     ap.add_argument("--pages", type=int, default=250)
     ap.add_argument("--lag", type=int, default=16, help="fetched pages whose links are held back (in flight)")
     args = ap.parse_args(argv)
