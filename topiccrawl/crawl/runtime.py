@@ -257,15 +257,11 @@ class TopicCrawl:
         if self.corpus is None or not self.topic.labels:
             return None
         from topiccrawl.scoring.groundtruth import TruthPaths
-
-        corpus = self.corpus
-
-        def links(url: str) -> list[str]:
-            page = corpus.get(url)
-            return page.links if page is not None and page.status == 200 else []
+        from topiccrawl.weblab.webstats import CorpusGraph
 
         started = time.monotonic()
-        paths = TruthPaths(corpus.iter_urls(), links, corpus.canonical, self.is_truly_relevant)
+        paths = TruthPaths(self.corpus.iter_urls(), CorpusGraph(self.corpus).links, self.corpus.canonical,
+                           self.is_truly_relevant)
         logger.info("oracle-path: link graph of %d pages and %d links read in %.1f s", len(paths), paths.edges,
                     time.monotonic() - started)
         return paths

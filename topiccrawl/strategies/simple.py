@@ -156,8 +156,7 @@ class PathOracleFrontier(_Base):
         super().__init__()
         self._paths = paths
         self._heap: list[tuple] = []
-        self._pops = 0
-        self._popped: list[str] = []  # for state(): the pages no longer to reach
+        self._popped: list[str] = []  # the pages no longer to reach (their number: the pops)
 
     def push(self, link: Link) -> None:
         self._stamp(link)
@@ -166,14 +165,13 @@ class PathOracleFrontier(_Base):
     def pop(self) -> Link | None:
         if not self._heap:
             return None
-        if self._pops and self._pops % self.REFRESH_EVERY == 0:
+        if self._popped and len(self._popped) % self.REFRESH_EVERY == 0:
             self._paths.refresh()
             self._heap = [(self._paths.hops(link.url), link) for _, link in self._heap]
             heapq.heapify(self._heap)
         link = heapq.heappop(self._heap)[1]
         self._paths.fetched(link.url)
         self._popped.append(link.url)
-        self._pops += 1
         return link
 
     def state(self) -> dict:
@@ -183,7 +181,6 @@ class PathOracleFrontier(_Base):
         for url in state.get("popped", ()):
             self._paths.fetched(url)
         self._popped = list(state.get("popped", ()))
-        self._pops = len(self._popped)
         self._paths.refresh()
         super().load_state(state)
 

@@ -30,8 +30,9 @@ from collections.abc import Iterable
 from topiccrawl.weblab.corpus import Corpus
 
 
-class _Graph:
-    """Outlinks and labels of pages, fetched once through the corpus."""
+class CorpusGraph:
+    """Outlinks and labels of pages, fetched once through the corpus (also the link graph of the
+    ``oracle-path`` benchmark strategy, :class:`~topiccrawl.scoring.groundtruth.TruthPaths`)."""
 
     def __init__(self, corpus: Corpus):
         self.corpus = corpus
@@ -79,7 +80,7 @@ def power_law_fit(values: Iterable[int], min_tail: int = 30) -> dict:
     return best
 
 
-def _tunnels(g: _Graph, rel_pages: list[str], label: str, hub_links: int, max_depth: int,
+def _tunnels(g: CorpusGraph, rel_pages: list[str], label: str, hub_links: int, max_depth: int,
              clusters: int) -> dict:
     step = max(1, len(rel_pages) // clusters)
     assigned: set[str] = set()
@@ -134,7 +135,7 @@ def measure(corpus: Corpus, sample: int = 20000, labels: Iterable[str] | None = 
 
     ``labels`` defaults to every ``topic:*`` and ``site:*`` label seen in the sample.
     """
-    g = _Graph(corpus)
+    g = CorpusGraph(corpus)
     urls = list(corpus.search_sample(sample))
     page_labels = {u: g.labels(u) for u in urls}
     if labels is None:
