@@ -72,6 +72,24 @@ def test_broken_topic_file_is_a_one_line_error(tmp_path):
     assert errors and "台风" in errors[0], proc.stderr[-2000:]
 
 
+@pytest.mark.parametrize("strategy, web, expected", [
+    ("oracle-path", "live", "needs the whole link graph of an offline web"),
+    ("oracle", "live", "needs ground truth: set TOPICCRAWL_GROUND_TRUTH"),
+    ("oracle-path", WEB, "needs the topic's evaluation labels"),
+])
+def test_an_oracle_without_its_truth_is_a_one_line_error(tmp_path, strategy, web, expected):
+    topic = "台风灾害"
+    if web != "live":  # a topic file without labels on an offline web
+        topic = tmp_path / "nolabels.toml"
+        topic.write_text('name = "x"\nlanguage = "zh"\nbeta = 0.3\n[words]\n"台风" = 1.0\n', encoding="utf-8")
+    proc, out = run_crawl(tmp_path, args={"topic": str(topic), "strategy": strategy, "seeds": "http://a.test/x"},
+                          settings={"TOPICCRAWL_WEB": web}, feed=False)
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if expected in line]
+    assert len(errors) == 1 and strategy in errors[0], proc.stderr[-2000:]
+
+
 def test_frontier_running_dry_stops_with_a_clear_message(tmp_path):
     # a link threshold no link reaches: only the seeds are fetched
     proc, out = run_crawl(tmp_path, args={"topic": "台风灾害", "link_threshold": 1.0},

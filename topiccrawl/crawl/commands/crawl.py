@@ -65,6 +65,7 @@ def check_crawl_inputs(settings, spargs: dict, spidercls=None) -> None:
     if cfg.strategy not in STRATEGIES:
         raise FrontierError(f"unknown strategy {cfg.strategy!r}; expected one of: {', '.join(STRATEGIES)}")
     strategy_options(settings, cfg.strategy)  # a bad TOPICCRAWL_<STRATEGY>_* value: one line, before the crawl
+    check_truth(cfg, topic)
     if cfg.offline:
         spec = check_spec(cfg.web)
         if spec.kind != "generated" and spec.arg and not Path(spec.arg).exists():
@@ -84,6 +85,22 @@ def check_crawl_inputs(settings, spargs: dict, spidercls=None) -> None:
         from topiccrawl.redis import check_redis
 
         check_redis(cfg.redis_url)  # unreachable / wrong password: one line before the crawl
+
+
+def check_truth(cfg: TopicCrawlConfig, topic) -> None:
+    """A benchmark strategy that reads ground truth (``oracle``) or the offline web's link graph as
+    well (``oracle-path``) without what it reads: one line before the crawl, not a crawl that never
+    finds its truth (``topic``: None when a category node is the topic)."""
+    strategy = STRATEGIES[cfg.strategy]
+    if strategy.needs_paths and not cfg.offline:
+        raise ConfigError(f"strategy {cfg.strategy!r} needs the whole link graph of an offline web: crawl one "
+                          "(TOPICCRAWL_WEB)")
+    if strategy.needs_truth and not (cfg.offline or cfg.ground_truth):
+        raise ConfigError(f"strategy {cfg.strategy!r} needs ground truth: set TOPICCRAWL_GROUND_TRUTH or crawl an "
+                          "offline web (TOPICCRAWL_WEB)")
+    if strategy.needs_truth and topic is not None and not topic.labels:
+        raise ConfigError(f"strategy {cfg.strategy!r} needs the topic's evaluation labels: "
+                          f"labels = [...] in {topic.path or topic.name}")
 
 
 def spider_arguments(spidercls) -> set[str]:
