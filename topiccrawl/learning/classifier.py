@@ -30,11 +30,10 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.calibration import CalibratedClassifierCV
 from sklearn.feature_extraction.text import TfidfTransformer
 from sklearn.linear_model import LogisticRegression
-from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import StratifiedKFold
 from sklearn.utils.validation import check_is_fitted
-from threadpoolctl import threadpool_limits
 
+from topiccrawl.learning.ranking import one_blas_thread, roc_auc
 from topiccrawl.learning.vocabulary import hashed_column
 from topiccrawl.scoring.text import tokenize
 
@@ -191,7 +190,7 @@ class PageClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"{counts.shape[0]} pages but {len(y)} labels")
         # one BLAS thread: the solver's vector operations are small, and BLAS threads competing
         # with the crawl (or other processes) for the cores slow a fit down many times over
-        with threadpool_limits(limits=1, user_api="blas"):
+        with one_blas_thread():
             return self._fit(counts, y)
 
     def _fit(self, counts: sp.csr_matrix, y: np.ndarray) -> PageClassifier:
@@ -238,7 +237,7 @@ class PageClassifier(ClassifierMixin, BaseEstimator):
         folds = StratifiedKFold(min(self.cv, n_pos, n_unl), shuffle=True, random_state=self.random_state)
         for train, test in folds.split(Xc, s):
             oof[test] = self._logistic("balanced").fit(Xc[train], s[train]).decision_function(Xc[test])
-        self.heldout_auc_ = float(roc_auc_score(s, oof))
+        self.heldout_auc_ = roc_auc(s, oof)
         platt = LogisticRegression(C=1e6).fit(oof[:, None], s)
         a, b = -float(platt.coef_[0, 0]), -float(platt.intercept_[0])
         self.ranks_ = a < 0

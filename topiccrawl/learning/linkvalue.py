@@ -48,6 +48,7 @@ from scipy import sparse
 from scipy.special import expit
 from sklearn.linear_model import SGDClassifier
 
+from topiccrawl.learning.ranking import roc_auc
 from topiccrawl.learning.vocabulary import hashed_column
 
 #: which fetched pages the link labels call relevant (:meth:`LinkValueModel.relabel`)
@@ -550,11 +551,9 @@ class LinkValueModel:
         """The running ROC AUC of each blend (1 − w)·R(l) + w·``model`` on links ``X`` the model
         has not trained on (labels ``y``: leads to a relevant page); :attr:`blend_` becomes the
         best w (the smallest of ties)."""
-        from sklearn.metrics import roc_auc_score
-
         score = np.asarray(X[:, self.n_features + _F - 1].todense()).ravel()
         for w in self.BLENDS:
-            auc = float(roc_auc_score(y, (1.0 - w) * score + w * model))
+            auc = roc_auc(y, (1.0 - w) * score + w * model)
             old = self.blend_auc_.get(w)
             self.blend_auc_[w] = auc if old is None else 0.5 * old + 0.5 * auc
         best = max(self.blend_auc_.values())
