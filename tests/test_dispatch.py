@@ -276,6 +276,26 @@ def test_eager_dispatch_spends_the_budget_on_weak_links_meanwhile(tmp_path, web)
     assert "topiccrawl/dispatch/holds" not in stats
 
 
+def test_patient_dispatch_only_for_its_first_pages(tmp_path, web):
+    # patient until 1 page is counted: the seed is, so the weak links go while /slow is in flight
+    _, stats = _crawl(tmp_path, web, "patient", TOPICCRAWL_DISPATCH_PATIENT_PAGES="1",
+                      TOPICCRAWL_DISPATCH_MAX_WAIT="10")
+    order = _order(web)
+    first_strong = next((i for i, p in enumerate(order) if STRONG.match(p)), len(order))
+    assert sum(p.startswith("/w") for p in order[:first_strong]) >= 8, order
+    assert stats["finish_reason"] == "topiccrawl_max_pages"
+
+
+def test_patient_pages_must_not_be_negative(tmp_path, web):
+    topic = tmp_path / "storms.toml"
+    topic.write_text(TOPIC, encoding="utf-8")
+    proc, _ = run_crawl(tmp_path, args={"topic": str(topic), "seeds": f"http://127.0.0.1:{web.server_port}/seed"},
+                        settings={"TOPICCRAWL_WEB": "live", "TOPICCRAWL_LIVE_ALLOW_HOSTS": "127.0.0.1",
+                                  "TOPICCRAWL_DISPATCH_PATIENT_PAGES": "-5"}, timeout=120)
+    assert proc.returncode != 0
+    assert "TOPICCRAWL_DISPATCH_PATIENT_PAGES=-5" in proc.stderr and "Traceback" not in proc.stderr
+
+
 @pytest.mark.parametrize("seeds", ["queued", "answered"])
 def test_links_wait_for_every_seeds_answer_only_when_asked(tmp_path, web, seeds):
     # two start requests: /seed answers at once with 30 weak links, /slow after 0.5 s with the strong ones

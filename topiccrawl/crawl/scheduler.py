@@ -182,7 +182,7 @@ class TopicScheduler(BaseScheduler):
         elif self._links_held() or self._seeds_awaited():
             return None
         else:
-            if self.dispatch is not None:
+            if self.dispatch is not None and self._patient_now():
                 head = self.frontier.peek()
                 if head is not None:
                     value = head[0]
@@ -232,6 +232,12 @@ class TopicScheduler(BaseScheduler):
             return False
         self._wake(left)
         return True
+
+    def _patient_now(self) -> bool:
+        """Patient dispatch decides (``TOPICCRAWL_DISPATCH_PATIENT_PAGES``: only until that many pages
+        are counted, by this process; then eager, its records kept for the stats)."""
+        until = self.tc.config.dispatch_patient_pages
+        return not until or self.tc.metrics.dp < until
 
     def _patient_release(self, value: float, url: str) -> bool:
         """Patient dispatch: forget the pages done since the last call, then decide on the queue

@@ -86,6 +86,7 @@ class TopicCrawlConfig:
     dispatch_rule: str = "any"
     dispatch_p: float = 0.95
     dispatch_seeds: str = "queued"
+    dispatch_patient_pages: int = 0
     blas_threads: int = 1
 
     @property
@@ -192,6 +193,9 @@ class TopicCrawlConfig:
                               "(memory scheduler only)")
         if self.dispatch_rule not in ("median", "probability", "any"):
             raise ConfigError(f"TOPICCRAWL_DISPATCH_RULE={self.dispatch_rule!r}: expected median, probability or any")
+        if self.dispatch_patient_pages < 0:
+            raise ConfigError(f"TOPICCRAWL_DISPATCH_PATIENT_PAGES={self.dispatch_patient_pages}: expected 0 (the whole "
+                              "crawl) or a number of pages")
         if not 0.0 < self.dispatch_p <= 1.0:
             raise ConfigError("TOPICCRAWL_DISPATCH_P must lie in (0, 1]")
         if self.trap_guard_depth < 1:

@@ -287,7 +287,7 @@ class RedisScheduler(RedisWorker, TopicScheduler):
             self.stats.inc_value("scheduler/dequeued")
             return self.local.pop(0)
         self.flush()
-        if self.dispatch is not None and self.frontier.ordered and not self._patient_release():
+        if self.dispatch is not None and self.frontier.ordered and self._patient_now() and not self._patient_release():
             return None
         link = self.frontier.pop()
         self._reclaimed(self.frontier.last["reclaimed"])
