@@ -1,7 +1,7 @@
 """Pages/s of strategies against a plain Scrapy spider, measured in adjacent pairs.
 
     TOPICCRAWL_DATA_DIR=... python -m bench.throughput_paired [--strategies learned,bestfirst]
-        [--strategies learned,learned:TOPICCRAWL_LEARNED_ASSOCIATION=off]   # NAME:SETTING=VALUE: a setting
+        [--strategies learned,learned:TOPICCRAWL_LEARNED_ASSOCIATION=off]   # NAME:SETTING=VALUE[+SETTING=VALUE...]: settings
         [--topics 'bench/topics/wikispeedia/*.toml'] [--pages 1000] [--rounds 1] [--out OUT.json]
 
 On one Wikispeedia lab, for each topic: a plain Scrapy BFS spider crawl (bench/plain_spider.py,
@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> None:
                 for s in strategies:
                     name, _, setting = s.partition(":")
                     run = run_strategy(spec, lab.proxy_url, path, name, args.pages, Path(tmp) / f"{rnd}-{i}-{len(cpu)}",
-                                       settings=[setting] if setting else ())
+                                       settings=[x for x in setting.split("+") if x])
                     measured[s] = run["pages_per_s"]
                     cpu[s] = 1000 * run["cpu_seconds"] / run["dp"]
                 if not plain_first:
