@@ -16,6 +16,7 @@ import pytest
 
 from conftest import REPO, bin_path, loopback_server, run_crawl
 from redis_fixture import redis_server  # noqa: F401
+from topiccrawl.crawl.scheduler import dispatch_mode, make_dispatch
 from topiccrawl.crawl.settings import ConfigError, TopicCrawlConfig
 from topiccrawl.strategies.dispatch import PatientDispatch
 from topiccrawl.strategies.learned import LearnedFrontier
@@ -84,6 +85,22 @@ def test_margin_zero_never_holds_and_bad_settings_are_refused():
         TopicCrawlConfig(dispatch_seeds="answered", store="redis").validate()
     assert TopicCrawlConfig(web="live").dispatch_scope_resolved == "slot"
     assert TopicCrawlConfig().dispatch_scope_resolved == "crawl"
+
+
+@pytest.mark.parametrize("settings, examples, expected", [
+    ({"strategy": "learned"}, False, ("patient", 100)),  # auto: words only, patient at the start
+    ({"strategy": "learned"}, True, ("eager", 0)),  # auto: example pages
+    ({"strategy": "bestfirst"}, False, ("eager", 0)),  # auto: another strategy
+    ({"strategy": "learned", "dispatch_patient_pages": 40}, False, ("patient", 40)),
+    ({"strategy": "learned", "dispatch": "eager"}, False, ("eager", 0)),  # an explicit choice wins
+    ({"strategy": "bestfirst", "dispatch": "patient"}, True, ("patient", 0)),  # the whole crawl
+    ({"strategy": "learned", "dispatch": "patient", "dispatch_patient_pages": 30}, True, ("patient", 30)),
+])
+def test_the_dispatch_mode_a_crawl_runs_under(settings, examples, expected):
+    config = TopicCrawlConfig(**settings)
+    config.validate()
+    assert dispatch_mode(config, examples) == expected
+    assert (make_dispatch(config, expected[0]) is None) == (expected[0] == "eager")
 
 
 def _record(d: PatientDispatch, value: float, best_children) -> None:

@@ -35,6 +35,8 @@ def test_learned_crawl_reports_probabilities_and_a_self_assessed_harvest(tmp_pat
     stats = _stats(out)
     assert stats["topiccrawl/dp"] == 300
     assert stats["topiccrawl/learned/retrains"] >= 1 and stats["topiccrawl/classifier/refits"] >= 1
+    # TOPICCRAWL_DISPATCH=auto: words only, so patient for the first 100 pages (its record in the stats)
+    assert "topiccrawl/dispatch/holds" in stats
     # words only: R(l)'s holder term is R(P), which a refit does not change
     assert stats["topiccrawl/learned/holder_refreshed"] == 0
     pages = _pages(out)
@@ -70,6 +72,7 @@ def test_a_topic_with_examples_and_no_words_learns_its_words(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     stats = _stats(out)
     assert stats["topiccrawl/examples/fetched"] == 5
+    assert "topiccrawl/dispatch/holds" not in stats  # TOPICCRAWL_DISPATCH=auto: eager with example pages
     # the seeds were fetched with the examples as the words' background, and crawled as seeds after
     background = stats["topiccrawl/examples/background"]
     assert background >= 1

@@ -45,9 +45,25 @@ logger = logging.getLogger(__name__)
 
 STATE_FILE = jd.STATE_FILE
 
-def make_dispatch(config) -> PatientDispatch | None:
-    """The dispatch policy of a crawl's settings: None for ``eager``."""
-    if config.dispatch != "patient":
+#: pages of patient dispatch at the start of a ``learned`` crawl with words only, under ``auto``
+AUTO_PATIENT_PAGES = 100
+
+
+def dispatch_mode(config, has_examples: bool) -> tuple[str, int]:
+    """``TOPICCRAWL_DISPATCH`` resolved: ``("eager", 0)`` or ``("patient", pages)``, patient until
+    ``pages`` pages are counted (0: the whole crawl). ``auto`` is patient for the first
+    :data:`AUTO_PATIENT_PAGES` pages (or ``TOPICCRAWL_DISPATCH_PATIENT_PAGES``) of a ``learned``
+    crawl whose topic has no example pages, eager otherwise (docs/learned.md, "Patient only at the start")."""
+    if config.dispatch == "auto":
+        if config.strategy == "learned" and not has_examples:
+            return "patient", config.dispatch_patient_pages or AUTO_PATIENT_PAGES
+        return "eager", 0
+    return config.dispatch, config.dispatch_patient_pages if config.dispatch == "patient" else 0
+
+
+def make_dispatch(config, mode: str = "patient") -> PatientDispatch | None:
+    """The dispatch policy of a crawl's settings for a resolved ``mode``: None for ``eager``."""
+    if mode != "patient":
         return None
     return PatientDispatch(config.dispatch_margin, config.dispatch_max_wait, config.dispatch_scope_resolved,
                            rule=config.dispatch_rule, p=config.dispatch_p)
@@ -83,8 +99,12 @@ class TopicScheduler(BaseScheduler):
         #: saved with JOBDIR, and ``discovery_state`` holds a restored one until a spider takes it
         self.discovery = None
         self.discovery_state: dict | None = None
-        #: harvest-aware dispatch (``TOPICCRAWL_DISPATCH = "patient"``), None when eager
-        self.dispatch: PatientDispatch | None = make_dispatch(self.tc.config)
+        #: harvest-aware dispatch (``TOPICCRAWL_DISPATCH``, resolved), None when eager; patient
+        #: only until ``patient_pages`` pages are counted (0: the whole crawl)
+        spider = getattr(crawler, "spider", None)
+        has_examples = self.tc.topic.has_examples or bool(getattr(spider, "examples_arg", None))
+        mode, self.patient_pages = dispatch_mode(self.tc.config, has_examples)
+        self.dispatch: PatientDispatch | None = make_dispatch(self.tc.config, mode)
         #: start requests go before every queued link (focused spiders; set in ``open``)
         self.seeds_first = False
         self._last_start = 0.0
@@ -236,8 +256,7 @@ class TopicScheduler(BaseScheduler):
     def _patient_now(self) -> bool:
         """Patient dispatch decides (``TOPICCRAWL_DISPATCH_PATIENT_PAGES``: only until that many pages
         are counted, by this process; then eager, its records kept for the stats)."""
-        until = self.tc.config.dispatch_patient_pages
-        return not until or self.tc.metrics.dp < until
+        return not self.patient_pages or self.tc.metrics.dp < self.patient_pages
 
     def _patient_release(self, value: float, url: str) -> bool:
         """Patient dispatch: forget the pages done since the last call, then decide on the queue

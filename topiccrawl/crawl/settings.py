@@ -79,7 +79,7 @@ class TopicCrawlConfig:
     examples_background: str = "seeds"
     holder_score: str = "auto"
     association_score: str = "holder"
-    dispatch: str = "eager"
+    dispatch: str = "auto"
     dispatch_margin: float = 1.0
     dispatch_max_wait: float = 1.0
     dispatch_scope: str = "auto"
@@ -180,8 +180,8 @@ class TopicCrawlConfig:
             raise ConfigError("TOPICCRAWL_CLASSIFIER_QUANTILE must lie in [0, 1)")
         if self.classifier_refit_every < 1:
             raise ConfigError("TOPICCRAWL_CLASSIFIER_REFIT_EVERY must be >= 1")
-        if self.dispatch not in ("eager", "patient"):
-            raise ConfigError(f"TOPICCRAWL_DISPATCH={self.dispatch!r}: expected eager or patient")
+        if self.dispatch not in ("auto", "eager", "patient"):
+            raise ConfigError(f"TOPICCRAWL_DISPATCH={self.dispatch!r}: expected auto, eager or patient")
         if self.dispatch_margin < 0 or self.dispatch_max_wait < 0:
             raise ConfigError("TOPICCRAWL_DISPATCH_MARGIN and TOPICCRAWL_DISPATCH_MAX_WAIT must be >= 0")
         if self.dispatch_scope not in ("auto", "crawl", "slot"):
