@@ -88,6 +88,9 @@ def _crawler(spidercls, tmp_path, store: str, strategy: str, crawl_id: str, redi
         "TOPICCRAWL_CRAWL_ID": crawl_id, "TOPICCRAWL_WEB": "live", "TOPICCRAWL_GROUND_TRUTH": str(labels),
         "TOPICCRAWL_OUTPUT_DIR": str(tmp_path / "out" / crawl_id), "TOPICCRAWL_PLOT_ENABLED": False,
         "TOPICCRAWL_WL_SEED": 7, "TOPICCRAWL_SA_SEED": 7,
+        # the queue's contract: no engine answers the pages handed out, so patient dispatch (the
+        # default for learned with words, its first pages) would hold; it is tested in test_dispatch
+        "TOPICCRAWL_DISPATCH": "eager",
         # a spider that pins an offline web (the site finder) reads it through a proxy: no web lab
         "TOPICCRAWL_WEB_PROXY": "http://127.0.0.1:9",
     }
