@@ -255,8 +255,19 @@ class TopicScheduler(BaseScheduler):
 
     def _patient_now(self) -> bool:
         """Patient dispatch decides (``TOPICCRAWL_DISPATCH_PATIENT_PAGES``: only until that many pages
-        are counted, by this process; then eager, its records kept for the stats)."""
-        return not self.patient_pages or self.tc.metrics.dp < self.patient_pages
+        are counted, by this process). Once they are, its record goes into the stats a last time
+        and its bookkeeping stops: the crawl is eager from then on."""
+        if not self.patient_pages or self.tc.metrics.dp < self.patient_pages:
+            return True
+        self._publish_dispatch()
+        self.dispatch = None
+        return False
+
+    def _publish_dispatch(self) -> None:
+        """Patient dispatch's record (holds, seconds held, timeouts) into the stats."""
+        if self.dispatch is not None:
+            for key, value in self.dispatch.stats.as_dict().items():
+                self.stats.set_value(f"topiccrawl/{key}", value)
 
     def _patient_release(self, value: float, url: str) -> bool:
         """Patient dispatch: forget the pages done since the last call, then decide on the queue
@@ -288,9 +299,7 @@ class TopicScheduler(BaseScheduler):
             self.stats.inc_value("scheduler/dequeued", self._dequeued)
             self._enqueued = self._dequeued = 0
         self.stats.set_value("topiccrawl/frontier_size", len(self))
-        if self.dispatch is not None:
-            for key, value in self.dispatch.stats.as_dict().items():
-                self.stats.set_value(f"topiccrawl/{key}", value)
+        self._publish_dispatch()
         for key, value in self.frontier.stats().items():
             self.stats.set_value(f"topiccrawl/{key}", value)
 

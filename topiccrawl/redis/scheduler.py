@@ -384,9 +384,7 @@ class RedisScheduler(RedisWorker, TopicScheduler):
             self.stats.set_value(f"topiccrawl/global/{key}", value)
         for key, value in self.frontier.stats().items():  # e.g. wl/lnf of the shared sampler
             self.stats.set_value(f"topiccrawl/{key}", value)
-        if self.dispatch is not None:  # this worker's own holds
-            for key, value in self.dispatch.stats.as_dict().items():
-                self.stats.set_value(f"topiccrawl/{key}", value)
+        self._publish_dispatch()  # this worker's own holds
 
     def _idle(self, spider) -> None:
         if self.refused:
