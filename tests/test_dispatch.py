@@ -88,10 +88,12 @@ def test_margin_zero_never_holds_and_bad_settings_are_refused():
 
 
 @pytest.mark.parametrize("settings, examples, expected", [
-    ({"strategy": "learned"}, False, ("patient", 100)),  # auto: words only, patient at the start
-    ({"strategy": "learned"}, True, ("eager", 0)),  # auto: example pages
-    ({"strategy": "bestfirst"}, False, ("eager", 0)),  # auto: another strategy
-    ({"strategy": "learned", "dispatch_patient_pages": 40}, False, ("patient", 40)),
+    ({"strategy": "learned"}, False, ("eager", 0)),  # the default, for every crawl
+    ({"strategy": "learned", "dispatch_patient_pages": 40}, False, ("eager", 0)),  # pages apply to patient
+    ({"strategy": "learned", "dispatch": "auto"}, False, ("patient", 100)),  # auto: words only, patient at the start
+    ({"strategy": "learned", "dispatch": "auto"}, True, ("eager", 0)),  # auto: example pages
+    ({"strategy": "bestfirst", "dispatch": "auto"}, False, ("eager", 0)),  # auto: another strategy
+    ({"strategy": "learned", "dispatch": "auto", "dispatch_patient_pages": 40}, False, ("patient", 40)),
     ({"strategy": "learned", "dispatch": "eager"}, False, ("eager", 0)),  # an explicit choice wins
     ({"strategy": "bestfirst", "dispatch": "patient"}, True, ("patient", 0)),  # the whole crawl
     ({"strategy": "learned", "dispatch": "patient", "dispatch_patient_pages": 30}, True, ("patient", 30)),

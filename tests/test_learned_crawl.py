@@ -35,8 +35,7 @@ def test_learned_crawl_reports_probabilities_and_a_self_assessed_harvest(tmp_pat
     stats = _stats(out)
     assert stats["topiccrawl/dp"] == 300
     assert stats["topiccrawl/learned/retrains"] >= 1 and stats["topiccrawl/classifier/refits"] >= 1
-    # TOPICCRAWL_DISPATCH=auto: words only, so patient for the first 100 pages (its record in the stats)
-    assert "topiccrawl/dispatch/holds" in stats
+    assert "topiccrawl/dispatch/holds" not in stats  # eager dispatch, the default (no patient record)
     # words only: R(l)'s holder term is R(P), which a refit does not change
     assert stats["topiccrawl/learned/holder_refreshed"] == 0
     pages = _pages(out)
@@ -68,11 +67,12 @@ def test_a_topic_with_examples_and_no_words_learns_its_words(tmp_path):
     topic.write_text('name = "typhoon-examples"\nlanguage = "zh"\nlabels = ["topic:台风灾害"]\n', encoding="utf-8")
     proc, out = run_crawl(tmp_path, args={"topic": str(topic), "strategy": "learned", "examples": "truth:5",
                                           "max_pages": 200},
-                          settings={"TOPICCRAWL_WEB": WEB, "TOPICCRAWL_PLOT_ENABLED": "false"})
+                          settings={"TOPICCRAWL_WEB": WEB, "TOPICCRAWL_PLOT_ENABLED": "false",
+                                    "TOPICCRAWL_DISPATCH": "auto"})
     assert proc.returncode == 0, proc.stderr[-3000:]
     stats = _stats(out)
     assert stats["topiccrawl/examples/fetched"] == 5
-    assert "topiccrawl/dispatch/holds" not in stats  # TOPICCRAWL_DISPATCH=auto: eager with example pages
+    assert "topiccrawl/dispatch/holds" not in stats  # TOPICCRAWL_DISPATCH=auto is eager with example pages
     # the seeds were fetched with the examples as the words' background, and crawled as seeds after
     background = stats["topiccrawl/examples/background"]
     assert background >= 1

@@ -46,6 +46,7 @@ logger = logging.getLogger(__name__)
 STATE_FILE = jd.STATE_FILE
 
 #: pages of patient dispatch at the start of a ``learned`` crawl with words only, under ``auto``
+#: (a choice, not the default: docs/learned.md, "The LibreOffice help, and a check on its development set")
 AUTO_PATIENT_PAGES = 100
 
 

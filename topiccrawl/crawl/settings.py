@@ -79,7 +79,7 @@ class TopicCrawlConfig:
     examples_background: str = "seeds"
     holder_score: str = "auto"
     association_score: str = "holder"
-    dispatch: str = "auto"
+    dispatch: str = "eager"
     dispatch_margin: float = 1.0
     dispatch_max_wait: float = 1.0
     dispatch_scope: str = "auto"
