@@ -33,7 +33,6 @@ from scrapy import signals
 
 from topiccrawl.crawl.errors import ConfigError
 from topiccrawl.crawl.items import PageItem
-from topiccrawl.crawl.parsing import ParsePool, page_terms, resolve_workers
 from topiccrawl.crawl.settings import TopicCrawlConfig, parse_url_list
 from topiccrawl.learning.anchorjudge import context_words
 from topiccrawl.learning.association import EXAMPLE_LINK, anchor_terms
@@ -47,7 +46,7 @@ from topiccrawl.scoring.importance import LinkGraph, PageRankCache
 from topiccrawl.scoring.metrics import CrawlMetrics
 from topiccrawl.scoring.relevance import RelevanceScorer
 from topiccrawl.scoring.tdcs import scorer_from_state
-from topiccrawl.scoring.text import Extracted, add_words, has_cjk, load_segmenter
+from topiccrawl.scoring.text import Extracted, add_words, document_terms, extract, load_segmenter
 from topiccrawl.scoring.topic import load_topic
 
 logger = logging.getLogger(__name__)
@@ -214,8 +213,6 @@ class TopicCrawl:
         #: the Redis scheduler when TOPICCRAWL_STORE=redis: global DP budget and counters
         #: (set once through :meth:`use_shared_store`)
         self.shared = None
-        #: the page extraction workers, made at the first page (:meth:`extract_later`)
-        self._parse_pool: ParsePool | None = None
         self._output_dir: Path | None = None
         logger.info("output directory: %s", self.output_dir)
         self._start_web()
@@ -327,40 +324,12 @@ class TopicCrawl:
     @staticmethod
     def page_terms(response) -> tuple[Extracted, list[str]]:
         """A downloaded page extracted, and the terms of its title, meta data and text."""
-        return page_terms(response.body, response.url, response.headers.get("Content-Type", b"").decode("latin-1"))
+        ex = extract(response.body, response.url, response.headers.get("Content-Type", b"").decode("latin-1"))
+        return ex, document_terms(ex)
 
-    def start_parse_pool(self) -> None:
-        """Start the page extraction workers (``TOPICCRAWL_PARSE_WORKERS``), once per crawl."""
-        if self._parse_pool is None:
-            from twisted.internet import reactor
-
-            workers = resolve_workers(self.config.parse_workers)
-            # a Chinese topic's worker loads jieba before it takes pages; others load it at the first Chinese page
-            segmenter = self.topic.language == "zh" or any(has_cjk(w) for w in self.topic.words)
-            self._parse_pool = ParsePool(workers, segmenter, watch=reactor.addReader, unwatch=reactor.removeReader)
-            if self._parse_pool.workers:
-                self.crawler.signals.connect(self._close_parse_pool, signal=signals.engine_stopped)
-                logger.info("page extraction: %d worker process(es) (TOPICCRAWL_PARSE_WORKERS)", self._parse_pool.workers)
-
-    def extract_later(self, response):
-        """A Deferred of the page's :meth:`page_terms`, extracted by a worker process of
-        :meth:`start_parse_pool`; None without a worker ready to take it (the caller extracts in
-        this process, as :meth:`process_page` does when given nothing)."""
-        if self._parse_pool is None or not self._parse_pool.can_take():
-            return None
-        self.crawler.stats.inc_value("topiccrawl/parse/worker_pages")
-        content_type = response.headers.get("Content-Type", b"").decode("latin-1")
-        return self._parse_pool.submit(response.body, response.url, content_type)
-
-    def _close_parse_pool(self) -> None:
-        if self._parse_pool is not None:
-            self._parse_pool.close()
-
-    def process_page(self, response, depth: int, parent: str | None, anchor: str,
-                     extracted: tuple[Extracted, list[str]] | None = None) -> tuple[PageItem, list[ScoredLink]]:
-        """Score a downloaded page (R(P), eq. 4) and its outlinks (R(l), eq. 5); ``extracted``: its
-        :meth:`page_terms` if they were computed elsewhere (:meth:`extract_later`)."""
-        ex, terms = self.page_terms(response) if extracted is None else extracted
+    def process_page(self, response, depth: int, parent: str | None, anchor: str) -> tuple[PageItem, list[ScoredLink]]:
+        """Score a downloaded page (R(P), eq. 4) and its outlinks (R(l), eq. 5)."""
+        ex, terms = self.page_terms(response)
         relevance = self.scorer.page_relevance(terms)
         probability = None
         # the page term of R(l) (eq. 5): R(P), or P(relevant) once the page classifier is fitted

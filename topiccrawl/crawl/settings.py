@@ -88,7 +88,6 @@ class TopicCrawlConfig:
     dispatch_seeds: str = "queued"
     dispatch_patient_pages: int = 0
     blas_threads: int = 1
-    parse_workers: str = "0"
 
     @property
     def offline(self) -> bool:
@@ -205,10 +204,6 @@ class TopicCrawlConfig:
             raise ConfigError("TOPICCRAWL_CHECKPOINT_INTERVAL must be >= 0 seconds (0 = JOBDIR saved on close only)")
         if self.blas_threads < 0:
             raise ConfigError("TOPICCRAWL_BLAS_THREADS must be >= 0 (0 = the BLAS libraries' own default)")
-        self.parse_workers = self.parse_workers.strip().lower() or "0"  # a Python 0 reads as ""
-        if self.parse_workers != "auto" and not (self.parse_workers.isdigit() and int(self.parse_workers) <= 64):
-            raise ConfigError(f"TOPICCRAWL_PARSE_WORKERS={self.parse_workers!r}: expected auto or a number of worker "
-                              "processes from 0 (extract pages in the crawl's process) to 64")
         if self.slow_seconds <= 0:
             raise ConfigError("TOPICCRAWL_SLOW_SECONDS must be > 0")
         parse_allow_hosts(self.live_allow_hosts)  # raises ConfigError on a bad entry

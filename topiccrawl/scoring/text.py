@@ -124,25 +124,13 @@ def _tokenize(text: str, stopwords: frozenset[str]) -> list[str]:
     return out
 
 
-#: every word :func:`add_words` taught jieba in this process, in order (a parsing worker process
-#: is taught the same words: ``topiccrawl/crawl/parsing.py``)
-_ADDED: dict[str, None] = {}
-
-
 def add_words(words: list[str]) -> None:
     """Teach jieba words it must not split (topic words such as 风暴潮), in Simplified form."""
     for w in words:
         if has_cjk(w):
-            word = to_simplified(w)
-            jieba.add_word(word, freq=2000)
-            _ADDED[word] = None
+            jieba.add_word(to_simplified(w), freq=2000)
     _cut.cache_clear()
     _tokenize_short.cache_clear()
-
-
-def added_words() -> tuple[str, ...]:
-    """The words :func:`add_words` has taught jieba in this process so far, in order."""
-    return tuple(_ADDED)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -54,7 +54,6 @@ class FocusedSpider(scrapy.Spider):
         return TopicCrawl.for_crawler(self.crawler)
 
     async def start(self):
-        self.tc.start_parse_pool()
         for request in self._example_requests():
             yield request
         if self._examples_done is not None:  # the seeds wait for the examples' verdict
@@ -73,25 +72,13 @@ class FocusedSpider(scrapy.Spider):
     def parse(self, response):
         if not isinstance(response, TextResponse):
             self.crawler.stats.inc_value("topiccrawl/non_html")
-            return None
+            return
         if self.tc.budget_spent:  # in flight when the budget ran out: keep it for a resume
             self.crawler.engine.scheduler.requeue(response.request)
-            return None
-        later = self.tc.extract_later(response)  # a parsing worker's Deferred, or None: extract here
-        return self._page(response) if later is None else self._page_later(response, later)
-
-    async def _page_later(self, response, later: Deferred):
-        extracted = await maybe_deferred_to_future(later)
-        if self.tc.budget_spent:  # the budget ran out while the page was extracted
-            self.crawler.engine.scheduler.requeue(response.request)
             return
-        for out in self._page(response, extracted):
-            yield out
-
-    def _page(self, response, extracted=None):
         meta = response.meta.get(META_KEY) or {}
         depth = int(meta.get("depth", 0))
-        item, links = self.tc.process_page(response, depth, meta.get("parent"), meta.get("anchor", ""), extracted)
+        item, links = self.tc.process_page(response, depth, meta.get("parent"), meta.get("anchor", ""))
         # links first, the item last: the item counts the page (and, on Redis, ends its lease), so
         # by then every link of the page is in the frontier — a worker killed right after loses none
         for link in links:
