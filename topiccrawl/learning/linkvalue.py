@@ -47,6 +47,7 @@ import numpy as np
 from scipy import sparse
 from scipy.special import expit
 from sklearn.linear_model import SGDClassifier
+from sklearn.metrics import average_precision_score
 
 from topiccrawl.learning.ranking import roc_auc
 from topiccrawl.learning.vocabulary import hashed_column
@@ -56,6 +57,9 @@ LABEL_RULES = ("fixed", "threshold", "count")
 
 #: how the first fit sets the blend weight w (:meth:`LinkValueModel.retrain`)
 FIRST_BLENDS = ("none", "holdout")
+#: what the blend weight w is chosen by (:meth:`LinkValueModel._update_blend`): the ROC AUC, or the
+#: average precision (which weighs the top of the ranking, the links a crawl fetches first)
+BLEND_SCORES = ("auc", "ap")
 
 #: dense columns after the hashed ones, in this order
 NUMERIC = ("holder_probability", "host_yield", "holder_value", "score")
@@ -187,9 +191,12 @@ class LinkValueModel:
     def __init__(self, *, n_features: int = 2**18, k: int = 3, gamma: float = 0.5, threshold: float = 0.5,
                  retrain_every: int = 100, buffer_size: int = 50_000, min_positive: int = 3,
                  alpha: float = 1e-3, epochs: int = 3, random_state: int = 0, label_rule: str = "fixed",
-                 first_blend: str = "none") -> None:
+                 first_blend: str = "none", blend_score: str = "auc") -> None:
         if first_blend not in FIRST_BLENDS:
             raise ValueError(f"first_blend={first_blend!r}: expected one of {', '.join(FIRST_BLENDS)}")
+        if blend_score not in BLEND_SCORES:
+            raise ValueError(f"blend_score={blend_score!r}: expected one of {', '.join(BLEND_SCORES)}")
+        self.blend_score = blend_score
         self.label_rule = label_rule
         self.first_blend = first_blend
         self.n_features = n_features
@@ -548,12 +555,13 @@ class LinkValueModel:
         self._update_blend(X, expit(X @ self.coef_ + self.intercept_), y)
 
     def _update_blend(self, X, model: np.ndarray, y: np.ndarray) -> None:
-        """The running ROC AUC of each blend (1 − w)·R(l) + w·``model`` on links ``X`` the model
-        has not trained on (labels ``y``: leads to a relevant page); :attr:`blend_` becomes the
-        best w (the smallest of ties)."""
+        """The running ROC AUC (``blend_score="ap"``: average precision) of each blend
+        (1 − w)·R(l) + w·``model`` on links ``X`` the model has not trained on (labels ``y``: leads
+        to a relevant page); :attr:`blend_` becomes the best w (the smallest of ties)."""
         score = np.asarray(X[:, self.n_features + _F - 1].todense()).ravel()
+        measure = average_precision_score if self.blend_score == "ap" else roc_auc
         for w in self.BLENDS:
-            auc = roc_auc(y, (1.0 - w) * score + w * model)
+            auc = float(measure(y, (1.0 - w) * score + w * model))
             old = self.blend_auc_.get(w)
             self.blend_auc_[w] = auc if old is None else 0.5 * old + 0.5 * auc
         best = max(self.blend_auc_.values())
@@ -619,6 +627,7 @@ class LinkValueModel:
     def __setstate__(self, state: dict) -> None:
         state.setdefault("label_rule", "fixed")
         state.setdefault("first_blend", "none")  # a model saved before the option
+        state.setdefault("blend_score", "auc")
         state.setdefault("_dirty", True)
         state.setdefault("_prob", [float(r) for r in state.get("_relevant", b"")])
         self.__dict__.update(state)
