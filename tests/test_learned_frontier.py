@@ -712,3 +712,42 @@ def test_example_pages_join_the_association_as_pages_of_known_relevance_when_ask
     g.load_state(pickle.loads(pickle.dumps(f.state())))  # JOBDIR keeps the count with the statistics
     assert g.stats()["learned/association_examples"] == 3 and g.association.shift(["petrel"]) == a.shift(["petrel"])
     assert LearnedFrontier(association="off", association_examples=True).observe_examples(examples) == 0
+
+
+def _top_and_mass(rng_seed: int = 0):
+    """Links where R(l) puts half the links that lead somewhere at the very top (and half at the
+    bottom), while the model ranks all of them above most links but below a few strong decoys."""
+    rng = np.random.default_rng(rng_seed)
+    y = np.zeros(200, dtype=bool)
+    y[:10] = True
+    score = np.where(y, 0.0, rng.uniform(0.1, 0.8, 200))
+    score[:5] = 0.9
+    model = np.where(y, 0.6, 0.1)
+    model[10:30] = 0.7
+    return score, model, y
+
+
+def test_the_blend_is_chosen_by_the_whole_ranking_or_by_its_top():
+    """blend_score: the ROC AUC prefers the model, which ranks the mass of links better; the average
+    precision keeps more of R(l), whose top holds the links that lead to relevant pages."""
+    from scipy import sparse
+
+    score, model, y = _top_and_mass()
+    X = sparse.csr_matrix(np.column_stack([np.zeros((200, 16 + len(NUMERIC) - 1)), score]))
+    chosen = {}
+    for measure in ("auc", "ap"):
+        m = LinkValueModel(n_features=16, blend_score=measure)
+        m._update_blend(X, model, y)
+        assert set(m.blend_auc_) == set(LinkValueModel.BLENDS)
+        chosen[measure] = m.blend_
+        if measure == "ap":  # the model alone has the worst top of all
+            assert m.blend_auc_[1.0] == min(m.blend_auc_.values()), m.blend_auc_
+    assert chosen["auc"] >= 0.75 and chosen["ap"] <= 0.5, chosen
+    with pytest.raises(ValueError, match="blend_score"):
+        LinkValueModel(blend_score="f1")
+    assert make_learned({"learned_blend_score": "ap"}).model.blend_score == "ap"
+    state = LinkValueModel(blend_score="ap").__getstate__()
+    del state["blend_score"]  # a model saved (JOBDIR) before the option existed
+    old = LinkValueModel.__new__(LinkValueModel)
+    old.__setstate__(state)
+    assert old.blend_score == "auc"
