@@ -332,14 +332,20 @@ def test_first_fit_holdout_lets_a_model_that_ranks_unseen_links_better_take_over
             auc = f.model.blend_auc_
             assert f.model.blend_ >= 0.5 and auc[f.model.blend_] > auc[0.0], auc
     assert orders == {"none": "nnnnnzzzzz", "holdout": "zzzzznnnnn"}
-    with pytest.raises(ValueError, match="first_blend"):
-        LinkValueModel(first_blend="later")
-    assert make_learned({"learned_first_blend": "holdout"}).model.first_blend == "holdout"
-    state = LinkValueModel(first_blend="holdout").__getstate__()
-    del state["first_blend"]  # a model saved (JOBDIR) before the option existed
+    _check_model_option("first_blend", "holdout", "none", "later")
+
+
+def _check_model_option(name: str, value: str, default: str, bad: str) -> None:
+    """A link-model option: a bad value is refused, the ``learned_`` setting reaches the model, and
+    a model saved (JOBDIR) before the option existed loads with its default."""
+    with pytest.raises(ValueError, match=name):
+        LinkValueModel(**{name: bad})
+    assert getattr(make_learned({f"learned_{name}": value}).model, name) == value
+    state = LinkValueModel(**{name: value}).__getstate__()
+    del state[name]
     old = LinkValueModel.__new__(LinkValueModel)
     old.__setstate__(state)
-    assert old.first_blend == "none"
+    assert getattr(old, name) == default
 
 
 def test_rescoring_is_bounded_to_the_top_and_a_sample():
@@ -743,11 +749,4 @@ def test_the_blend_is_chosen_by_the_whole_ranking_or_by_its_top():
         if measure == "ap":  # the model alone has the worst top of all
             assert m.blend_auc_[1.0] == min(m.blend_auc_.values()), m.blend_auc_
     assert chosen["auc"] >= 0.75 and chosen["ap"] <= 0.5, chosen
-    with pytest.raises(ValueError, match="blend_score"):
-        LinkValueModel(blend_score="f1")
-    assert make_learned({"learned_blend_score": "ap"}).model.blend_score == "ap"
-    state = LinkValueModel(blend_score="ap").__getstate__()
-    del state["blend_score"]  # a model saved (JOBDIR) before the option existed
-    old = LinkValueModel.__new__(LinkValueModel)
-    old.__setstate__(state)
-    assert old.blend_score == "auc"
+    _check_model_option("blend_score", "ap", "auc", "f1")
