@@ -561,9 +561,9 @@ class LinkValueModel:
         score = np.asarray(X[:, self.n_features + _F - 1].todense()).ravel()
         measure = average_precision_score if self.blend_score == "ap" else roc_auc
         for w in self.BLENDS:
-            auc = float(measure(y, (1.0 - w) * score + w * model))
-            old = self.blend_auc_.get(w)
-            self.blend_auc_[w] = auc if old is None else 0.5 * old + 0.5 * auc
+            value = float(measure(y, (1.0 - w) * score + w * model))
+            old = self.blend_auc_.get(w)  # (named for the AUC, which it held before blend_score; saved state)
+            self.blend_auc_[w] = value if old is None else 0.5 * old + 0.5 * value
         best = max(self.blend_auc_.values())
         self.blend_ = min(w for w, auc in self.blend_auc_.items() if auc >= best - 1e-9)
 
