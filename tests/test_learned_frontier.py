@@ -750,3 +750,69 @@ def test_the_blend_is_chosen_by_the_whole_ranking_or_by_its_top():
             assert m.blend_auc_[1.0] == min(m.blend_auc_.values()), m.blend_auc_
     assert chosen["auc"] >= 0.75 and chosen["ap"] <= 0.5, chosen
     _check_model_option("blend_score", "ap", "auc", "f1")
+
+
+# -- the guard: a bandit between the learned order and best-first's -------------------------------------
+
+
+def _guarded_frontier(n: int = 400) -> LearnedFrontier:
+    """Links whose learned priority is the reverse of their R(l): the two orders disagree at the top."""
+    f = LearnedFrontier(LinkValueModel(retrain_every=10**6), epsilon=0.0, seed=5, association="off",
+                        guard="thompson")
+    for i in range(n):
+        link = Link(f"http://g.test/{i}", i / n, 0, "g.test")
+        link.seq = i
+        f._add(link, f.model.encode([f._fallback_features(link)])[0], None, 1.0 - i / n)
+    return f
+
+
+@pytest.mark.parametrize("rewarded", ["bestfirst", "learned"])
+def test_the_guard_follows_the_order_whose_pages_are_relevant(rewarded):
+    """Pages reached by best-first's order (high R(l)) are relevant, the learned order's are not, or
+    the other way round: most decisions go to the rewarded order once a few pages are back."""
+    f = _guarded_frontier()
+    taken = []
+    for _ in range(150):
+        link = f.pop()
+        high = link.score >= 0.5  # best-first's half of the queue
+        taken.append(high)
+        f.observe_page(link.url, "g.test", 1.0 if high == (rewarded == "bestfirst") else 0.0)
+    stats = f.stats()
+    late = taken[50:]
+    if rewarded == "bestfirst":
+        assert stats["learned/guard_bestfirst"] > 3 * stats["learned/guard_learned"]
+        assert sum(late) > 0.85 * len(late)
+    else:
+        assert stats["learned/guard_learned"] > 3 * stats["learned/guard_bestfirst"]
+        assert sum(late) < 0.15 * len(late)
+    assert stats["learned/guard_agreed"] == 0
+
+
+def test_the_guard_state_round_trip_and_options():
+    f = _guarded_frontier(60)
+    for _ in range(20):
+        link = f.pop()
+        f.observe_page(link.url, "g.test", float(link.score >= 0.5))
+    for _ in range(3):
+        f.pop()  # in flight: their arm waits for their page
+    g = _guarded_frontier(0)
+    g.load_state(pickle.loads(pickle.dumps(f.state())))
+    assert g.stats() == f.stats() and g._arms == f._arms and g._armed == f._armed
+    assert drain(g) == drain(f)  # the same decisions (the RNG and both orders restored)
+    assert make_learned({"learned_guard": "thompson"}).guard == "thompson" and make_learned().guard == "off"
+    with pytest.raises(OptionError, match="TOPICCRAWL_LEARNED_GUARD"):
+        LearnedOptions.coerce({"learned_guard": "ucb"})
+    with pytest.raises(ValueError, match="guard"):
+        LearnedFrontier(guard="ucb")
+    state = f.state()
+    del state["learned"]["guard"]  # saved before the guard existed
+    h = _guarded_frontier(0)
+    h.load_state(state)
+    assert h._arms == [[0.0, 0.0], [0.0, 0.0]] and len(h) == len(f)
+
+
+def test_the_guard_is_refused_on_redis_with_one_line():
+    from topiccrawl.redis.learned import RedisLearnedFrontier
+
+    with pytest.raises(FrontierError, match="^TOPICCRAWL_LEARNED_GUARD is not available with TOPICCRAWL_STORE=redis"):
+        RedisLearnedFrontier.from_options(None, {}, {"learned_guard": "thompson"})

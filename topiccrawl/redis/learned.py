@@ -218,6 +218,9 @@ class RedisLearnedFrontier(RedisFrontier):
         if options.learned_siblings != "off":
             raise FrontierError("TOPICCRAWL_LEARNED_SIBLINGS is not available with TOPICCRAWL_STORE=redis yet "
                                 "(in memory only, docs/learned.md)")
+        if options.learned_guard != "off":
+            raise FrontierError("TOPICCRAWL_LEARNED_GUARD is not available with TOPICCRAWL_STORE=redis yet "
+                                "(in memory only, docs/learned.md)")
         if options.learned_holder_mean:
             raise FrontierError("TOPICCRAWL_LEARNED_HOLDER_MEAN is not available with TOPICCRAWL_STORE=redis yet "
                                 "(in memory only, docs/learned.md)")

@@ -69,6 +69,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from struct import unpack_from
 
 from topiccrawl.learning.anchorjudge import AnchorJudge
 from topiccrawl.learning.association import EXAMPLE_LINK, TermAssociation
@@ -92,6 +93,14 @@ ASSOCIATION_RULES = ("off", "anchor")
 #: the setting's values: ``auto`` (the default) is ``anchor``, in memory and on Redis (``off`` there
 #: before the association was shared; the name stays so settings written then keep working)
 ASSOCIATION_SETTINGS = ("auto", *ASSOCIATION_RULES)
+#: ``guard``: "thompson" lets a bandit choose, decision by decision, between the learned order and
+#: best-first's (R(l) alone), rewarded by the fetched page's P (docs/learned.md, "A bandit between
+#: the learned order and best-first's")
+GUARD_RULES = ("off", "thompson")
+#: the guard's discount of its arms' past rewards, applied at every rewarded page
+GUARD_DISCOUNT = 0.98
+#: the guard's arms (index into its statistics) and the mark of a decision both arms agreed on
+LEARNED_ARM, BESTFIRST_ARM, BOTH_ARMS = 0, 1, 2
 
 
 def example_link_stats(frontier) -> dict:
@@ -177,6 +186,11 @@ def shifted(value: float, shift: float) -> float:
     return 1.0 / (1.0 + math.exp(-z)) if z > -700.0 else 0.0
 
 
+def row_score(row: bytes) -> float:
+    """R(l) of an encoded link row (its last dense column)."""
+    return unpack_from("<f", row, len(row) - 4)[0]
+
+
 class _Entry:
     __slots__ = ("assoc", "base", "docs", "holder", "hn", "hsum", "jsum", "judged", "link", "pos", "priority", "row",
                  "terms", "uid")
@@ -218,7 +232,10 @@ class LearnedFrontier(FrontierBase):
     out-link's features (``LinkFeatures.shift``) and which stays in the link's priority;
     ``holder_mean``: a queued link's holder term follows every fetched page linking to it;
     ``judge_refresh``: with the anchor judge, a link's shift follows every link to its target and
-    each refit of the page classifier (:meth:`refresh_judge`).
+    each refit of the page classifier (:meth:`refresh_judge`); ``guard``: ``"thompson"`` keeps a
+    second heap ordered by R(l) alone and lets discounted Thompson sampling choose, at each
+    non-exploring decision, which heap gives the link, rewarded by the fetched page's P
+    (:meth:`_pop_guarded`).
     """
 
     name = "learned"
@@ -228,7 +245,9 @@ class LearnedFrontier(FrontierBase):
                  host_strength: float = 2.0, explore_sample: int = 1, siblings: str = "off",
                  association: str = "off", association_every: int = 25, association_examples: bool = False,
                  holder_refresh: bool = False, example_links: bool = False, anchor_judge: float = 0.0,
-                 holder_mean: bool = False, judge_refresh: bool = False) -> None:
+                 holder_mean: bool = False, judge_refresh: bool = False, guard: str = "off") -> None:
+        if guard not in GUARD_RULES:
+            raise ValueError(f"guard={guard!r}: expected one of {', '.join(GUARD_RULES)}")
         if siblings not in SIBLING_RULES:
             raise ValueError(f"siblings={siblings!r}: expected one of {', '.join(SIBLING_RULES)}")
         if association not in ASSOCIATION_RULES:
@@ -265,6 +284,13 @@ class LearnedFrontier(FrontierBase):
         self._rng = random.Random(seed)
         self._heap: list[tuple] = []
         self._live: list[_Entry] = []
+        #: the guard: a heap by R(l) alone, the arms' discounted [Σ reward, n], decisions per arm
+        #: (learned, best-first, both agreed) and the arm of each handed-out URL
+        self.guard = guard
+        self._wheap: list[tuple] | None = [] if guard != "off" else None
+        self._arms = [[0.0, 0.0], [0.0, 0.0]]
+        self._arm_pops = [0, 0, 0]
+        self._armed: OrderedDict[str, int] = OrderedDict()
         self._next_seq = 0
         self._next_uid = 0
         #: target URL -> (row, holder URL, value, model version) of an observed, not yet pushed link
@@ -283,6 +309,8 @@ class LearnedFrontier(FrontierBase):
         entry.uid = self._next_uid
         self._next_uid += 1
         heapq.heappush(self._heap, (-entry.priority, entry.link.seq, entry.uid, entry))
+        if self._wheap is not None:
+            heapq.heappush(self._wheap, (-row_score(entry.row), entry.link.seq, entry.uid, entry))
 
     def _remove(self, entry: _Entry) -> None:
         if self._by_url is not None:
@@ -298,13 +326,51 @@ class LearnedFrontier(FrontierBase):
         if len(self._heap) > 2 * len(self._live) + 1024:
             self._heap = [t for t in self._heap if t[2] == t[3].uid]
             heapq.heapify(self._heap)
+        if self._wheap is not None and len(self._wheap) > 2 * len(self._live) + 1024:
+            self._wheap = [t for t in self._wheap if t[2] == t[3].uid]
+            heapq.heapify(self._wheap)
 
-    def _pop_best(self) -> _Entry:
-        heap = self._heap
+    def _pop_best(self, heap: list | None = None) -> _Entry:
+        heap = self._heap if heap is None else heap
         while True:
             t = heapq.heappop(heap)
             if t[2] == t[3].uid:
                 return t[3]
+
+    @staticmethod
+    def _top(heap: list) -> _Entry:
+        while heap[0][2] != heap[0][3].uid:
+            heapq.heappop(heap)
+        return heap[0][3]
+
+    def _pop_guarded(self) -> _Entry:
+        """The guard's decision: the learned order's best link, or best-first's (the best R(l)).
+        When both are the same link it is taken and both arms are rewarded by its page; otherwise
+        each arm draws θ ~ Beta(1 + Σ reward, 1 + n − Σ reward) from its discounted statistics and
+        the higher θ gives the link (Thompson sampling)."""
+        learned, best = self._top(self._heap), self._top(self._wheap)
+        if learned is best:
+            arm = BOTH_ARMS
+        else:
+            draw = [self._rng.betavariate(1.0 + s, 1.0 + max(n - s, 0.0)) for s, n in self._arms]
+            arm = BESTFIRST_ARM if draw[BESTFIRST_ARM] > draw[LEARNED_ARM] else LEARNED_ARM
+        entry = self._pop_best(self._wheap if arm == BESTFIRST_ARM else self._heap)
+        self._arm_pops[arm] += 1
+        self._remember(self._armed, entry.link.url, arm)
+        return entry
+
+    def _reward(self, url: str, probability: float) -> None:
+        """The guard's reward of the decision that handed out ``url``: the page's P, after every
+        arm's past rewards are discounted by :data:`GUARD_DISCOUNT`."""
+        arm = self._armed.pop(url, None)
+        if arm is None:
+            return
+        for stat in self._arms:
+            stat[0] *= GUARD_DISCOUNT
+            stat[1] *= GUARD_DISCOUNT
+        for a in ((LEARNED_ARM, BESTFIRST_ARM) if arm == BOTH_ARMS else (arm,)):
+            self._arms[a][0] += probability
+            self._arms[a][1] += 1.0
 
     def _requeue(self, e: _Entry) -> None:
         """``e`` queued again at its base (with its sibling shift); the old heap item goes stale."""
@@ -390,6 +456,8 @@ class LearnedFrontier(FrontierBase):
                 if other.priority > entry.priority:
                     entry = other
             self._explored += 1
+        elif self._wheap is not None:
+            entry = self._pop_guarded()
         else:
             entry = self._pop_best()
         self._remove(entry)
@@ -450,6 +518,8 @@ class LearnedFrontier(FrontierBase):
         self._queued_urls.discard(url)
         holder_value = 0.0
         if model.page(url) is None:
+            if self._wheap is not None:
+                self._reward(url, clip01(probability))
             node = model.add_page(url, probability, relevant=relevant, parent=via[1] if via else None)
             if self.siblings:
                 self._psum += model.probability(node)
@@ -695,6 +765,13 @@ class LearnedFrontier(FrontierBase):
         self._next_uid = uid
         heapq.heapify(heap)
         self._heap = heap
+        self._rebuild_wheap()
+
+    def _rebuild_wheap(self) -> None:
+        """With the guard: best-first's heap rebuilt from every live entry (their current uids)."""
+        if self._wheap is not None:
+            self._wheap = [(-row_score(e.row), e.link.seq, e.uid, e) for e in self._live]
+            heapq.heapify(self._wheap)
 
     def _requeue_bases(self) -> None:
         """The heap rebuilt from every live entry's base (with its sibling shift): one heapify."""
@@ -734,6 +811,9 @@ class LearnedFrontier(FrontierBase):
             **({"learned/holders_followed": self._holders_followed} if self.holder_mean else {}),
             **({"learned/judge_followed": self._judge_followed, "learned/judge_refreshed": self._judge_refreshed}
                if self.judge_refresh else {}),
+            **({"learned/guard_learned": self._arm_pops[LEARNED_ARM],
+                "learned/guard_bestfirst": self._arm_pops[BESTFIRST_ARM],
+                "learned/guard_agreed": self._arm_pops[BOTH_ARMS]} if self._wheap is not None else {}),
         }
 
     # -- JOBDIR -------------------------------------------------------------------------------------------
@@ -756,11 +836,14 @@ class LearnedFrontier(FrontierBase):
                 "inflight": list(self._inflight.items()),
                 "hosts": {d: tuple(v) for d, v in self._hosts.items()},
                 "counts": (self._good, self._seen, self._explored, self._rescored, self._retrains, self._next_uid),
+                "guard": ([list(a) for a in self._arms], list(self._arm_pops), list(self._armed.items())),
             },
         }
 
     def load_state(self, state: dict) -> None:
         self._heap, self._live = [], []
+        if self._wheap is not None:
+            self._wheap = []
         self._next_seq = state["next_seq"]
         learned = state.get("learned")
         if learned is None:  # written by another strategy: rows from the URLs, priorities as push
@@ -799,6 +882,10 @@ class LearnedFrontier(FrontierBase):
                 self._by_url[link.url] = entry
             self._heap.append((-priority, link.seq, entry.uid, entry))
         heapq.heapify(self._heap)
+        self._rebuild_wheap()
+        if "guard" in learned:  # a state saved before the guard: its statistics start empty
+            arms, pops, armed = learned["guard"]
+            self._arms, self._arm_pops, self._armed = [list(a) for a in arms], list(pops), OrderedDict(armed)
 
 
 @dataclass(frozen=True)
@@ -827,6 +914,7 @@ class LearnedOptions(StrategyOptions):
     learned_anchor_judge: float = option_field(0.1, low=0.0, high=100.0)
     learned_holder_mean: bool = False
     learned_anchor_judge_refresh: bool = True
+    learned_guard: str = option_field("off", choices=GUARD_RULES)
 
     def kwargs(self) -> dict:
         """The :class:`LearnedFrontier` arguments (its model included)."""
@@ -842,7 +930,7 @@ class LearnedOptions(StrategyOptions):
                 "association_examples": self.learned_association_examples,
                 "holder_refresh": self.learned_holder_refresh, "example_links": self.learned_example_links,
                 "anchor_judge": self.learned_anchor_judge, "holder_mean": self.learned_holder_mean,
-                "judge_refresh": self.learned_anchor_judge_refresh}
+                "judge_refresh": self.learned_anchor_judge_refresh, "guard": self.learned_guard}
 
 
 def make_learned(options: LearnedOptions | Mapping | None = None,
