@@ -816,3 +816,27 @@ def test_the_guard_is_refused_on_redis_with_one_line():
 
     with pytest.raises(FrontierError, match="^TOPICCRAWL_LEARNED_GUARD is not available with TOPICCRAWL_STORE=redis"):
         RedisLearnedFrontier.from_options(None, {}, {"learned_guard": "thompson"})
+
+
+def test_the_blend_is_validated_against_reaching_or_relevant_targets():
+    """blend_label: most links lead to a relevant page within k hops; the model ranks the few that
+    lead nowhere last, R(l) ranks the relevant targets first. Validated against reaching, the model
+    gets at least half the weight; against relevant targets, R(l) keeps it all."""
+    from scipy import sparse
+
+    rng = np.random.default_rng(3)
+    v = np.full(400, 0.25)  # two hops from a relevant page
+    v[:30] = 1.0  # relevant targets
+    v[30:45] = 0.0  # lead nowhere within k hops
+    score = np.where(v == 1.0, 0.8, 0.4) + rng.normal(0, 0.05, 400)  # R(l): relevant targets first
+    model = np.where(v == 0.0, 0.1, 0.6) + rng.normal(0, 0.05, 400)  # the model: the dead ends last
+    X = sparse.csr_matrix(np.column_stack([np.zeros((400, 16 + len(NUMERIC) - 1)), score]))
+    chosen = {}
+    for label in ("reach", "target"):
+        m = LinkValueModel(n_features=16, blend_label=label)
+        y = m._validation_labels(v)
+        assert int(y.sum()) == (385 if label == "reach" else 30)
+        m._update_blend(X, model, y)
+        chosen[label] = m.blend_
+    assert chosen["reach"] >= 0.5 and chosen["target"] == 0.0, chosen
+    _check_model_option("blend_label", "target", "reach", "hops")

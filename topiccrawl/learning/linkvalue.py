@@ -60,6 +60,9 @@ FIRST_BLENDS = ("none", "holdout")
 #: what the blend weight w is chosen by (:meth:`LinkValueModel._update_blend`): the ROC AUC, or the
 #: average precision (which weighs the top of the ranking, the links a crawl fetches first)
 BLEND_SCORES = ("auc", "ap")
+#: what the blend weight w is validated against (:meth:`LinkValueModel._validation_labels`): the link
+#: leads to a relevant page within k hops (v > 0), or its target is relevant (v = 1)
+BLEND_LABELS = ("reach", "target")
 
 #: dense columns after the hashed ones, in this order
 NUMERIC = ("holder_probability", "host_yield", "holder_value", "score")
@@ -191,12 +194,15 @@ class LinkValueModel:
     def __init__(self, *, n_features: int = 2**18, k: int = 3, gamma: float = 0.5, threshold: float = 0.5,
                  retrain_every: int = 100, buffer_size: int = 50_000, min_positive: int = 3,
                  alpha: float = 1e-3, epochs: int = 3, random_state: int = 0, label_rule: str = "fixed",
-                 first_blend: str = "none", blend_score: str = "auc") -> None:
+                 first_blend: str = "none", blend_score: str = "auc", blend_label: str = "reach") -> None:
         if first_blend not in FIRST_BLENDS:
             raise ValueError(f"first_blend={first_blend!r}: expected one of {', '.join(FIRST_BLENDS)}")
         if blend_score not in BLEND_SCORES:
             raise ValueError(f"blend_score={blend_score!r}: expected one of {', '.join(BLEND_SCORES)}")
+        if blend_label not in BLEND_LABELS:
+            raise ValueError(f"blend_label={blend_label!r}: expected one of {', '.join(BLEND_LABELS)}")
         self.blend_score = blend_score
+        self.blend_label = blend_label
         self.label_rule = label_rule
         self.first_blend = first_blend
         self.n_features = n_features
@@ -531,7 +537,7 @@ class LinkValueModel:
         cut = n - max(20, int(n * self.HOLDOUT))
         if cut < 1:
             return
-        y = v[cut:] > 0.0
+        y = self._validation_labels(v[cut:])
         train = v[:cut]
         if y.all() or not y.any() or int((train > 0).sum()) < self.min_positive or int((train < 1).sum()) < 1:
             return
@@ -543,16 +549,23 @@ class LinkValueModel:
     def _validate(self, rows: list[bytes], v: np.ndarray) -> None:
         """Progressive validation: before the model trains on the links labelled since the last
         retrain, score them with each blend (1 − w)·R(l) + w·model and keep a running ROC AUC per
-        w against "leads to a relevant page" (v > 0); :attr:`blend_` becomes the best w. The
-        model takes over from R(l) only as far as it ranks unseen links better than R(l) does."""
+        w against :meth:`_validation_labels` (by default "leads to a relevant page", v > 0);
+        :attr:`blend_` becomes the best w. The model takes over from R(l) only as far as it ranks
+        unseen links better than R(l) does."""
         fresh, self._fresh = min(self._fresh, len(rows)), 0
         if self.coef_ is None or fresh < 20:
             return
-        y = v[-fresh:] > 0.0
+        y = self._validation_labels(v[-fresh:])
         if y.all() or not y.any():
             return
         X = self.matrix(rows[-fresh:])
         self._update_blend(X, expit(X @ self.coef_ + self.intercept_), y)
+
+    def _validation_labels(self, v: np.ndarray) -> np.ndarray:
+        """What a blend is validated against (``blend_label``): ``reach``, the link leads to a relevant
+        page within k hops (v > 0); ``target``, its target is relevant (v = 1; with γ = 1 every
+        reaching link has v = 1 and the two agree)."""
+        return v >= 1.0 if self.blend_label == "target" else v > 0.0
 
     def _update_blend(self, X, model: np.ndarray, y: np.ndarray) -> None:
         """The running ROC AUC (``blend_score="ap"``: average precision) of each blend
@@ -628,6 +641,7 @@ class LinkValueModel:
         state.setdefault("label_rule", "fixed")
         state.setdefault("first_blend", "none")  # a model saved before the option
         state.setdefault("blend_score", "auc")
+        state.setdefault("blend_label", "reach")
         state.setdefault("_dirty", True)
         state.setdefault("_prob", [float(r) for r in state.get("_relevant", b"")])
         self.__dict__.update(state)

@@ -74,6 +74,7 @@ from struct import unpack_from
 from topiccrawl.learning.anchorjudge import AnchorJudge
 from topiccrawl.learning.association import EXAMPLE_LINK, TermAssociation
 from topiccrawl.learning.linkvalue import (
+    BLEND_LABELS,
     BLEND_SCORES,
     FIRST_BLENDS,
     LABEL_RULES,
@@ -905,6 +906,7 @@ class LearnedOptions(StrategyOptions):
     learned_labels: str = option_field("count", choices=LABEL_RULES)
     learned_first_blend: str = option_field("none", choices=FIRST_BLENDS)
     learned_blend_score: str = option_field("auc", choices=BLEND_SCORES)
+    learned_blend_label: str = option_field("reach", choices=BLEND_LABELS)
     learned_explore_sample: int = option_field(1, low=1, high=1024)
     learned_siblings: str = option_field("off", choices=SIBLING_RULES)
     learned_association: str = option_field("auto", choices=ASSOCIATION_SETTINGS)
@@ -921,7 +923,8 @@ class LearnedOptions(StrategyOptions):
         model = LinkValueModel(k=self.learned_hops, gamma=self.learned_gamma, threshold=self.learned_threshold,
                                retrain_every=self.learned_retrain_every, buffer_size=self.learned_buffer,
                                random_state=self.learned_seed, label_rule=self.learned_labels,
-                               first_blend=self.learned_first_blend, blend_score=self.learned_blend_score)
+                               first_blend=self.learned_first_blend, blend_score=self.learned_blend_score,
+                               blend_label=self.learned_blend_label)
         return {"model": model, "epsilon": self.learned_epsilon, "rescore_all": self.learned_rescore_all,
                 "rescore_top": self.learned_rescore_top, "rescore_sample": self.learned_rescore_sample,
                 "seed": self.learned_seed, "explore_sample": self.learned_explore_sample,
