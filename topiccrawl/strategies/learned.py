@@ -58,6 +58,12 @@ again (:meth:`LearnedFrontier.refresh_judge`); otherwise the shift is fixed at t
 Holder mean (``holder_mean``; off by default, in memory only): where R(l)'s holder term is R(P), a
 queued link's holder term is the mean over every fetched page linking to it; each new such page
 moves its R(l) (eq. 5) and re-prioritises it (:meth:`LearnedFrontier._follow_holder`).
+
+Guard (``guard="thompson"``; off by default, in memory only): a second heap over the same entries,
+ordered by R(l) alone (best-first's order); at each decision that does not explore, discounted
+Thompson sampling picks which heap gives the link, each rewarded by the P(relevant) of the pages
+it chose (:meth:`LearnedFrontier._pop_guarded`; docs/learned.md, "A bandit between the learned
+order and best-first's").
 """
 
 from __future__ import annotations
@@ -288,7 +294,7 @@ class LearnedFrontier(FrontierBase):
         #: the guard: a heap by R(l) alone, the arms' discounted [Σ reward, n], decisions per arm
         #: (learned, best-first, both agreed) and the arm of each handed-out URL
         self.guard = guard
-        self._wheap: list[tuple] | None = [] if guard != "off" else None
+        self._bestfirst_heap: list[tuple] | None = [] if guard != "off" else None
         self._arms = [[0.0, 0.0], [0.0, 0.0]]
         self._arm_pops = [0, 0, 0]
         self._armed: OrderedDict[str, int] = OrderedDict()
@@ -310,8 +316,8 @@ class LearnedFrontier(FrontierBase):
         entry.uid = self._next_uid
         self._next_uid += 1
         heapq.heappush(self._heap, (-entry.priority, entry.link.seq, entry.uid, entry))
-        if self._wheap is not None:
-            heapq.heappush(self._wheap, (-row_score(entry.row), entry.link.seq, entry.uid, entry))
+        if self._bestfirst_heap is not None:
+            heapq.heappush(self._bestfirst_heap, (-row_score(entry.row), entry.link.seq, entry.uid, entry))
 
     def _remove(self, entry: _Entry) -> None:
         if self._by_url is not None:
@@ -327,9 +333,9 @@ class LearnedFrontier(FrontierBase):
         if len(self._heap) > 2 * len(self._live) + 1024:
             self._heap = [t for t in self._heap if t[2] == t[3].uid]
             heapq.heapify(self._heap)
-        if self._wheap is not None and len(self._wheap) > 2 * len(self._live) + 1024:
-            self._wheap = [t for t in self._wheap if t[2] == t[3].uid]
-            heapq.heapify(self._wheap)
+        if self._bestfirst_heap is not None and len(self._bestfirst_heap) > 2 * len(self._live) + 1024:
+            self._bestfirst_heap = [t for t in self._bestfirst_heap if t[2] == t[3].uid]
+            heapq.heapify(self._bestfirst_heap)
 
     def _pop_best(self, heap: list | None = None) -> _Entry:
         heap = self._heap if heap is None else heap
@@ -349,13 +355,13 @@ class LearnedFrontier(FrontierBase):
         When both are the same link it is taken and both arms are rewarded by its page; otherwise
         each arm draws θ ~ Beta(1 + Σ reward, 1 + n − Σ reward) from its discounted statistics and
         the higher θ gives the link (Thompson sampling)."""
-        learned, best = self._top(self._heap), self._top(self._wheap)
+        learned, best = self._top(self._heap), self._top(self._bestfirst_heap)
         if learned is best:
             arm = BOTH_ARMS
         else:
             draw = [self._rng.betavariate(1.0 + s, 1.0 + max(n - s, 0.0)) for s, n in self._arms]
             arm = BESTFIRST_ARM if draw[BESTFIRST_ARM] > draw[LEARNED_ARM] else LEARNED_ARM
-        entry = self._pop_best(self._wheap if arm == BESTFIRST_ARM else self._heap)
+        entry = self._pop_best(self._bestfirst_heap if arm == BESTFIRST_ARM else self._heap)
         self._arm_pops[arm] += 1
         self._remember(self._armed, entry.link.url, arm)
         return entry
@@ -457,7 +463,7 @@ class LearnedFrontier(FrontierBase):
                 if other.priority > entry.priority:
                     entry = other
             self._explored += 1
-        elif self._wheap is not None:
+        elif self._bestfirst_heap is not None:
             entry = self._pop_guarded()
         else:
             entry = self._pop_best()
@@ -519,7 +525,7 @@ class LearnedFrontier(FrontierBase):
         self._queued_urls.discard(url)
         holder_value = 0.0
         if model.page(url) is None:
-            if self._wheap is not None:
+            if self._bestfirst_heap is not None:
                 self._reward(url, clip01(probability))
             node = model.add_page(url, probability, relevant=relevant, parent=via[1] if via else None)
             if self.siblings:
@@ -766,13 +772,13 @@ class LearnedFrontier(FrontierBase):
         self._next_uid = uid
         heapq.heapify(heap)
         self._heap = heap
-        self._rebuild_wheap()
+        self._rebuild_bestfirst_heap()
 
-    def _rebuild_wheap(self) -> None:
+    def _rebuild_bestfirst_heap(self) -> None:
         """With the guard: best-first's heap rebuilt from every live entry (their current uids)."""
-        if self._wheap is not None:
-            self._wheap = [(-row_score(e.row), e.link.seq, e.uid, e) for e in self._live]
-            heapq.heapify(self._wheap)
+        if self._bestfirst_heap is not None:
+            self._bestfirst_heap = [(-row_score(e.row), e.link.seq, e.uid, e) for e in self._live]
+            heapq.heapify(self._bestfirst_heap)
 
     def _requeue_bases(self) -> None:
         """The heap rebuilt from every live entry's base (with its sibling shift): one heapify."""
@@ -814,7 +820,7 @@ class LearnedFrontier(FrontierBase):
                if self.judge_refresh else {}),
             **({"learned/guard_learned": self._arm_pops[LEARNED_ARM],
                 "learned/guard_bestfirst": self._arm_pops[BESTFIRST_ARM],
-                "learned/guard_agreed": self._arm_pops[BOTH_ARMS]} if self._wheap is not None else {}),
+                "learned/guard_agreed": self._arm_pops[BOTH_ARMS]} if self._bestfirst_heap is not None else {}),
         }
 
     # -- JOBDIR -------------------------------------------------------------------------------------------
@@ -843,8 +849,8 @@ class LearnedFrontier(FrontierBase):
 
     def load_state(self, state: dict) -> None:
         self._heap, self._live = [], []
-        if self._wheap is not None:
-            self._wheap = []
+        if self._bestfirst_heap is not None:
+            self._bestfirst_heap = []
         self._next_seq = state["next_seq"]
         learned = state.get("learned")
         if learned is None:  # written by another strategy: rows from the URLs, priorities as push
@@ -883,7 +889,7 @@ class LearnedFrontier(FrontierBase):
                 self._by_url[link.url] = entry
             self._heap.append((-priority, link.seq, entry.uid, entry))
         heapq.heapify(self._heap)
-        self._rebuild_wheap()
+        self._rebuild_bestfirst_heap()
         if "guard" in learned:  # a state saved before the guard: its statistics start empty
             arms, pops, armed = learned["guard"]
             self._arms, self._arm_pops, self._armed = [list(a) for a in arms], list(pops), OrderedDict(armed)
