@@ -43,6 +43,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import clone
 
+from topiccrawl.learning.choices import check_choice
 from topiccrawl.learning.classifier import PageClassifier, counts_row, hash_terms
 
 PSEUDO_RULES = ("top", "beta", "relative")
@@ -112,12 +113,9 @@ class PageFocus:
                  pseudo: str = "top", pseudo_share: float = 0.03, min_pseudo: int = 3,
                  strong_quantile: float = 0.25, wordless: str = "keep", rank_scorer=None, seed: int = 0,
                  classifier: PageClassifier | None = None, unranked: str = "discard") -> None:
-        if pseudo not in PSEUDO_RULES:
-            raise ValueError(f"pseudo={pseudo!r}: expected one of {', '.join(PSEUDO_RULES)}")
-        if wordless not in WORDLESS_RULES:
-            raise ValueError(f"wordless={wordless!r}: expected one of {', '.join(WORDLESS_RULES)}")
-        if unranked not in UNRANKED_RULES:
-            raise ValueError(f"unranked={unranked!r}: expected one of {', '.join(UNRANKED_RULES)}")
+        check_choice("pseudo", pseudo, PSEUDO_RULES)
+        check_choice("wordless", wordless, WORDLESS_RULES)
+        check_choice("unranked", unranked, UNRANKED_RULES)
         self.wordless = wordless
         self.unranked = unranked
         self.discarded = 0  # refits discarded by the ``unranked`` rule

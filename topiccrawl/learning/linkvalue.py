@@ -49,6 +49,7 @@ from scipy.special import expit
 from sklearn.linear_model import SGDClassifier
 from sklearn.metrics import average_precision_score
 
+from topiccrawl.learning.choices import check_choice
 from topiccrawl.learning.ranking import roc_auc
 from topiccrawl.learning.vocabulary import hashed_column
 
@@ -149,6 +150,11 @@ def shifted_score_row(row: bytes, delta: float) -> bytes:
     return row[:at] + struct.pack(_DENSE_FMT, holder, host, value, min(1.0, max(0.0, score + delta)))
 
 
+def row_score(row: bytes) -> float:
+    """R(l) of an encoded row (its last dense column)."""
+    return unpack_from("<f", row, len(row) - 4)[0]
+
+
 #: Latin words and runs of CJK characters (CJK Unified Ideographs and Extension A)
 _QUICK_RE = re.compile(r"[a-z0-9]+|[\u3400-\u4dbf\u4e00-\u9fff]+")
 
@@ -195,12 +201,9 @@ class LinkValueModel:
                  retrain_every: int = 100, buffer_size: int = 50_000, min_positive: int = 3,
                  alpha: float = 1e-3, epochs: int = 3, random_state: int = 0, label_rule: str = "fixed",
                  first_blend: str = "none", blend_score: str = "auc", blend_label: str = "reach") -> None:
-        if first_blend not in FIRST_BLENDS:
-            raise ValueError(f"first_blend={first_blend!r}: expected one of {', '.join(FIRST_BLENDS)}")
-        if blend_score not in BLEND_SCORES:
-            raise ValueError(f"blend_score={blend_score!r}: expected one of {', '.join(BLEND_SCORES)}")
-        if blend_label not in BLEND_LABELS:
-            raise ValueError(f"blend_label={blend_label!r}: expected one of {', '.join(BLEND_LABELS)}")
+        check_choice("first_blend", first_blend, FIRST_BLENDS)
+        check_choice("blend_score", blend_score, BLEND_SCORES)
+        check_choice("blend_label", blend_label, BLEND_LABELS)
         self.blend_score = blend_score
         self.blend_label = blend_label
         self.label_rule = label_rule

@@ -75,10 +75,10 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from struct import unpack_from
 
 from topiccrawl.learning.anchorjudge import AnchorJudge
 from topiccrawl.learning.association import EXAMPLE_LINK, TermAssociation
+from topiccrawl.learning.choices import check_choice
 from topiccrawl.learning.linkvalue import (
     BLEND_LABELS,
     BLEND_SCORES,
@@ -87,6 +87,7 @@ from topiccrawl.learning.linkvalue import (
     LinkFeatures,
     LinkValueModel,
     refreshed_row,
+    row_score,
     shifted_score_row,
     url_tokens,
 )
@@ -193,11 +194,6 @@ def shifted(value: float, shift: float) -> float:
     return 1.0 / (1.0 + math.exp(-z)) if z > -700.0 else 0.0
 
 
-def row_score(row: bytes) -> float:
-    """R(l) of an encoded link row (its last dense column)."""
-    return unpack_from("<f", row, len(row) - 4)[0]
-
-
 class _Entry:
     __slots__ = ("assoc", "base", "docs", "holder", "hn", "hsum", "jsum", "judged", "link", "pos", "priority", "row",
                  "terms", "uid")
@@ -253,12 +249,9 @@ class LearnedFrontier(FrontierBase):
                  association: str = "off", association_every: int = 25, association_examples: bool = False,
                  holder_refresh: bool = False, example_links: bool = False, anchor_judge: float = 0.0,
                  holder_mean: bool = False, judge_refresh: bool = False, guard: str = "off") -> None:
-        if guard not in GUARD_RULES:
-            raise ValueError(f"guard={guard!r}: expected one of {', '.join(GUARD_RULES)}")
-        if siblings not in SIBLING_RULES:
-            raise ValueError(f"siblings={siblings!r}: expected one of {', '.join(SIBLING_RULES)}")
-        if association not in ASSOCIATION_RULES:
-            raise ValueError(f"association={association!r}: expected one of {', '.join(ASSOCIATION_RULES)}")
+        check_choice("guard", guard, GUARD_RULES)
+        check_choice("siblings", siblings, SIBLING_RULES)
+        check_choice("association", association, ASSOCIATION_RULES)
         self.association = TermAssociation() if association == "anchor" else None
         self.association_every = max(1, int(association_every))
         self.association_examples = association_examples
