@@ -226,3 +226,39 @@ def test_links_with_an_absolute_path_join_as_urljoin_does():
         for href in hrefs:
             assert _link(base, href, origin) == _link(base, href) == _link(urljoin(base, "/"), href)
             assert _link(base, href, origin) is not None
+
+
+def _token_by_token(text: str) -> list[str]:
+    """The tokenizer's rule, one ``_TOKEN_RE`` match at a time (the loop the fast paths replace)."""
+    from topiccrawl.learning.normalize import to_simplified
+    from topiccrawl.scoring.text import _CJK_RE, _TOKEN_RE, STOPWORDS, _cut
+
+    out = []
+    for run in _TOKEN_RE.findall(to_simplified(text)):
+        if _CJK_RE.match(run):
+            out += [t for t in (_cut(run) if len(run) > 1 else (run,)) if t not in STOPWORDS]
+        elif len(run.lower()) > 1 and run.lower() not in STOPWORDS:
+            out.append(run.lower())
+    return out
+
+
+def test_mixed_chinese_and_latin_text_gives_the_token_by_token_terms():
+    import random
+
+    rng = random.Random(7)
+    pieces = [*_PIECES, "台风", "颱風", "暴雨", "5号", "İzmir", "ΟΔΟΣ", "的"]
+    for _ in range(300):
+        text = "".join(rng.choice(pieces) + rng.choice([" ", "", "_", "-", "'", "，"])
+                       for _ in range(rng.randrange(1, 40)))
+        assert tokenize(text + "台") == _token_by_token(text + "台")  # one CJK character: the mixed path
+
+
+def test_main_text_is_the_bodys_text_nodes_in_order():
+    # read during the anchors' walk: an anchor's own text, not the title or alt its label falls back to
+    page = ("<html><head><title>t</title></head><body>lead <b>bold</b>tail"
+            "<a href='/a'>link <i>inner</i></a>after<a href='/b' title='only a title'></a>"
+            "<area href='/c' alt='map'>x<p>para<a name='n'>named</a>end</p><!-- note -->post"
+            "<a href='/d'><img alt='pic'></a>last</body></html>")
+    ex = extract(page.encode(), "http://h.example/", "text/html; charset=utf-8")
+    assert ex.text == "lead bold tail link inner after x para named end post last"
+    assert [a.text for a in ex.anchors] == ["link inner", "only a title", "map", "pic"]

@@ -31,6 +31,7 @@ _CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 #: branch excludes CJK so that "5号台风" splits into "5" and "号台风"
 _TOKEN_RE = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+(?:['’\-][^\W_{_CJK}]+)*", re.UNICODE)
 _CJK_RE = re.compile(rf"[{_CJK}]")
+_CJK_RUNS = re.compile(rf"([{_CJK}]+)")
 #: the word branch of ``_TOKEN_RE`` on text without CJK characters once "_" is a space (there,
 #: [^\W_] is \w), without its one-character words: the tokens kept, found faster
 _WORD_RE = re.compile(r"\w\w+(?:['’\-]\w+)*|\w(?:['’\-]\w+)+")
@@ -64,6 +65,8 @@ def has_cjk(text: str) -> bool:
 def detect_language(text: str) -> str:
     """``zh`` when CJK ideographs make up at least 10% of the letters, else ``en``."""
     sample = text[:1500]
+    if not _CJK_RE.search(sample):
+        return "en"
     cjk = len(_CJK_RE.findall(sample))
     letters = len(_LETTER_RE.findall(sample))
     return "zh" if letters and cjk / letters >= 0.1 else "en"
@@ -103,25 +106,30 @@ def tokenize(text: str, stopwords: frozenset[str] = STOPWORDS) -> list[str]:
 
 
 def _tokenize(text: str, stopwords: frozenset[str]) -> list[str]:
-    if not _CJK_RE.search(text):  # Latin-only text: one C-level findall, same terms as the loop
-        # every character but İ and Σ (lower-cased by context) lower-cases to one character of the
-        # same class, so lower-casing the text first gives the same tokens
-        tokens = ([tok for tok in map(str.lower, _TOKEN_RE.findall(text)) if len(tok) > 1]
-                  if "\u0130" in text or "\u03a3" in text else _WORD_RE.findall(text.lower().replace("_", " ")))
-        return list(filterfalse(stopwords.__contains__, tokens))
+    if not _CJK_RE.search(text):
+        return _latin_terms(text, stopwords)
     text = to_simplified(text)  # jieba's dictionary is Simplified: Traditional runs fall apart
     out: list[str] = []
-    for m in _TOKEN_RE.finditer(text):
-        run = m.group(0)
-        if _CJK_RE.match(run):
-            for tok in _cut(run) if len(run) > 1 else (run,):
+    # the runs of CJK characters (odd places) and the text between them: _TOKEN_RE's CJK runs are
+    # maximal and its words hold no CJK character, so its tokens never cross a run's edge
+    for i, part in enumerate(_CJK_RUNS.split(text)):
+        if i % 2:
+            for tok in _cut(part) if len(part) > 1 else (part,):
                 if tok not in stopwords:
                     out.append(tok)
-        else:
-            tok = run.lower()
-            if len(tok) > 1 and tok not in stopwords:
-                out.append(tok)
+        elif part:
+            out += _latin_terms(part, stopwords)
     return out
+
+
+def _latin_terms(text: str, stopwords: frozenset[str]) -> list[str]:
+    """:func:`_tokenize` of text without CJK characters: one C-level findall, the same terms as
+    ``_TOKEN_RE``'s words lower-cased, longer than one character, not stop words."""
+    # every character but İ and Σ (lower-cased by context) lower-cases to one character of the
+    # same class, so lower-casing the text first gives the same tokens
+    tokens = ([tok for tok in map(str.lower, _TOKEN_RE.findall(text)) if len(tok) > 1]
+              if "\u0130" in text or "\u03a3" in text else _WORD_RE.findall(text.lower().replace("_", " ")))
+    return list(filterfalse(stopwords.__contains__, tokens))
 
 
 def add_words(words: list[str]) -> None:
@@ -265,11 +273,11 @@ def extract(body: bytes, url: str, content_type: str | None = None,
     for href in root.xpath("//base/@href"):
         base = urljoin(url, strip_html5_whitespace(href))
         break
-    anchors = _anchors(root, base, context_words)
+    anchors, pieces = _anchors(root, base, context_words)
 
     page = root.find("body")
     page = root if page is None else page
-    full = _text(page)
+    full = _squeeze(" ".join(pieces))  # as _text(page): the walk read the same text nodes in order
     boiler = [el for el in page.iter(*_BOILERPLATE)] + [
         el for el in page.xpath(".//*[@class or @id]")
         if _BOILER_ATTR.search(f"{el.get('class', '')} {el.get('id', '')}")]
@@ -285,34 +293,39 @@ def extract(body: bytes, url: str, content_type: str | None = None,
                      detect_language(f"{title} {main} {description}"), anchors)
 
 
-def _anchors(root, base: str, context_words: int) -> list[Anchor]:
-    """Anchors with ±``context_words`` terms of surrounding text, from one walk over the tree.
+def _anchors(root, base: str, context_words: int) -> tuple[list[Anchor], list[str]]:
+    """Anchors with ±``context_words`` terms of surrounding text, from one walk over the tree,
+    and the text pieces of the page's body in document order (joined with spaces and squeezed,
+    the body's :func:`_text`, which need not walk the tree again).
 
     The walk collects text pieces in document order (an anchor's label is one piece); only the
     pieces next to an anchor are tokenised, until enough context terms are found: each end of a
     piece at most once, and of a long piece only as much as the context needs (:func:`_edge_terms`).
     """
     chunks: list[str] = []
+    pieces: list[str] = []  # chunks, with an anchor's own text where its label falls back to title/alt
     found: list[tuple[str, str, int]] = []  # url, label, index of the label's piece
 
     def walk(el) -> None:
         href = el.get("href") if el.tag in ("a", "area") else None
         if href is not None:
             link = _link(base, href, origin)
-            label = (_text(el) or el.get("title") or el.get("alt")
-                     or " ".join(el.xpath(".//img/@alt")))
-            label = _squeeze(label)
+            text = _text(el)
+            label = text or _squeeze(el.get("title") or el.get("alt") or " ".join(el.xpath(".//img/@alt")))
             chunks.append(label)
+            pieces.append(text)
             if link:
                 found.append((link, label, len(chunks) - 1))
             return
         if el.text:
             chunks.append(el.text)
+            pieces.append(el.text)
         for child in el:
             if isinstance(child.tag, str):
                 walk(child)
             if child.tail:
                 chunks.append(child.tail)
+                pieces.append(child.tail)
 
     body = root.find("body")
     try:  # the scheme and host that links with an absolute path ("/a/b") are joined to
@@ -348,7 +361,7 @@ def _anchors(root, base: str, context_words: int) -> list[Anchor]:
             after += head(j)
             j += 1
         anchors.append(Anchor(link, label, " ".join((before[-n:] if n else []) + after[:n])))
-    return anchors
+    return anchors, pieces
 
 
 def _edge_terms(text: str, n: int, last: bool) -> list[str]:
