@@ -32,6 +32,7 @@ def test_learned_crawl_reports_probabilities_and_a_self_assessed_harvest(tmp_pat
                           settings={"TOPICCRAWL_WEB": WEB, "TOPICCRAWL_PLOT_ENABLED": "false"})
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "BLAS threads: 1 (TOPICCRAWL_BLAS_THREADS; the libraries' default: 2)" in proc.stderr
+    assert "Garbage collection: a young generation of 10000 objects (TOPICCRAWL_GC_THRESHOLD" in proc.stderr
     stats = _stats(out)
     assert stats["topiccrawl/dp"] == 300
     assert stats["topiccrawl/learned/retrains"] >= 1 and stats["topiccrawl/classifier/refits"] >= 1

@@ -13,6 +13,7 @@ page and its links; item pipelines then add importance (PageRank) and record the
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import re
@@ -50,6 +51,18 @@ from topiccrawl.scoring.text import Extracted, add_words, document_terms, extrac
 from topiccrawl.scoring.topic import load_topic
 
 logger = logging.getLogger(__name__)
+
+def raise_gc_threshold(threshold: int) -> int | None:
+    """Let the garbage collector's young generation hold ``threshold`` objects before it is
+    collected, for the whole process (``gc.set_threshold``'s first number; docs/settings.md,
+    ``TOPICCRAWL_GC_THRESHOLD``). Returns the threshold before, or None when nothing changed:
+    ``threshold`` 0, a threshold already as high, or the collector disabled."""
+    current = gc.get_threshold()
+    if threshold <= 0 or not gc.isenabled() or current[0] >= threshold:
+        return None
+    gc.set_threshold(threshold, *current[1:])
+    return current[0]
+
 
 #: tldextract with its bundled public-suffix snapshot: never downloads
 _tld = tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None)
@@ -175,6 +188,11 @@ class TopicCrawl:
             for name in OVERRIDABLE
         }
         self.config = TopicCrawlConfig.from_settings(crawler.settings, overrides)
+        # fewer collections of young objects: the crawl allocates many, few of them in cycles
+        before = raise_gc_threshold(self.config.gc_threshold)
+        if before is not None:
+            logger.info("Garbage collection: a young generation of %d objects (TOPICCRAWL_GC_THRESHOLD; "
+                        "Python's setting: %d)", self.config.gc_threshold, before)
         self.topic, self.scorer = make_topic_and_scorer(self.config)
         # set-up work belongs before the crawl: a page with one Chinese character (an English
         # article naming a Chinese city) would otherwise stall the crawl while jieba loads

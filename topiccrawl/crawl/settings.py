@@ -88,6 +88,7 @@ class TopicCrawlConfig:
     dispatch_seeds: str = "queued"
     dispatch_patient_pages: int = 0
     blas_threads: int = 1
+    gc_threshold: int = 10000
 
     @property
     def offline(self) -> bool:
@@ -204,6 +205,8 @@ class TopicCrawlConfig:
             raise ConfigError("TOPICCRAWL_CHECKPOINT_INTERVAL must be >= 0 seconds (0 = JOBDIR saved on close only)")
         if self.blas_threads < 0:
             raise ConfigError("TOPICCRAWL_BLAS_THREADS must be >= 0 (0 = the BLAS libraries' own default)")
+        if self.gc_threshold < 0:
+            raise ConfigError("TOPICCRAWL_GC_THRESHOLD must be >= 0 (0 = Python's own setting)")
         if self.slow_seconds <= 0:
             raise ConfigError("TOPICCRAWL_SLOW_SECONDS must be > 0")
         parse_allow_hosts(self.live_allow_hosts)  # raises ConfigError on a bad entry
