@@ -1,7 +1,7 @@
 """Decision cost of the ``learned`` frontier at a 10^6-link queue (docs/benchmarks.md, "Learned focus").
 
     python -m bench.learned_decisions [QUEUED=1000000] [PAGES=5000] [M=R=128] [--no-freeze] [--no-association]
-        [--blas-threads=N]
+        [--blas-threads=N] [--gc-threshold=N]
 
 Fills the queue through the public path (``observe_page`` with 50 out-links per page, then
 ``push``), fits the model on a planted signal, then runs a steady crawl: pop one link, observe its
@@ -14,7 +14,8 @@ As in ``bench.bench_decisions``, the filled queue is moved out of the cyclic GC'
 count; ``--no-freeze`` includes them. The anchor association is on, as in a crawl (each page
 reports 50 terms, each link its anchor's words); ``--no-association`` turns it off. BLAS is
 limited to one thread, as a crawl limits it (``TOPICCRAWL_BLAS_THREADS``); ``--blas-threads=0``
-keeps the libraries' default.
+keeps the libraries' default. The garbage collector's young generation is raised as a crawl raises
+it (``TOPICCRAWL_GC_THRESHOLD``, its default); ``--gc-threshold=0`` keeps Python's.
 """
 import gc
 import random
@@ -23,6 +24,8 @@ import statistics
 import sys
 import time
 
+from topiccrawl.crawl.runtime import raise_gc_threshold
+from topiccrawl.crawl.settings import TopicCrawlConfig
 from topiccrawl.learning.linkvalue import LinkFeatures, LinkValueModel, url_tokens
 from topiccrawl.learning.threads import limit_blas_threads
 from topiccrawl.strategies.base import Link
@@ -32,6 +35,8 @@ from topiccrawl.strategies.simple import BestFirstFrontier
 FREEZE = "--no-freeze" not in sys.argv
 ASSOCIATION = "off" if "--no-association" in sys.argv else "anchor"
 BLAS = int(next((a.split("=", 1)[1] for a in sys.argv if a.startswith("--blas-threads=")), 1))
+GC_THRESHOLD = int(next((a.split("=", 1)[1] for a in sys.argv if a.startswith("--gc-threshold=")),
+                        TopicCrawlConfig().gc_threshold))
 argv = [a for a in sys.argv[1:] if not a.startswith("--")]
 N = int(argv[0]) if len(argv) > 0 else 1_000_000
 STEPS = int(argv[1]) if len(argv) > 1 else 5_000
@@ -55,6 +60,8 @@ print(f"anchor association: {ASSOCIATION}")
 before = limit_blas_threads(BLAS)
 defaults = ", ".join(map(str, sorted(set(before.values()))))
 print(f"BLAS threads: {BLAS or 'the default'} (the libraries' default: {defaults})")
+raise_gc_threshold(GC_THRESHOLD)
+print(f"garbage collection thresholds: {gc.get_threshold()}")
 
 
 def text(relevance: float) -> dict:
