@@ -52,6 +52,7 @@ from topiccrawl.scoring.topic import load_topic
 
 logger = logging.getLogger(__name__)
 
+
 def raise_gc_threshold(threshold: int) -> int | None:
     """Let the garbage collector's young generation hold ``threshold`` objects before it is
     collected, for the whole process (``gc.set_threshold``'s first number; docs/settings.md,
