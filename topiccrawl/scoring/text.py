@@ -33,8 +33,13 @@ _TOKEN_RE = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+(?:['’\-][^\W_{_CJK}]+)*", re
 _CJK_RE = re.compile(rf"[{_CJK}]")
 _CJK_RUNS = re.compile(rf"([{_CJK}]+)")
 #: the word branch of ``_TOKEN_RE`` on text without CJK characters once "_" is a space (there,
-#: [^\W_] is \w), without its one-character words: the tokens kept, found faster
-_WORD_RE = re.compile(r"\w\w+(?:['’\-]\w+)*|\w(?:['’\-]\w+)+")
+#: [^\W_] is \w), without its one-character words: the tokens kept, found faster. Possessive
+#: (Python 3.11+): a run of word characters ends at a non-word character whatever follows, so
+#: giving characters back never makes another match, and not trying is faster
+try:
+    _WORD_RE = re.compile(r"\w\w++(?:['’\-]\w++)*+|\w(?:['’\-]\w++)++")
+except re.error:  # Python 3.10: the same matches, tried the long way
+    _WORD_RE = re.compile(r"\w\w+(?:['’\-]\w+)*|\w(?:['’\-]\w+)+")
 _LETTER_RE = re.compile(r"[^\W\d_]")
 
 EN_STOPWORDS = frozenset(
