@@ -262,3 +262,25 @@ def test_main_text_is_the_bodys_text_nodes_in_order():
     ex = extract(page.encode(), "http://h.example/", "text/html; charset=utf-8")
     assert ex.text == "lead bold tail link inner after x para named end post last"
     assert [a.text for a in ex.anchors] == ["link inner", "only a title", "map", "pic"]
+
+
+def test_unsqueezed_main_text_gives_the_same_terms_language_and_boilerplate_choice():
+    # extract(squeeze=False), the crawl's way: the text keeps the page's whitespace, nothing else changes
+    from topiccrawl.scoring.text import document_terms
+    plain = ("<html><head><title>t</title></head><body>" + "\n" * 3000 + "<p>台风 登陆\t\t福建</p>" * 40
+             + "<p>Typhoon   landfall</p>" + "<a href='/a'> link\n\n text </a> after</body></html>")
+    boiler = ("<html><body><nav>menu <a href='/m'>Menu</a></nav><div class='menu-page'>"
+              + "<p>the   whole\n\npage</p>" * 30 + "</div><p>x</p></body></html>")
+    for page in (plain, boiler):
+        squeezed = extract(page.encode(), "http://h.example/", "text/html; charset=utf-8")
+        raw = extract(page.encode(), "http://h.example/", "text/html; charset=utf-8", squeeze=False)
+        assert " ".join(raw.text.split()) == squeezed.text
+        assert document_terms(raw) == document_terms(squeezed)
+        assert (raw.title, raw.keywords, raw.description, raw.language, raw.anchors) == (
+            squeezed.title, squeezed.keywords, squeezed.description, squeezed.language, squeezed.anchors)
+    raw = extract(plain.encode(), "http://h.example/", "text/html; charset=utf-8", squeeze=False)
+    assert raw.text != squeezed.text and raw.text.startswith("\n" * 100)
+    # the language is read from the squeezed text: 3,000 newlines are not a sample of it
+    assert raw.language == "zh"
+    # the menu class held the page, so its text is the main text in both modes
+    assert "the whole page" in extract(boiler.encode(), "http://h.example/", squeeze=False).text

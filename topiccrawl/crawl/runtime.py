@@ -341,14 +341,16 @@ class TopicCrawl:
         return ex, self.scorer.page_relevance(terms)
 
     @staticmethod
-    def page_terms(response) -> tuple[Extracted, list[str]]:
-        """A downloaded page extracted, and the terms of its title, meta data and text."""
-        ex = extract(response.body, response.url, response.headers.get("Content-Type", b"").decode("latin-1"))
+    def page_terms(response, squeeze: bool = True) -> tuple[Extracted, list[str]]:
+        """A downloaded page extracted, and the terms of its title, meta data and text (with
+        ``squeeze=False`` the text may keep the page's whitespace: :func:`extract`)."""
+        ex = extract(response.body, response.url, response.headers.get("Content-Type", b"").decode("latin-1"),
+                     squeeze=squeeze)
         return ex, document_terms(ex)
 
     def process_page(self, response, depth: int, parent: str | None, anchor: str) -> tuple[PageItem, list[ScoredLink]]:
         """Score a downloaded page (R(P), eq. 4) and its outlinks (R(l), eq. 5)."""
-        ex, terms = self.page_terms(response)
+        ex, terms = self.page_terms(response, squeeze=False)  # its text is only tokenised here
         relevance = self.scorer.page_relevance(terms)
         probability = None
         # the page term of R(l) (eq. 5): R(P), or P(relevant) once the page classifier is fitted

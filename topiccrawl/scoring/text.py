@@ -67,9 +67,13 @@ def has_cjk(text: str) -> bool:
     return bool(_CJK_RE.search(text))
 
 
+_LANGUAGE_SAMPLE = 1500
+
+
 def detect_language(text: str) -> str:
-    """``zh`` when CJK ideographs make up at least 10% of the letters, else ``en``."""
-    sample = text[:1500]
+    """``zh`` when CJK ideographs make up at least 10% of the letters (of the first
+    ``_LANGUAGE_SAMPLE`` characters), else ``en``."""
+    sample = text[:_LANGUAGE_SAMPLE]
     if not _CJK_RE.search(sample):
         return "en"
     cjk = len(_CJK_RE.findall(sample))
@@ -244,7 +248,7 @@ def document_terms(ex: Extracted) -> list[str]:
 
 
 def extract(body: bytes, url: str, content_type: str | None = None,
-            context_words: int = 10) -> Extracted:
+            context_words: int = 10, squeeze: bool = True) -> Extracted:
     """Title, main text, meta keywords/description, language and anchors of an HTML page.
 
     Anchors are absolute (resolved against ``<base href>`` and ``url``, percent-encoded like
@@ -253,6 +257,11 @@ def extract(body: bytes, url: str, content_type: str | None = None,
     Main text leaves out scripts, styles and navigation boilerplate (nav, footer, aside, forms,
     elements whose class/id says nav/menu/footer/sidebar...). Empty, non-HTML or unparsable
     bodies give an empty :class:`Extracted`.
+
+    With ``squeeze=False`` the main text of a page without boilerplate keeps the page's runs of
+    whitespace, which saves squeezing a long text: for callers that only tokenise it, as
+    :func:`document_terms` does (no term spans whitespace, so the terms are the same). Everything
+    else is the same, the language included (read from the squeezed text's start).
     """
     if not body or not body.strip() or not _is_html(body, content_type):
         return Extracted()
@@ -282,20 +291,36 @@ def extract(body: bytes, url: str, content_type: str | None = None,
 
     page = root.find("body")
     page = root if page is None else page
-    full = _squeeze(" ".join(pieces))  # as _text(page): the walk read the same text nodes in order
+    full = " ".join(pieces)  # as _text(page) once squeezed: the walk read the same text nodes in order
     boiler = [el for el in page.iter(*_BOILERPLATE)] + [
         el for el in page.xpath(".//*[@class or @id]")
         if _BOILER_ATTR.search(f"{el.get('class', '')} {el.get('id', '')}")]
     for el in dict.fromkeys(boiler):  # an element can match twice (tag and class)
         if el.getparent() is not None:
             el.drop_tree()
-    main = _text(page) if boiler else full
-    if len(main) < len(full) // 20:  # the "boilerplate" held the page (e.g. class="menu-page")
-        main = full
+    squeezed = True
+    if boiler:
+        main = _text(page)
+        if 20 * len(main) < len(full):  # squeezing never lengthens a text: else it cannot be 20× main
+            full = _squeeze(full)
+            if len(main) < len(full) // 20:  # the "boilerplate" held the page (e.g. class="menu-page")
+                main = full
+    elif squeeze:
+        main = _squeeze(full)
+    else:
+        main, squeezed = full, False
     if not title:
         title = " ".join(_text(h) for h in root.xpath("//h1")[:1])
-    return Extracted(title, main, keywords, description,
-                     detect_language(f"{title} {main} {description}"), anchors)
+    sample = main if squeezed else _squeezed_head(main, _LANGUAGE_SAMPLE)
+    return Extracted(title, main, keywords, description, detect_language(f"{title} {sample} {description}"),
+                     anchors)
+
+
+def _squeezed_head(text: str, n: int) -> str:
+    """:func:`_squeeze` of ``text``, or of a prefix of it, at least ``n`` characters long: the
+    squeezed prefix of a text is a prefix of the squeezed text."""
+    head = _squeeze(text[: 2 * n])
+    return head if len(head) >= n or len(text) <= 2 * n else _squeeze(text)
 
 
 def _anchors(root, base: str, context_words: int) -> tuple[list[Anchor], list[str]]:
