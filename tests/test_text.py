@@ -279,7 +279,7 @@ def test_unsqueezed_main_text_gives_the_same_terms_language_and_boilerplate_choi
         assert (raw.title, raw.keywords, raw.description, raw.language, raw.anchors) == (
             squeezed.title, squeezed.keywords, squeezed.description, squeezed.language, squeezed.anchors)
     raw = extract(plain.encode(), "http://h.example/", "text/html; charset=utf-8", squeeze=False)
-    assert raw.text != squeezed.text and raw.text.startswith("\n" * 100)
+    assert raw.text.startswith("\n" * 100) and not extract(plain.encode(), "http://h.example/").text.startswith("\n")
     # the language is read from the squeezed text: 3,000 newlines are not a sample of it
     assert raw.language == "zh"
     # the menu class held the page, so its text is the main text in both modes
