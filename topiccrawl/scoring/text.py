@@ -298,20 +298,18 @@ def extract(body: bytes, url: str, content_type: str | None = None,
     for el in dict.fromkeys(boiler):  # an element can match twice (tag and class)
         if el.getparent() is not None:
             el.drop_tree()
-    squeezed = True
     if boiler:
         main = _text(page)
         if 20 * len(main) < len(full):  # squeezing never lengthens a text: else it cannot be 20× main
             full = _squeeze(full)
             if len(main) < len(full) // 20:  # the "boilerplate" held the page (e.g. class="menu-page")
                 main = full
-    elif squeeze:
-        main = _squeeze(full)
     else:
-        main, squeezed = full, False
+        main = _squeeze(full) if squeeze else full
     if not title:
         title = " ".join(_text(h) for h in root.xpath("//h1")[:1])
-    sample = main if squeezed else _squeezed_head(main, _LANGUAGE_SAMPLE)
+    # main is left unsqueezed only without boilerplate and with squeeze=False
+    sample = main if boiler or squeeze else _squeezed_head(main, _LANGUAGE_SAMPLE)
     return Extracted(title, main, keywords, description, detect_language(f"{title} {sample} {description}"),
                      anchors)
 
