@@ -115,16 +115,13 @@ def topic_labels_seeds(path: str) -> tuple[set[str], list[str]]:
 def replay(pages: Pages, urls, relevance, focus_kw: dict, classifier_kw: dict, topic=None,
            examples: list[list[str]] = (), use_words: bool = True) -> float | None:
     """The self-assessment at the last page. ``rank=full`` (a rule key): pseudo-positives ranked by
-    the cosine over the full page vector, computed in fetch order (``restrict_to_topic=False``);
-    ``rank=both``: by its geometric mean with R(P).
+    the cosine over the full page vector, computed in fetch order (``restrict_to_topic=False``).
     ``examples``: the terms of example pages, added before the first page."""
     focus_kw = {"use_words": use_words, **focus_kw}
-    rank = focus_kw.pop("rank", "relevance")
-    if rank in ("full", "both"):  # as the crawl's TOPICCRAWL_CLASSIFIER_RANK=full or both
+    if focus_kw.pop("rank", "relevance") == "full":  # as the crawl's TOPICCRAWL_CLASSIFIER_RANK=full
         if topic is None:
-            raise SystemExit(f"rank={rank} needs the crawl's topic (results.json 'topics')")
+            raise SystemExit("rank=full needs the crawl's topic (results.json 'topics')")
         focus_kw["rank_scorer"] = RelevanceScorer(topic, restrict_to_topic=False)
-        focus_kw["rank_geometric"] = rank == "both"
     classifier = PageClassifier(**{"random_state": 0, **classifier_kw})
     focus = PageFocus(classifier=classifier, **focus_kw)
     for terms in examples:

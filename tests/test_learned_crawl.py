@@ -374,18 +374,3 @@ def test_asking_for_more_truth_pages_than_the_web_has_says_how_many_there_are(tm
     n = int(line.split("has only ")[1].split()[0])
     assert 0 < n < 100000
     assert _stats(out)["topiccrawl/dp"] == 5
-
-
-def test_classifier_rank_and_kept_settings_reach_the_page_classifier():
-    """TOPICCRAWL_CLASSIFIER_RANK=both ranks the pseudo-positives by both cosines,
-    TOPICCRAWL_CLASSIFIER_KEPT is the mixture estimate's share of positives kept (docs/learned.md)."""
-    from topiccrawl.crawl.settings import ConfigError, TopicCrawlConfig
-
-    default = _example_spider().tc.focus
-    assert default.rank_scorer is None and not default.rank_geometric and default.classifier.pu_kept == 0.5
-    focus = _example_spider(TOPICCRAWL_CLASSIFIER_RANK="both", TOPICCRAWL_CLASSIFIER_KEPT=0.9).tc.focus
-    assert focus.rank_geometric and not focus.rank_scorer.restrict_to_topic and focus.classifier.pu_kept == 0.9
-    full = _example_spider(TOPICCRAWL_CLASSIFIER_RANK="full").tc.focus
-    assert full.rank_scorer is not None and not full.rank_geometric
-    with pytest.raises(ConfigError, match="TOPICCRAWL_CLASSIFIER_KEPT"):
-        TopicCrawlConfig(classifier_kept=0.0).validate()

@@ -8,7 +8,6 @@ Thresholds are measured values with a margin; the measurements are in the commen
 
 from __future__ import annotations
 
-import math
 import pickle
 
 import jieba
@@ -581,39 +580,6 @@ def test_pseudo_positives_ranked_by_the_full_vector_cosine():
 
     with pytest.raises(ConfigError, match="TOPICCRAWL_CLASSIFIER_RANK='tfidf'"):
         TopicCrawlConfig(classifier_rank="tfidf").validate()
-
-
-def test_pseudo_positives_ranked_by_both_cosines():
-    """``rank_geometric``: the pseudo-positives are ranked by √(R(P) · full cosine), which a page
-    can top while each cosine alone puts another page first."""
-    from topiccrawl.learning.focus import PageFocus
-    from topiccrawl.scoring.relevance import RelevanceScorer
-    from topiccrawl.scoring.topic import Topic
-
-    topic = Topic(name="space", language="en", words={"orbit": 1.0, "planet": 1.0}, beta=0.3)
-    restricted, full = RelevanceScorer(topic), RelevanceScorer(topic, restrict_to_topic=False)
-    filler = [f"w{i}" for i in range(300)]
-    kinds = {  # one page of each kind, then pages without topic words
-        "mix": ["orbit", "planet"] * 2 + filler[:120],  # the exact mix, thin: R(P) first
-        "dense": ["orbit"] * 6 + filler[:6],  # one topic word, dense: the full cosine first
-        "both": ["orbit"] * 3 + ["planet"] * 2 + filler[:30],  # a good mix, some density
-    }
-    pages = [(k, t) for k, t in kinds.items()] + [(f"p{i}", filler[i:i + 40]) for i in range(60)]
-    focus = PageFocus(pseudo="top", pseudo_share=0.01, min_pseudo=1, min_pages=1000,
-                      rank_scorer=RelevanceScorer(topic, restrict_to_topic=False), rank_geometric=True)
-    seen = {}
-    for key, terms in pages:
-        r = restricted.page_relevance(terms)
-        seen[key] = (r, full.page_relevance(terms))
-        focus.observe(terms, r, key=key)
-    assert focus._rank == pytest.approx([math.sqrt(r * f) for r, f in seen.values()])
-    best = {name: max(kinds, key=lambda k, i=i: seen[k][i]) for i, name in enumerate(("relevance", "full"))}
-    assert best == {"relevance": "mix", "full": "dense"}
-    (top,) = focus._pseudo_positives()
-    assert (top != focus._rows[list(seen).index("both")]).nnz == 0
-    from topiccrawl.crawl.settings import TopicCrawlConfig
-
-    TopicCrawlConfig(classifier_rank="both").validate()
 
 
 def test_a_refit_whose_held_out_positives_do_not_rank_is_discarded():

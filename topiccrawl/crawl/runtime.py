@@ -37,7 +37,6 @@ from topiccrawl.crawl.items import PageItem
 from topiccrawl.crawl.settings import TopicCrawlConfig, parse_url_list
 from topiccrawl.learning.anchorjudge import context_words
 from topiccrawl.learning.association import EXAMPLE_LINK, anchor_terms
-from topiccrawl.learning.classifier import PageClassifier
 from topiccrawl.learning.focus import RELIABLE_AUC, RELIABLE_C, PageFocus
 from topiccrawl.learning.linkvalue import LinkFeatures, quick_terms, url_tokens
 from topiccrawl.learning.threads import limit_blas_threads
@@ -487,15 +486,12 @@ class TopicCrawl:
 
     def _make_focus(self) -> PageFocus:
         cfg = self.config
-        # pseudo-positives by the full-vector cosine, or by its geometric mean with R(P) ("both")
-        full = cfg.classifier_rank in ("full", "both") and self.topic.words
+        full = cfg.classifier_rank == "full" and self.topic.words  # pseudo-positives by the full-vector cosine
         return PageFocus(self.topic.beta, use_words=bool(self.topic.words), refit_every=cfg.classifier_refit_every,
                          strong_quantile=cfg.classifier_quantile, pseudo=cfg.classifier_pseudo,
                          pseudo_share=cfg.classifier_share, wordless=cfg.classifier_wordless,
                          unranked=cfg.classifier_unranked,
-                         rank_scorer=RelevanceScorer(self.topic, restrict_to_topic=False) if full else None,
-                         rank_geometric=cfg.classifier_rank == "both",
-                         classifier=PageClassifier(random_state=0, pu_kept=cfg.classifier_kept))
+                         rank_scorer=RelevanceScorer(self.topic, restrict_to_topic=False) if full else None)
 
     # -- topics from examples -------------------------------------------------------------------
     def example_urls(self, arg: str | None) -> tuple[list[str], list[str]]:

@@ -75,7 +75,6 @@ class TopicCrawlConfig:
     classifier_wordless: str = "keep"
     classifier_unranked: str = "discard"
     classifier_rank: str = "relevance"
-    classifier_kept: float = 0.5
     classifier_guard: bool = False
     examples_background: str = "seeds"
     holder_score: str = "auto"
@@ -168,8 +167,8 @@ class TopicCrawlConfig:
             if value not in rules:
                 raise ConfigError(f"TOPICCRAWL_CLASSIFIER_{name}={value!r}: expected "
                                   f"{', '.join(rules[:-1])} or {rules[-1]}")
-        if self.classifier_rank not in ("relevance", "full", "both"):
-            raise ConfigError(f"TOPICCRAWL_CLASSIFIER_RANK={self.classifier_rank!r}: expected relevance, full or both")
+        if self.classifier_rank not in ("relevance", "full"):
+            raise ConfigError(f"TOPICCRAWL_CLASSIFIER_RANK={self.classifier_rank!r}: expected relevance or full")
         if self.examples_background not in ("seeds", "none"):
             raise ConfigError(f"TOPICCRAWL_EXAMPLES_BACKGROUND={self.examples_background!r}: expected seeds or none")
         if self.holder_score not in ("auto", "relevance", "probability"):
@@ -178,8 +177,6 @@ class TopicCrawlConfig:
             raise ConfigError(f"TOPICCRAWL_ASSOCIATION_SCORE={self.association_score!r}: expected relevance or holder")
         if not 0.0 < self.classifier_share <= 1.0:
             raise ConfigError("TOPICCRAWL_CLASSIFIER_SHARE must lie in (0, 1]")
-        if not 0.0 < self.classifier_kept <= 1.0:
-            raise ConfigError("TOPICCRAWL_CLASSIFIER_KEPT must lie in (0, 1]")
         if not 0.0 <= self.classifier_quantile < 1.0:
             raise ConfigError("TOPICCRAWL_CLASSIFIER_QUANTILE must lie in [0, 1)")
         if self.classifier_refit_every < 1:

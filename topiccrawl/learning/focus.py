@@ -98,14 +98,12 @@ class PageFocus:
     unlabeled set (``"exclude"``). ``rank_scorer``: an object with ``page_relevance(terms)`` (a
     :class:`~topiccrawl.scoring.relevance.RelevanceScorer` over the full page vector) whose score of
     every fetched page ranks the pseudo-positives of rules ``"top"`` and ``"relative"`` instead of
-    R(P) (it must be 0 exactly where R(P) is); with ``rank_geometric`` by the geometric mean of that
-    score and R(P), √(R(P) · score)."""
+    R(P) (it must be 0 exactly where R(P) is)."""
 
     #: a focus pickled before ``wordless`` / ``rank_scorer`` / ``unranked`` existed (a JOBDIR of older code)
     #: keeps its behaviour
     wordless = "keep"
     rank_scorer = None
-    rank_geometric = False
     unranked = "flat"
     discarded = 0
     _discarded_auc = None
@@ -114,8 +112,7 @@ class PageFocus:
                  min_pages: int = 30, max_unlabeled: int = 2000, max_pseudo: int = 500,
                  pseudo: str = "top", pseudo_share: float = 0.03, min_pseudo: int = 3,
                  strong_quantile: float = 0.25, wordless: str = "keep", rank_scorer=None, seed: int = 0,
-                 classifier: PageClassifier | None = None, unranked: str = "discard",
-                 rank_geometric: bool = False) -> None:
+                 classifier: PageClassifier | None = None, unranked: str = "discard") -> None:
         check_choice("pseudo", pseudo, PSEUDO_RULES)
         check_choice("wordless", wordless, WORDLESS_RULES)
         check_choice("unranked", unranked, UNRANKED_RULES)
@@ -124,7 +121,6 @@ class PageFocus:
         self.discarded = 0  # refits discarded by the ``unranked`` rule
         self._discarded_auc: float | None = None  # the held-out AUC of the last refit, when discarded
         self.rank_scorer = rank_scorer
-        self.rank_geometric = rank_geometric
         self.beta = beta
         self.pseudo = pseudo
         self.pseudo_share = pseudo_share
@@ -178,8 +174,6 @@ class PageFocus:
         counts when the caller has them (:class:`~topiccrawl.learning.vocabulary.Vocabulary`)."""
         scorer = self.rank_scorer  # scores every page: its document frequencies count them all
         rank = scorer.page_relevance(terms) if scorer is not None and self.use_words else relevance
-        if self.rank_geometric and scorer is not None and self.use_words:
-            rank = math.sqrt(max(rank, 0.0) * max(relevance, 0.0))
         self.pages += 1
         row = None
         if len(self._rows) < self.max_unlabeled:
