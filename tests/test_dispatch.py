@@ -206,7 +206,8 @@ typhoon = 1.0
 
 
 class _Web(BaseHTTPRequestHandler):
-    """``/seed`` links to ``/slow`` (a strong anchor) and 30 weak pages ``/w<i>``; ``/slow``
+    """``/seed`` links to ``/slow`` (a strong anchor) and 30 weak pages ``/w<i>``; ``/wide`` to 40
+    weak pages, then ``/s0`` .. ``/s4``; ``/slow``
     answers after ``server.delay`` seconds with the only strong links, ``/s0`` .. ``/s9``;
     ``/seed2`` (a late start request) links to ``/v0`` .. ``/v29``."""
 
@@ -220,6 +221,9 @@ class _Web(BaseHTTPRequestHandler):
             filler = "<p>" + "lorem ipsum dolor sit amet " * 20 + "</p>"
             links = [f'<p><a href="/w{i}">misc page {i}</a></p>{filler}' for i in range(30)]
             body = "<p>index</p>" + "".join(links) + '<p><a href="/slow">storm hurricane typhoon report</a></p>'
+        elif self.path == "/wide":  # 40 weak links first, the 5 strong ones last
+            body = "<p>wide index</p>" + "".join(f'<p><a href="/w{i}">misc page {i}</a></p>' for i in range(40)) + (
+                "".join(f'<p><a href="/s{i}">storm hurricane typhoon damage {i}</a></p>' for i in range(5)))
         elif self.path == "/seed2":
             body = "<p>second seed</p>" + "".join(f'<a href="/v{i}">other {i}</a>' for i in range(30))
         elif self.path == "/slow":
@@ -329,6 +333,74 @@ def test_links_wait_for_every_seeds_answer_only_when_asked(tmp_path, web, seeds)
     else:  # the first seed's weak links go while /slow is in flight
         assert sum(i < min(strong, default=len(order)) for i in weak) >= 8, order
     assert "topiccrawl/dispatch/holds" not in stats  # eager dispatch otherwise
+
+
+@pytest.mark.parametrize("links", ["streamed", "together"])
+def test_a_pages_links_are_ranked_together_only_when_asked(tmp_path, web, links):
+    # Scrapy queues a callback's requests 16 at a time, and a free slot takes the best of those queued
+    _, stats = _crawl(tmp_path, web, "eager", seeds="wide", TOPICCRAWL_DISPATCH_PAGE_LINKS=links, max_pages=20)
+    order = _order(web)
+    assert order[0] == "/wide"
+    strong = [i for i, p in enumerate(order) if STRONG.match(p)]
+    first = order[1:9]  # the first 8 requests (8 per host) go out together after the page is parsed
+    if links == "together":  # chosen among all 45 links: the 5 strong ones, then weak ones
+        assert len(strong) == 5 and max(strong) <= 8, order
+    else:  # the page's first links in page order, before its strong ones reach the queue
+        assert all(p.startswith("/w") for p in first) and min(strong) > 8, order
+    assert "topiccrawl/dispatch/page_link_timeouts" not in stats
+    assert stats["finish_reason"] == "topiccrawl_max_pages"
+
+
+def _scheduler_of(**settings):
+    from scrapy.utils.test import get_crawler
+
+    from topiccrawl.crawl.scheduler import TopicScheduler
+    from topiccrawl.spiders.focused import FocusedSpider
+
+    crawler = get_crawler(FocusedSpider, {
+        "TOPICCRAWL_WEB": "generated:zh-disaster?pages=1000&seed=1", "TOPICCRAWL_WEB_PROXY": "http://127.0.0.1:9",
+        "TOPICCRAWL_STRATEGY": "bestfirst", "TOPICCRAWL_PLOT_ENABLED": False, **settings})
+    crawler.spider = crawler._create_spider(topic="台风灾害")
+    scheduler = TopicScheduler.from_crawler(crawler)
+    scheduler.open(crawler.spider)
+    return scheduler
+
+
+def test_the_hold_on_a_pages_links_ends_with_its_last_link_its_count_or_max_wait():
+    import scrapy
+
+    from topiccrawl.crawl.items import PageItem
+    from topiccrawl.crawl.meta import META_KEY
+
+    def request(parent: str, i: int, score: float, last: bool = False):
+        info = {"score": score, "depth": 1, "parent": parent, "anchor": "", "potential": False}
+        if last:
+            info["ends_page"] = True
+        return scrapy.Request(f"{parent}/{i}", meta={META_KEY: info})
+
+    s = _scheduler_of(TOPICCRAWL_DISPATCH_PAGE_LINKS="together", TOPICCRAWL_DISPATCH_MAX_WAIT="0.3")
+    tc = s.tc
+    a, b, c = "http://a.example.cn", "http://b.example.cn", "http://c.example.cn"
+    assert tc.open_links(a)
+    assert s.enqueue_request(request(a, 0, 0.1)) and s.enqueue_request(request(a, 1, 0.2))
+    assert s.next_request() is None  # the page's links are still being queued
+    assert s.enqueue_request(request(a, 2, 0.9, last=True))
+    assert s.next_request().url == f"{a}/2"  # then the best of all three
+    assert tc.open_links(b) and s.enqueue_request(request(b, 0, 0.8))
+    assert s.next_request() is None  # b's last link never arrives (dropped on the way) ...
+    tc.record(PageItem(url=b, relevance=0.1))
+    assert s.next_request().url == f"{b}/0"  # ... the page's count ends the hold
+    assert tc.open_links(c) and s.next_request() is None
+    time.sleep(0.35)
+    assert s.next_request().url == f"{a}/1"  # c neither: given up on after TOPICCRAWL_DISPATCH_MAX_WAIT
+    assert s.stats.get_value("topiccrawl/dispatch/page_link_timeouts") == 1 and not tc.links_open
+    streamed = _scheduler_of()  # the default: no hold
+    assert not streamed.tc.open_links(a) and streamed.enqueue_request(request(a, 0, 0.1))
+    assert streamed.next_request().url == f"{a}/0"
+    with pytest.raises(ConfigError, match="TOPICCRAWL_DISPATCH_PAGE_LINKS='page'"):
+        TopicCrawlConfig(dispatch_page_links="page").validate()
+    with pytest.raises(ConfigError, match="PAGE_LINKS=together is not available with TOPICCRAWL_STORE=redis"):
+        TopicCrawlConfig(dispatch_page_links="together", store="redis").validate()
 
 
 def test_the_wait_for_the_seeds_ends_at_max_wait(tmp_path, web):

@@ -32,6 +32,7 @@ import numpy as np
 import tldextract
 from scrapy import signals
 
+from topiccrawl.crawl.engine import wake_engine
 from topiccrawl.crawl.errors import ConfigError
 from topiccrawl.crawl.items import PageItem
 from topiccrawl.crawl.settings import TopicCrawlConfig, parse_url_list
@@ -211,6 +212,9 @@ class TopicCrawl:
         self.harvest_rows: list[dict] = []
         #: URL -> the page's place in the page classifier's order, until the page is counted
         self._observed: dict[str, int] = {}
+        #: TOPICCRAWL_DISPATCH_PAGE_LINKS = "together": URL -> when its parsed page's links began to be
+        #: queued, until the last of them reaches the scheduler (or the page is counted)
+        self.links_open: dict[str, float] = {}
         self.started = datetime.now(timezone.utc)
         #: the page classifier (P(relevant | page)); on with ``TOPICCRAWL_CLASSIFIER=on``, or
         #: ``auto`` for the learned strategy and topics with examples
@@ -586,9 +590,26 @@ class TopicCrawl:
         """Unnormalised PageRank of ``url`` at the last refresh (1.0 = the mean)."""
         return self.pagerank.score(url)
 
+    def open_links(self, url: str) -> bool:
+        """With ``TOPICCRAWL_DISPATCH_PAGE_LINKS = "together"``: the page ``url``'s links are about to
+        be queued, and no queued link is handed out until they all are (the scheduler's hold);
+        True when held."""
+        if self.config.dispatch_page_links != "together":
+            return False
+        self.links_open[url] = time.monotonic()
+        return True
+
+    def close_links(self, url: str | None) -> None:
+        """Every link of the page ``url`` has reached the scheduler: the hold ends once no page's
+        links are still being queued (the engine is asked again at once)."""
+        if self.links_open.pop(url, None) is not None and not self.links_open:
+            wake_engine(self.crawler, 0.0)
+
     def record(self, item: PageItem) -> dict | None:
         """Count one downloaded page in the metrics; None once the page budget is spent."""
         observed = self._observed.pop(item.url, None)
+        if self.links_open:  # its last link was dropped on the way (or none reached the scheduler)
+            self.close_links(item.url)
         if self.config.max_pages and self.metrics.dp >= self.config.max_pages:
             return None
         if self.shared is not None and not self.shared.count(item):

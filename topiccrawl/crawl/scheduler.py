@@ -149,6 +149,14 @@ class TopicScheduler(BaseScheduler):
         return len(self) > 0 and not self.tc.budget_spent
 
     def enqueue_request(self, request) -> bool:
+        queued = self._enqueue(request)
+        if self.tc.links_open:  # TOPICCRAWL_DISPATCH_PAGE_LINKS = "together": the page's last link?
+            meta = request.meta.get(META_KEY)
+            if meta and meta.get("ends_page"):
+                self.tc.close_links(meta.get("parent"))
+        return queued
+
+    def _enqueue(self, request) -> bool:
         if not request.dont_filter and self.df.request_seen(request):
             self.df.log(request, self.spider)
             return False
@@ -200,7 +208,7 @@ class TopicScheduler(BaseScheduler):
         if self.chosen:
             link = self.chosen.pop(0)
             self._last_start_out = time.monotonic()
-        elif self._links_held() or self._seeds_awaited():
+        elif self._links_held() or self._seeds_awaited() or self._page_links_held():
             return None
         else:
             if self.dispatch is not None and self._patient_now():
@@ -244,6 +252,20 @@ class TopicScheduler(BaseScheduler):
             return True
         self._await_seeds = False
         return False
+
+    def _page_links_held(self) -> bool:
+        """``TOPICCRAWL_DISPATCH_PAGE_LINKS = "together"``: queued links wait while a parsed page's
+        links are still reaching the scheduler (:meth:`TopicCrawl.open_links`), each page at most
+        ``TOPICCRAWL_DISPATCH_MAX_WAIT`` seconds; a page given up on is counted in
+        ``topiccrawl/dispatch/page_link_timeouts``."""
+        pages = self.tc.links_open
+        if not pages:
+            return False
+        now, wait = time.monotonic(), self.tc.config.dispatch_max_wait
+        for url in [u for u, since in pages.items() if now - since >= wait]:
+            del pages[url]
+            self.stats.inc_value("topiccrawl/dispatch/page_link_timeouts")
+        return bool(pages) and self._within_wait(min(pages.values()))
 
     def _within_wait(self, since: float) -> bool:
         """True while ``since`` (monotonic seconds) is less than ``TOPICCRAWL_DISPATCH_MAX_WAIT``

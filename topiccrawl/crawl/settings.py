@@ -86,6 +86,7 @@ class TopicCrawlConfig:
     dispatch_rule: str = "any"
     dispatch_p: float = 0.95
     dispatch_seeds: str = "queued"
+    dispatch_page_links: str = "streamed"
     dispatch_patient_pages: int = 0
     blas_threads: int = 1
     gc_threshold: int = 10000
@@ -191,6 +192,12 @@ class TopicCrawlConfig:
             raise ConfigError(f"TOPICCRAWL_DISPATCH_SEEDS={self.dispatch_seeds!r}: expected queued or answered")
         if self.dispatch_seeds == "answered" and self.store == "redis":
             raise ConfigError("TOPICCRAWL_DISPATCH_SEEDS=answered is not available with TOPICCRAWL_STORE=redis "
+                              "(memory scheduler only)")
+        if self.dispatch_page_links not in ("streamed", "together"):
+            raise ConfigError(f"TOPICCRAWL_DISPATCH_PAGE_LINKS={self.dispatch_page_links!r}: "
+                              "expected streamed or together")
+        if self.dispatch_page_links == "together" and self.store == "redis":
+            raise ConfigError("TOPICCRAWL_DISPATCH_PAGE_LINKS=together is not available with TOPICCRAWL_STORE=redis "
                               "(memory scheduler only)")
         if self.dispatch_rule not in ("median", "probability", "any"):
             raise ConfigError(f"TOPICCRAWL_DISPATCH_RULE={self.dispatch_rule!r}: expected median, probability or any")

@@ -79,15 +79,18 @@ class FocusedSpider(scrapy.Spider):
         meta = response.meta.get(META_KEY) or {}
         depth = int(meta.get("depth", 0))
         item, links = self.tc.process_page(response, depth, meta.get("parent"), meta.get("anchor", ""))
+        # TOPICCRAWL_DISPATCH_PAGE_LINKS = "together": no queued link leaves until the last of these
+        # reaches the scheduler (marked), so a free slot takes the best of all of them (docs/dispatch.md)
+        held = bool(links) and self.tc.open_links(response.url)
         # links first, the item last: the item counts the page (and, on Redis, ends its lease), so
         # by then every link of the page is in the frontier — a worker killed right after loses none
-        for link in links:
-            yield scrapy.Request(
-                link.url,
-                callback=self.parse,
-                meta={META_KEY: {"score": link.score, "depth": depth + 1, "parent": response.url,
-                                "anchor": link.anchor, "potential": link.potential}},
-            )
+        last = len(links) - 1
+        for i, link in enumerate(links):
+            info = {"score": link.score, "depth": depth + 1, "parent": response.url,
+                    "anchor": link.anchor, "potential": link.potential}
+            if held and i == last:
+                info["ends_page"] = True
+            yield scrapy.Request(link.url, callback=self.parse, meta={META_KEY: info})
         yield item
 
     # -- example pages ------------------------------------------------------------------------
