@@ -14,7 +14,7 @@ from http.server import BaseHTTPRequestHandler
 
 import pytest
 
-from conftest import REPO, bin_path, loopback_server, run_crawl
+from conftest import REPO, bin_path, loopback_server, memory_scheduler, run_crawl
 from redis_fixture import redis_server  # noqa: F401
 from topiccrawl.crawl.scheduler import dispatch_mode, make_dispatch
 from topiccrawl.crawl.settings import ConfigError, TopicCrawlConfig
@@ -351,21 +351,6 @@ def test_a_pages_links_are_ranked_together_only_when_asked(tmp_path, web, links)
     assert stats["finish_reason"] == "topiccrawl_max_pages"
 
 
-def _scheduler_of(**settings):
-    from scrapy.utils.test import get_crawler
-
-    from topiccrawl.crawl.scheduler import TopicScheduler
-    from topiccrawl.spiders.focused import FocusedSpider
-
-    crawler = get_crawler(FocusedSpider, {
-        "TOPICCRAWL_WEB": "generated:zh-disaster?pages=1000&seed=1", "TOPICCRAWL_WEB_PROXY": "http://127.0.0.1:9",
-        "TOPICCRAWL_STRATEGY": "bestfirst", "TOPICCRAWL_PLOT_ENABLED": False, **settings})
-    crawler.spider = crawler._create_spider(topic="台风灾害")
-    scheduler = TopicScheduler.from_crawler(crawler)
-    scheduler.open(crawler.spider)
-    return scheduler
-
-
 def test_the_hold_on_a_pages_links_ends_with_its_last_link_its_count_or_max_wait():
     import scrapy
 
@@ -378,7 +363,7 @@ def test_the_hold_on_a_pages_links_ends_with_its_last_link_its_count_or_max_wait
             info["ends_page"] = True
         return scrapy.Request(f"{parent}/{i}", meta={META_KEY: info})
 
-    s = _scheduler_of(TOPICCRAWL_DISPATCH_PAGE_LINKS="together", TOPICCRAWL_DISPATCH_MAX_WAIT="0.3")
+    s = memory_scheduler(TOPICCRAWL_DISPATCH_PAGE_LINKS="together", TOPICCRAWL_DISPATCH_MAX_WAIT="0.3")
     tc = s.tc
     a, b, c = "http://a.example.cn", "http://b.example.cn", "http://c.example.cn"
     assert tc.open_links(a)
@@ -394,7 +379,7 @@ def test_the_hold_on_a_pages_links_ends_with_its_last_link_its_count_or_max_wait
     time.sleep(0.35)
     assert s.next_request().url == f"{a}/1"  # c neither: given up on after TOPICCRAWL_DISPATCH_MAX_WAIT
     assert s.stats.get_value("topiccrawl/dispatch/page_link_timeouts") == 1 and not tc.links_open
-    streamed = _scheduler_of()  # the default: no hold
+    streamed = memory_scheduler()  # the default: no hold
     assert not streamed.tc.open_links(a) and streamed.enqueue_request(request(a, 0, 0.1))
     assert streamed.next_request().url == f"{a}/0"
     with pytest.raises(ConfigError, match="TOPICCRAWL_DISPATCH_PAGE_LINKS='page'"):

@@ -7,6 +7,7 @@ import tracemalloc
 
 import scrapy
 
+from conftest import memory_scheduler
 from topiccrawl.crawl.codec import RequestPacker, pack, unpack
 from topiccrawl.crawl.meta import META_KEY
 from topiccrawl.crawl.middlewares import TRAP_META
@@ -109,25 +110,11 @@ def test_requests_of_one_shape_share_it_and_odd_anchors_stay_requests():
     assert pack(odd, spider) is odd
 
 
-def _memory_scheduler(strategy: str) -> TopicScheduler:
-    from scrapy.utils.test import get_crawler
-
-    from topiccrawl.spiders.focused import FocusedSpider
-
-    crawler = get_crawler(FocusedSpider, {
-        "TOPICCRAWL_WEB": "generated:zh-disaster?pages=1000&seed=1", "TOPICCRAWL_WEB_PROXY": "http://127.0.0.1:9",
-        "TOPICCRAWL_STRATEGY": strategy, "TOPICCRAWL_PLOT_ENABLED": False})
-    crawler.spider = crawler._create_spider(topic="台风灾害")
-    scheduler = TopicScheduler.from_crawler(crawler)
-    scheduler.open(crawler.spider)
-    return scheduler
-
-
 def test_scheduler_counts_reach_the_stats_when_published_and_wl_queues_its_own_links():
     from topiccrawl.strategies.wanglandau import WLLink
 
     for strategy in ("bestfirst", "wl"):
-        s = _memory_scheduler(strategy)
+        s = memory_scheduler(strategy)
         parent = "http://www.site1.example.cn/list/1.html"
         requests = [_spider_request(i, parent, callback=s.spider.parse) for i in range(5)]
         assert all(s.enqueue_request(r) for r in requests) and not s.enqueue_request(requests[0].copy())
