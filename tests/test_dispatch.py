@@ -337,7 +337,10 @@ def test_links_wait_for_every_seeds_answer_only_when_asked(tmp_path, web, seeds)
 
 @pytest.mark.parametrize("links", ["streamed", "together"])
 def test_a_pages_links_are_ranked_together_only_when_asked(tmp_path, web, links):
-    # Scrapy queues a callback's requests 16 at a time, and a free slot takes the best of those queued
+    # Scrapy queues a callback's requests 16 at a time, and a free slot takes the best of those queued.
+    # The linked pages answer slowly, so the first 8 requests all reach the server before a ninth can go
+    # (the server's order of arrival among concurrent requests is otherwise a race).
+    web.page_delay = 0.3
     _, stats = _crawl(tmp_path, web, "eager", seeds="wide", TOPICCRAWL_DISPATCH_PAGE_LINKS=links, max_pages=20)
     order = _order(web)
     assert order[0] == "/wide"
