@@ -207,7 +207,7 @@ typhoon = 1.0
 
 class _Web(BaseHTTPRequestHandler):
     """``/seed`` links to ``/slow`` (a strong anchor) and 30 weak pages ``/w<i>``; ``/wide`` to 40
-    weak pages, then ``/s0`` .. ``/s4``; ``/slow``
+    weak pages, then ``/s0`` .. ``/s4`` (``/hub`` links to ``/wide``); ``/slow``
     answers after ``server.delay`` seconds with the only strong links, ``/s0`` .. ``/s9``;
     ``/seed2`` (a late start request) links to ``/v0`` .. ``/v29``."""
 
@@ -224,6 +224,8 @@ class _Web(BaseHTTPRequestHandler):
         elif self.path == "/wide":  # 40 weak links first, the 5 strong ones last
             body = "<p>wide index</p>" + "".join(f'<p><a href="/w{i}">misc page {i}</a></p>' for i in range(40)) + (
                 "".join(f'<p><a href="/s{i}">storm hurricane typhoon damage {i}</a></p>' for i in range(5)))
+        elif self.path == "/hub":  # a seed whose one link is /wide
+            body = '<p>hub</p><p><a href="/wide">storm index</a></p>'
         elif self.path == "/seed2":
             body = "<p>second seed</p>" + "".join(f'<a href="/v{i}">other {i}</a>' for i in range(30))
         elif self.path == "/slow":
@@ -335,21 +337,25 @@ def test_links_wait_for_every_seeds_answer_only_when_asked(tmp_path, web, seeds)
     assert "topiccrawl/dispatch/holds" not in stats  # eager dispatch otherwise
 
 
-@pytest.mark.parametrize("links", ["streamed", "together"])
-def test_a_pages_links_are_ranked_together_only_when_asked(tmp_path, web, links):
-    # Scrapy queues a callback's requests 16 at a time, and a free slot takes the best of those queued.
-    # The linked pages answer slowly, so the first 8 requests all reach the server before a ninth can go
-    # (the server's order of arrival among concurrent requests is otherwise a race).
-    web.page_delay = 0.3
-    _, stats = _crawl(tmp_path, web, "eager", seeds="wide", TOPICCRAWL_DISPATCH_PAGE_LINKS=links, max_pages=20)
+@pytest.mark.parametrize(("links", "seed"), [("streamed", "wide"), ("together", "wide"), ("after-seeds", "wide"),
+                                            ("after-seeds", "hub")])
+def test_a_pages_links_are_ranked_together_only_when_asked(tmp_path, web, links, seed):
+    # Scrapy passes a callback's requests on 16 at a time, and the engine asks for the next request as
+    # they arrive. One request at a time (CONCURRENT_REQUESTS=1), so the server sees the requests in
+    # the order the scheduler hands them out (concurrent requests arrive in a race between its threads).
+    _, stats = _crawl(tmp_path, web, "eager", seeds=seed, TOPICCRAWL_DISPATCH_PAGE_LINKS=links, max_pages=10,
+                      CONCURRENT_REQUESTS="1")
     order = _order(web)
-    assert order[0] == "/wide"
-    strong = [i for i, p in enumerate(order) if STRONG.match(p)]
-    first = order[1:9]  # the first 8 requests (8 per host) go out together after the page is parsed
-    if links == "together":  # chosen among all 45 links: the 5 strong ones, then weak ones
-        assert len(strong) == 5 and max(strong) <= 8, order
-    else:  # the page's first links in page order, before its strong ones reach the queue
-        assert all(p.startswith("/w") for p in first) and min(strong) > 8, order
+    head = ["/wide"] if seed == "wide" else ["/hub", "/wide"]
+    assert order[:len(head)] == head, order
+    after = order[len(head):]
+    if links == "together" or (links == "after-seeds" and seed == "hub"):
+        # chosen among all 45 links: the 5 strong ones first, after at most the two weak links beside them
+        # (their context holds the strong anchors' words) (after-seeds: /wide is no seed)
+        assert sum(bool(STRONG.match(p)) for p in after[:7]) == 5, order
+    else:  # one of the page's first 16 links, queued before its strong ones (after-seeds: /wide is a seed)
+        first = re.fullmatch(r"/w(\d+)", after[0])
+        assert first and int(first[1]) < 16 and any(STRONG.match(p) for p in after), order
     assert "topiccrawl/dispatch/page_link_timeouts" not in stats
     assert stats["finish_reason"] == "topiccrawl_max_pages"
 
@@ -385,10 +391,14 @@ def test_the_hold_on_a_pages_links_ends_with_its_last_link_its_count_or_max_wait
     streamed = memory_scheduler()  # the default: no hold
     assert not streamed.tc.open_links(a) and streamed.enqueue_request(request(a, 0, 0.1))
     assert streamed.next_request().url == f"{a}/0"
+    after = memory_scheduler(TOPICCRAWL_DISPATCH_PAGE_LINKS="after-seeds")  # every page but the seeds
+    assert not after.tc.open_links(a, depth=0) and after.tc.open_links(b, depth=1)
     with pytest.raises(ConfigError, match="TOPICCRAWL_DISPATCH_PAGE_LINKS='page'"):
         TopicCrawlConfig(dispatch_page_links="page").validate()
     with pytest.raises(ConfigError, match="PAGE_LINKS=together is not available with TOPICCRAWL_STORE=redis"):
         TopicCrawlConfig(dispatch_page_links="together", store="redis").validate()
+    with pytest.raises(ConfigError, match="PAGE_LINKS=after-seeds is not available with TOPICCRAWL_STORE=redis"):
+        TopicCrawlConfig(dispatch_page_links="after-seeds", store="redis").validate()
 
 
 def test_the_wait_for_the_seeds_ends_at_max_wait(tmp_path, web):

@@ -590,11 +590,12 @@ class TopicCrawl:
         """Unnormalised PageRank of ``url`` at the last refresh (1.0 = the mean)."""
         return self.pagerank.score(url)
 
-    def open_links(self, url: str) -> bool:
-        """With ``TOPICCRAWL_DISPATCH_PAGE_LINKS = "together"``: the page ``url``'s links are about to
-        be queued, and no queued link is handed out until they all are (the scheduler's hold);
-        True when held."""
-        if self.config.dispatch_page_links != "together":
+    def open_links(self, url: str, depth: int = 1) -> bool:
+        """With ``TOPICCRAWL_DISPATCH_PAGE_LINKS = "together"`` (or ``"after-seeds"`` and a page at
+        ``depth`` > 0): the page ``url``'s links are about to be queued, and no queued link is handed
+        out until they all are (the scheduler's hold); True when held."""
+        mode = self.config.dispatch_page_links
+        if mode == "streamed" or (mode == "after-seeds" and depth == 0):
             return False
         self.links_open[url] = time.monotonic()
         return True

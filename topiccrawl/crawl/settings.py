@@ -193,11 +193,12 @@ class TopicCrawlConfig:
         if self.dispatch_seeds == "answered" and self.store == "redis":
             raise ConfigError("TOPICCRAWL_DISPATCH_SEEDS=answered is not available with TOPICCRAWL_STORE=redis "
                               "(memory scheduler only)")
-        if self.dispatch_page_links not in ("streamed", "together"):
+        if self.dispatch_page_links not in ("streamed", "together", "after-seeds"):
             raise ConfigError(f"TOPICCRAWL_DISPATCH_PAGE_LINKS={self.dispatch_page_links!r}: "
-                              "expected streamed or together")
-        if self.dispatch_page_links == "together" and self.store == "redis":
-            raise ConfigError("TOPICCRAWL_DISPATCH_PAGE_LINKS=together is not available with TOPICCRAWL_STORE=redis "
+                              "expected streamed, together or after-seeds")
+        if self.dispatch_page_links != "streamed" and self.store == "redis":
+            raise ConfigError(f"TOPICCRAWL_DISPATCH_PAGE_LINKS={self.dispatch_page_links} is not available with "
+                              "TOPICCRAWL_STORE=redis "
                               "(memory scheduler only)")
         if self.dispatch_rule not in ("median", "probability", "any"):
             raise ConfigError(f"TOPICCRAWL_DISPATCH_RULE={self.dispatch_rule!r}: expected median, probability or any")
