@@ -198,8 +198,7 @@ class TopicCrawlConfig:
                               "expected streamed, together or after-seeds")
         if self.dispatch_page_links != "streamed" and self.store == "redis":
             raise ConfigError(f"TOPICCRAWL_DISPATCH_PAGE_LINKS={self.dispatch_page_links} is not available with "
-                              "TOPICCRAWL_STORE=redis "
-                              "(memory scheduler only)")
+                              "TOPICCRAWL_STORE=redis (memory scheduler only)")
         if self.dispatch_rule not in ("median", "probability", "any"):
             raise ConfigError(f"TOPICCRAWL_DISPATCH_RULE={self.dispatch_rule!r}: expected median, probability or any")
         if self.dispatch_patient_pages < 0:

@@ -79,8 +79,9 @@ class FocusedSpider(scrapy.Spider):
         meta = response.meta.get(META_KEY) or {}
         depth = int(meta.get("depth", 0))
         item, links = self.tc.process_page(response, depth, meta.get("parent"), meta.get("anchor", ""))
-        # TOPICCRAWL_DISPATCH_PAGE_LINKS = "together": no queued link leaves until the last of these
-        # reaches the scheduler (marked), so a free slot takes the best of all of them (docs/dispatch.md)
+        # TOPICCRAWL_DISPATCH_PAGE_LINKS = "together" (or "after-seeds", a page beyond the seeds): no queued
+        # link leaves until the last of these reaches the scheduler (marked), so a free slot takes the best
+        # of all of them (docs/dispatch.md)
         held = bool(links) and self.tc.open_links(response.url, depth)
         # links first, the item last: the item counts the page (and, on Redis, ends its lease), so
         # by then every link of the page is in the frontier — a worker killed right after loses none
