@@ -212,7 +212,7 @@ class TopicCrawl:
         self.harvest_rows: list[dict] = []
         #: URL -> the page's place in the page classifier's order, until the page is counted
         self._observed: dict[str, int] = {}
-        #: TOPICCRAWL_DISPATCH_PAGE_LINKS = "together": URL -> when its parsed page's links began to be
+        #: TOPICCRAWL_DISPATCH_PAGE_LINKS = "together" or "after-seeds": URL -> when its parsed page's links began to be
         #: queued, until the last of them reaches the scheduler (or the page is counted)
         self.links_open: dict[str, float] = {}
         self.started = datetime.now(timezone.utc)

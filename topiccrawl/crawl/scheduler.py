@@ -150,7 +150,7 @@ class TopicScheduler(BaseScheduler):
 
     def enqueue_request(self, request) -> bool:
         queued = self._enqueue(request)
-        if self.tc.links_open:  # TOPICCRAWL_DISPATCH_PAGE_LINKS = "together": the page's last link?
+        if self.tc.links_open:  # a page's links held (DISPATCH_PAGE_LINKS together, after-seeds): its last?
             meta = request.meta.get(META_KEY)
             if meta and meta.get("ends_page"):
                 self.tc.close_links(meta.get("parent"))
@@ -254,7 +254,7 @@ class TopicScheduler(BaseScheduler):
         return False
 
     def _page_links_held(self) -> bool:
-        """``TOPICCRAWL_DISPATCH_PAGE_LINKS = "together"``: queued links wait while a parsed page's
+        """``TOPICCRAWL_DISPATCH_PAGE_LINKS = "together"`` or ``"after-seeds"``: queued links wait while a parsed page's
         links are still reaching the scheduler (:meth:`TopicCrawl.open_links`), each page at most
         ``TOPICCRAWL_DISPATCH_MAX_WAIT`` seconds; a page given up on is counted in
         ``topiccrawl/dispatch/page_link_timeouts``."""
