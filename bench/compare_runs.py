@@ -3,7 +3,8 @@
     python -m bench.compare_runs BEFORE AFTER [--variant learned] [--variant-after NAME]
 
 BEFORE and AFTER are ``bench.learned_focus`` output folders (``runs/<topic>/<variant>-<rep>/``).
-Per topic, the mean over the repetitions of the target recall at 100 / 250 / 500 / 1,000 pages
+Per topic, the mean over the repetitions of the target recall at 100 / 250 / 500 / 1,000 pages,
+of the mean of those four ("recall@100–1000 mean", a measure no single checkpoint's noise decides)
 and of |self-assessed − true harvest rate| at the last page; then, over the topics both folders
 hold, the two means, the mean difference, on how many topics AFTER is higher / lower, and the two-sided
 Wilcoxon signed-rank p-value of the paired differences (``scipy.stats.wilcoxon``; zero differences
@@ -28,7 +29,7 @@ CHECKPOINTS = (100, 250, 500, 1000)
 
 
 def topic_means(root: str, variant: str) -> dict[str, dict]:
-    """Topic -> {checkpoint: mean recall, "err": mean |self-assessed − true|, "n": runs}."""
+    """Topic -> {checkpoint: mean recall, "mean": their mean, "err": mean |self-assessed − true|, "n": runs}."""
     out = {}
     for tdir in sorted(glob.glob(os.path.join(root, "runs", "*"))):
         runs = [load_run(Path(r), variant) for r in sorted(glob.glob(os.path.join(tdir, f"{variant}-[0-9]*")))
@@ -38,6 +39,7 @@ def topic_means(root: str, variant: str) -> dict[str, dict]:
         res: dict = {"n": len(runs)}
         for c in CHECKPOINTS:  # a crawl that stopped before c (its frontier ran dry) keeps its last recall
             res[c] = statistics.fmean(value_at(r["curve"], c, 2) or 0.0 for r in runs)
+        res["mean"] = statistics.fmean(res[c] for c in CHECKPOINTS)
         # a strategy without the page classifier reports no self-assessed P̄: no error then
         res["err"] = (None if any(r["expected_harvest"] is None for r in runs) else
                       statistics.fmean(abs(r["expected_harvest"] - r["curve"][-1][1]) for r in runs))
@@ -77,8 +79,9 @@ def main(argv=None) -> int:
     common = [t for t in before if t in after]
     if not common:
         raise SystemExit(f"no topic has {args.variant} runs in both {args.before} and {args.after}")
-    keys = (*CHECKPOINTS, "err")
-    print("| topic | runs | " + " | ".join(f"recall@{c}" for c in CHECKPOINTS) + " | self-assessment error |")
+    keys = (*CHECKPOINTS, "mean", "err")
+    print("| topic | runs | " + " | ".join(f"recall@{c}" for c in CHECKPOINTS)
+          + " | recall@100–1000 mean | self-assessment error |")
     print("|---|---|" + "---|" * len(keys))
     for t in common:
         cells = " | ".join(f"{_f(before[t][k])} → {_f(after[t][k])}" for k in keys)
@@ -88,7 +91,7 @@ def main(argv=None) -> int:
     print("|---|---|---|---|---|---|---|")
     for k in keys:
         s = paired(before, after, k)
-        name = f"recall@{k}" if k != "err" else "self-assessment error (lower is better)"
+        name = {"mean": "recall@100–1000 mean", "err": "self-assessment error (lower is better)"}.get(k, f"recall@{k}")
         if not s["topics"]:
             print(f"| {name} | 0 | – | – | – | – | – |")
             continue

@@ -329,6 +329,8 @@ def test_compare_runs_pairs_topic_means_and_tests_the_differences(tmp_path):
     # a crawl of 2 pages keeps its last recall at every checkpoint: before (0 + 0.1) / 2, after 0.2
     assert before["t0"][100] == pytest.approx(0.05) and after["t0"][1000] == pytest.approx(0.2)
     assert after["t5"][250] == pytest.approx(0.1)
+    assert before["t0"]["mean"] == pytest.approx(0.05) and after["t5"]["mean"] == pytest.approx(0.1)
+    assert paired(before, after, "mean")["diff"] == pytest.approx((5 * 0.15 + 0.05) / 6)
     # the true harvest rate at the last page: 0 / 2 and 1 / 2 in BEFORE (self-assessed 0.2), 2 / 2 in AFTER (0.9)
     assert before["t1"]["err"] == pytest.approx((0.2 + 0.3) / 2) and after["t1"]["err"] == pytest.approx(0.1)
     s = paired(before, after, 250)
