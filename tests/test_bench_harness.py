@@ -331,6 +331,10 @@ def test_compare_runs_pairs_topic_means_and_tests_the_differences(tmp_path):
     assert after["t5"][250] == pytest.approx(0.1)
     assert before["t0"]["mean"] == pytest.approx(0.05) and after["t5"]["mean"] == pytest.approx(0.1)
     assert paired(before, after, "mean")["diff"] == pytest.approx((5 * 0.15 + 0.05) / 6)
+    # the mean of the four checkpoints: 1, 2, 4 and 8 of 10 found by pages 100, 250, 500 and 1,000
+    write_run(tmp_path / "long" / "runs" / "t" / "learned-0",
+              [(dp, 0, 0.0, found, 0.1) for dp, found in ((100, 1), (250, 2), (500, 4), (1000, 8))])
+    assert topic_means(str(tmp_path / "long"), "learned")["t"]["mean"] == pytest.approx((0.1 + 0.2 + 0.4 + 0.8) / 4)
     # the true harvest rate at the last page: 0 / 2 and 1 / 2 in BEFORE (self-assessed 0.2), 2 / 2 in AFTER (0.9)
     assert before["t1"]["err"] == pytest.approx((0.2 + 0.3) / 2) and after["t1"]["err"] == pytest.approx(0.1)
     s = paired(before, after, 250)
