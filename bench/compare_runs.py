@@ -26,6 +26,7 @@ from bench.learned_focus import value_at
 from bench.strategies import load_run
 
 CHECKPOINTS = (100, 250, 500, 1000)
+MEAN_LABEL = "recall@100–1000 mean"  # the mean of the four checkpoints
 
 
 def topic_means(root: str, variant: str) -> dict[str, dict]:
@@ -81,7 +82,7 @@ def main(argv=None) -> int:
         raise SystemExit(f"no topic has {args.variant} runs in both {args.before} and {args.after}")
     keys = (*CHECKPOINTS, "mean", "err")
     print("| topic | runs | " + " | ".join(f"recall@{c}" for c in CHECKPOINTS)
-          + " | recall@100–1000 mean | self-assessment error |")
+          + f" | {MEAN_LABEL} | self-assessment error |")
     print("|---|---|" + "---|" * len(keys))
     for t in common:
         cells = " | ".join(f"{_f(before[t][k])} → {_f(after[t][k])}" for k in keys)
@@ -91,7 +92,7 @@ def main(argv=None) -> int:
     print("|---|---|---|---|---|---|---|")
     for k in keys:
         s = paired(before, after, k)
-        name = {"mean": "recall@100–1000 mean", "err": "self-assessment error (lower is better)"}.get(k, f"recall@{k}")
+        name = {"mean": MEAN_LABEL, "err": "self-assessment error (lower is better)"}.get(k, f"recall@{k}")
         if not s["topics"]:
             print(f"| {name} | 0 | – | – | – | – | – |")
             continue
