@@ -26,7 +26,10 @@ over every page: how many relevant pages the words rank first at all); ``example
 Options joined with ``+`` (``association+context:25``): ``context`` adds ``CONTEXT_WEIGHT`` times the
 mean a_t − m over the terms around the anchor; ``inlinks`` makes every out-link target a term of its
 holder page and of the link (the mean R(P) of the pages linking to it); ``holdermean`` takes R(l)'s
-holder term as the mean R(P) of every fetched page linking to the target, not only the first's.
+holder term as the mean R(P) of every fetched page linking to the target, not only the first's;
+``semantic`` mixes R(l)'s anchor and holder terms with the semantic prior (the default model,
+weight ``TOPICCRAWL_SEMANTIC_WEIGHT``'s default; the holder by its page's title, the association
+keeps R(P); docs/learned.md, "A semantic prior"; needs the ``semantic`` extra).
 Prints mean target recall at 100 / 250 / 500 / 1,000 pages (those within ``--pages``) per rule.
 """
 
@@ -38,8 +41,10 @@ import os
 import statistics
 from collections import deque
 
+from topiccrawl.crawl.settings import TopicCrawlConfig
 from topiccrawl.learning.association import TermAssociation, anchor_terms
 from topiccrawl.learning.classifier import PageClassifier, hash_terms
+from topiccrawl.learning.semantic import SemanticPrior, load_encoder, topic_text
 from topiccrawl.scoring.groundtruth import TruthPaths
 from topiccrawl.scoring.relevance import RelevanceScorer
 from topiccrawl.scoring.text import document_terms, extract
@@ -61,10 +66,23 @@ def load_pages(spec: str) -> tuple[dict, list[str], Corpus]:
         if page is None or page.status != 200:
             continue
         ex = extract(page.body, url, page.headers.get("Content-Type"))
+        TITLES[url] = ex.title.strip()
         pages[url] = (document_terms(ex), [(a.url, a.text, f"{a.text} {a.context}",
                                             tuple(t for t in a.context.split() if len(t) > 1)) for a in ex.anchors],
                       corpus.labels(url))
     return pages, list(corpus.seeds()), corpus
+
+
+_ENCODER = []
+#: URL -> the page's title (``semantic``: the holder term's text)
+TITLES: dict[str, str] = {}
+
+
+def _encoder():
+    """The semantic prior's encoder, loaded once."""
+    if not _ENCODER:
+        _ENCODER.append(load_encoder())
+    return _ENCODER[0]
 
 
 def runs_parser(doc: str, out_help: str, topics: str) -> argparse.ArgumentParser:
@@ -115,6 +133,10 @@ def crawl(pages: dict, seeds: list[str], topic_path: str, rule: str, budget: int
     scorer = RelevanceScorer(topic, anchor_weight=ANCHOR_WEIGHT)
     assoc = TermAssociation()
     known: dict[str, float] = {}
+    semantic = None
+    if "+semantic" in rule:
+        semantic = SemanticPrior(_encoder(), topic_text(topic.description, topic.words),
+                                 TopicCrawlConfig.semantic_weight)
 
     def word_score(url: str) -> float:
         """R(P) of a page not fetched yet, from the corpus (``wordoracle``)."""
@@ -148,7 +170,7 @@ def crawl(pages: dict, seeds: list[str], topic_path: str, rule: str, budget: int
     curve = {}
     while fetched < budget and (queue or held):
         if not queue:
-            order = _release(held.popleft(), pages, scorer, assoc, queue, seen, relevant, name, opts, order)
+            order = _release(held.popleft(), pages, scorer, assoc, queue, seen, relevant, name, opts, order, semantic)
             continue
         if name == "association" and every and fetched % every == 0:
             for entry in queue.values():
@@ -176,7 +198,7 @@ def crawl(pages: dict, seeds: list[str], topic_path: str, rule: str, budget: int
         assoc.add_page([*terms, *(a[0] for a in pages[url][1])] if "inlinks" in opts else terms, r)
         held.append((url, r))
         while len(held) > lag:
-            order = _release(held.popleft(), pages, scorer, assoc, queue, seen, relevant, name, opts, order)
+            order = _release(held.popleft(), pages, scorer, assoc, queue, seen, relevant, name, opts, order, semantic)
         if fetched in CHECKPOINTS:
             curve[fetched] = found / len(relevant)
     for c in CHECKPOINTS:  # a queue that ran dry keeps its last value
@@ -195,10 +217,15 @@ def _shift(assoc: TermAssociation, terms: tuple, context: tuple) -> float:
     return shift
 
 
-def _release(page, pages, scorer, assoc, queue, seen, relevant, name, opts, order) -> int:
+def _release(page, pages, scorer, assoc, queue, seen, relevant, name, opts, order, semantic=None) -> int:
     """Queue the unseen links of a fetched page (the first anchor to a target wins; with
-    ``holdermean`` a queued target's holder term follows each new page linking to it)."""
+    ``holdermean`` a queued target's holder term follows each new page linking to it; with
+    ``semantic`` the anchor and holder terms mixed with the prior)."""
     url, r = page
+    if semantic is not None:
+        texts = [TITLES.get(url, ""), *(a[1].strip() for a in pages[url][1])]
+        near = dict(zip(texts, semantic.scores(texts)))
+        r = semantic.mix(r, near[texts[0]])
     for target, text, with_context, context in pages[url][1]:
         if target not in pages:
             continue
@@ -214,6 +241,8 @@ def _release(page, pages, scorer, assoc, queue, seen, relevant, name, opts, orde
             terms = (*terms, target)
         context = context if "context" in opts else ()
         anchor = scorer.anchor_relevance(with_context)
+        if semantic is not None:
+            anchor = semantic.mix(anchor, near[text.strip()])
         queue[target] = [scorer.link_relevance(anchor, r), order, terms, _shift(assoc, terms, context),
                          target in relevant, context, anchor, [r]]
         order += 1

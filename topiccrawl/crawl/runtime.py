@@ -40,6 +40,13 @@ from topiccrawl.learning.anchorjudge import context_words
 from topiccrawl.learning.association import EXAMPLE_LINK, anchor_terms
 from topiccrawl.learning.focus import RELIABLE_AUC, RELIABLE_C, PageFocus
 from topiccrawl.learning.linkvalue import LinkFeatures, quick_terms, url_tokens
+from topiccrawl.learning.semantic import (
+    DEFAULT_MODEL,
+    SemanticError,
+    SemanticPrior,
+    load_encoder,
+    topic_text,
+)
 from topiccrawl.learning.threads import limit_blas_threads
 from topiccrawl.learning.vocabulary import Vocabulary, merge_columns
 from topiccrawl.scoring.dmoz import TreeError
@@ -204,6 +211,10 @@ class TopicCrawl:
         if self.config.blas_threads and any(n != self.config.blas_threads for n in before.values()):
             logger.info("BLAS threads: %d (TOPICCRAWL_BLAS_THREADS; the libraries' default: %s)",
                         self.config.blas_threads, ", ".join(sorted({str(n) for n in before.values()})))
+        #: TOPICCRAWL_SEMANTIC_ENABLED: the sentence encoder, loaded now so a missing package or model
+        #: stops the crawl before it starts; the prior itself (the topic's embedding) at the first page
+        self._encoder = self._load_encoder() if self.config.semantic_enabled else None
+        self.semantic: SemanticPrior | None = None
         self.graph = LinkGraph()
         #: per graph node: 1 once a request for it was handed to Scrapy (see _unseen)
         self._yielded = bytearray()
@@ -382,8 +393,18 @@ class TopicCrawl:
         holder = steer if steer is not None and by_probability and self.focus.fitted else relevance
         best: dict[str, ScoredLink] = {}
         anchors: dict[str, object] = {}  # the anchor that gave each link its best score
-        for a in ex.anchors:
-            score = self.scorer.link_relevance(self.scorer.anchor_relevance(f"{a.text} {a.context}"), holder)
+        # TOPICCRAWL_SEMANTIC_ENABLED: R(l)'s anchor and holder terms mixed with the closeness in
+        # meaning of the anchor and of the page's title to the topic (the association keeps R(P))
+        semantic = self._semantic_prior() if self._encoder is not None else None
+        link_holder = holder
+        if semantic is not None:
+            near = semantic.scores([ex.title.strip(), *(a.text.strip() for a in ex.anchors)])
+            link_holder = semantic.mix(holder, near[0])
+        for i, a in enumerate(ex.anchors):
+            anchor_rel = self.scorer.anchor_relevance(f"{a.text} {a.context}")
+            if semantic is not None:
+                anchor_rel = semantic.mix(anchor_rel, near[i + 1])
+            score = self.scorer.link_relevance(anchor_rel, link_holder)
             if a.url not in best or score > best[a.url].score:
                 best[a.url] = ScoredLink(a.url, score, a.text.strip()[:200])
                 anchors[a.url] = a
@@ -487,6 +508,29 @@ class TopicCrawl:
             return getattr(self.crawler.engine.scheduler, "frontier", None)
         except RuntimeError:
             return None
+
+    def _load_encoder(self):
+        try:
+            encoder = load_encoder(self.config.semantic_model, self.config.blas_threads)
+        except SemanticError as exc:
+            raise ConfigError(str(exc)) from None
+        if self.topic.language != "en" and self.config.semantic_model == DEFAULT_MODEL:
+            logger.warning("TOPICCRAWL_SEMANTIC_MODEL %s is an English model and the topic's language is %r: "
+                           "set a multilingual model (docs/learned.md, \"A semantic prior\")",
+                           DEFAULT_MODEL, self.topic.language)
+        return encoder
+
+    def _semantic_prior(self) -> SemanticPrior | None:
+        """The semantic prior, made at the first page (words derived from examples are known by then)."""
+        if self.semantic is None and self._encoder is not None:
+            try:
+                self.semantic = SemanticPrior(self._encoder, topic_text(self.topic.description, self.topic.words),
+                                              self.config.semantic_weight)
+            except SemanticError as exc:
+                raise ConfigError(str(exc)) from None
+            logger.info("Semantic prior: %s, weight %.2f (TOPICCRAWL_SEMANTIC_*)", self.config.semantic_model,
+                        self.config.semantic_weight)
+        return self.semantic
 
     def _make_focus(self) -> PageFocus:
         cfg = self.config
@@ -681,8 +725,12 @@ class TopicCrawl:
         return True
 
     def learning_stats(self) -> dict:
-        """``classifier/*`` statistics of the page classifier (empty when it is off)."""
-        return self.focus.stats() if self.focus is not None else {}
+        """``classifier/*`` statistics of the page classifier (empty when it is off), and
+        ``semantic/encoded`` (texts the semantic prior encoded) when that is on."""
+        out = self.focus.stats() if self.focus is not None else {}
+        if self.semantic is not None:
+            out["semantic/encoded"] = self.semantic.encoded
+        return out
 
     def total_relevant(self) -> int | None:
         if not self.ground_truth or not self.topic.labels:

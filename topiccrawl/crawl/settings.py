@@ -90,6 +90,9 @@ class TopicCrawlConfig:
     dispatch_patient_pages: int = 0
     blas_threads: int = 1
     gc_threshold: int = 10000
+    semantic_enabled: bool = False
+    semantic_model: str = "sentence-transformers/all-MiniLM-L6-v2"
+    semantic_weight: float = 0.7
 
     @property
     def offline(self) -> bool:
@@ -216,6 +219,8 @@ class TopicCrawlConfig:
             raise ConfigError("TOPICCRAWL_GC_THRESHOLD must be >= 0 (0 = Python's own setting)")
         if self.slow_seconds <= 0:
             raise ConfigError("TOPICCRAWL_SLOW_SECONDS must be > 0")
+        if not 0.0 <= self.semantic_weight <= 1.0:
+            raise ConfigError("TOPICCRAWL_SEMANTIC_WEIGHT must lie in [0, 1]")
         parse_allow_hosts(self.live_allow_hosts)  # raises ConfigError on a bad entry
 
 
