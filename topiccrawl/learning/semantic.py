@@ -11,6 +11,7 @@ builds one from a sentence-transformers model (the optional ``semantic`` extra).
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from collections import OrderedDict
@@ -69,9 +70,13 @@ class SemanticPrior:
             for text, c in zip(missing, (vectors @ self._topic).tolist()):
                 cache[text] = max(0.0, c)
             self.encoded += len(missing)
-            while len(cache) > self.cache_size:
-                cache.popitem(last=False)
-        return [cache[t] for t in texts]
+        out = []
+        for t in texts:
+            out.append(cache[t])
+            cache.move_to_end(t)
+        while len(cache) > self.cache_size:  # the least recently used go, after ``out`` is read
+            cache.popitem(last=False)
+        return out
 
     def mix(self, value: float, score: float) -> float:
         """(1 − W)·value + W·score."""
@@ -95,11 +100,13 @@ def model_path(model: str) -> str:
     return model
 
 
+@functools.lru_cache(maxsize=4)
 def load_encoder(model: str = DEFAULT_MODEL, threads: int = 1) -> Callable[[list[str]], np.ndarray]:
     """``encode(texts)`` under a sentence-transformers model, unit vectors, on ``threads`` CPU
     threads (0: torch's default); :class:`SemanticError` (one line) when the package or the model
     is missing. One thread, as for BLAS: torch's idle threads spin, and beside a second busy
-    process a page's anchors took 25 times as long."""
+    process a page's anchors took 25 times as long. Loaded once per process (the crawl command's
+    check before the crawl and the crawl share it)."""
     try:
         import torch
         from sentence_transformers import SentenceTransformer

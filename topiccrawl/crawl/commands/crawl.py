@@ -65,6 +65,13 @@ def check_crawl_inputs(settings, spargs: dict, spidercls=None) -> None:
     if cfg.strategy not in STRATEGIES:
         raise FrontierError(f"unknown strategy {cfg.strategy!r}; expected one of: {', '.join(STRATEGIES)}")
     strategy_options(settings, cfg.strategy)  # a bad TOPICCRAWL_<STRATEGY>_* value: one line, before the crawl
+    if cfg.semantic_enabled:  # a missing package or model: one line before the crawl (docs/learned.md)
+        from topiccrawl.learning.semantic import SemanticError, load_encoder
+
+        try:
+            load_encoder(cfg.semantic_model, cfg.blas_threads)
+        except SemanticError as exc:
+            raise ConfigError(str(exc)) from None
     check_truth(cfg, topic)
     if cfg.offline:
         spec = check_spec(cfg.web)

@@ -1,0 +1,152 @@
+"""The semantic prior (docs/learned.md, "A semantic prior"): the pure cache and mix on plain data,
+the real sentence encoder, and a crawl whose relevant links share no word with the topic."""
+
+from __future__ import annotations
+
+import json
+from http.server import BaseHTTPRequestHandler
+
+import numpy as np
+import pytest
+
+from conftest import loopback_server, run_crawl
+from topiccrawl.learning.semantic import (
+    DEFAULT_MODEL,
+    SemanticError,
+    SemanticPrior,
+    load_encoder,
+    model_path,
+    topic_text,
+)
+
+RAIL = ["Steam locomotive", "Freight wagon", "Signal box", "Diesel multiple unit", "Level crossing", "Tram depot"]
+OTHER = ["Abraham Lincoln", "Baroque painting", "Volcano", "Tennis", "Chocolate cake", "Jazz saxophone"]
+
+
+class CountingEncoder:
+    """Unit vectors of word counts over a fixed vocabulary; records every batch it was given."""
+
+    VOCAB = ("rail", "train", "cake", "war")
+
+    def __init__(self):
+        self.batches: list[list[str]] = []
+
+    def __call__(self, texts):
+        self.batches.append(list(texts))
+        rows = np.array([[t.lower().split().count(w) for w in self.VOCAB] for t in texts], dtype=float) + 1e-9
+        return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+def test_topic_text_is_the_description_then_the_words_by_weight():
+    assert topic_text("Railways", {"train": 0.5, "railway": 1.0, "rail": 0.5}) == "Railways: railway, rail, train"
+    assert topic_text("", {"a": 1.0}) == "a"
+    assert topic_text("Only a description", {}) == "Only a description"
+
+
+def test_scores_are_cosines_floored_at_zero_and_each_text_is_encoded_once():
+    enc = CountingEncoder()
+    prior = SemanticPrior(enc, "rail train", weight=0.5)
+    first = prior.scores(["rail", "cake", "rail train", "rail"])
+    assert first[0] == pytest.approx(2 ** -0.5) and first[2] == pytest.approx(1.0)
+    assert first[1] == pytest.approx(0.0, abs=1e-6) and first == [*first[:3], first[0]]
+    # one batch for the topic, one for the page's distinct unseen texts; then only the new one
+    assert enc.batches[1:] == [["rail", "cake", "rail train"]]
+    prior.scores(["cake", "war"])
+    assert enc.batches[2:] == [["war"]] and prior.encoded == 4
+    assert prior.mix(0.2, 1.0) == pytest.approx(0.6)
+
+
+def test_the_cache_forgets_the_least_recently_used_text():
+    enc = CountingEncoder()
+    prior = SemanticPrior(enc, "rail", weight=0.5, cache_size=2)
+    prior.scores(["rail", "cake"])
+    prior.scores(["rail"])  # used again: "cake" is now the least recently used
+    prior.scores(["war"])  # "cake" forgotten
+    assert prior.scores(["rail", "war", "cake"]) == pytest.approx([1.0, 0.0, 0.0], abs=1e-6)  # more than the cache holds
+    assert enc.batches[1:] == [["rail", "cake"], ["war"], ["cake"]]
+
+
+def test_bad_weight_or_empty_topic_is_one_line():
+    with pytest.raises(SemanticError, match="TOPICCRAWL_SEMANTIC_WEIGHT=1.5"):
+        SemanticPrior(CountingEncoder(), "rail", weight=1.5)
+    with pytest.raises(SemanticError, match="description or words"):
+        SemanticPrior(CountingEncoder(), "  ", weight=0.5)
+
+
+def test_the_default_model_is_found_offline_and_ranks_by_meaning():
+    assert model_path(DEFAULT_MODEL) != DEFAULT_MODEL  # the installed offline copy's folder
+    prior = SemanticPrior(load_encoder(), topic_text("Railways", {"railway": 1.0, "train": 0.8}), weight=0.7)
+    rail, other = prior.scores(RAIL), prior.scores(OTHER)
+    assert min(rail) > max(other), (rail, other)
+
+
+def test_a_folder_that_holds_no_model_is_one_line(tmp_path):
+    with pytest.raises(SemanticError, match=r"TOPICCRAWL_SEMANTIC_MODEL=.* cannot be loaded") as err:
+        load_encoder(str(tmp_path))
+    assert "\n" not in str(err.value)
+
+
+# -- a crawl ----------------------------------------------------------------------------------------
+
+TOPIC = """\
+name = "railways"
+language = "en"
+description = "Railways"
+beta = 0.2
+[words]
+railway = 1.0
+train = 0.8
+"""
+
+
+class _Web(BaseHTTPRequestHandler):
+    """``/seed`` links to six pages with unrelated anchors, then six with railway anchors; no anchor
+    holds a topic word, so by the words alone every link ties and the first queued goes first."""
+
+    def do_GET(self):
+        self.server.hits.append(self.path)
+        if self.path == "/robots.txt":
+            self.send_response(404)
+            self.end_headers()
+            return
+        if self.path == "/seed":
+            anchors = [(f"/o{i}", t) for i, t in enumerate(OTHER)] + [(f"/r{i}", t) for i, t in enumerate(RAIL)]
+            body = "<p>index</p>" + "".join(f'<p><a href="{u}">{t}</a></p>' for u, t in anchors)
+        else:
+            body = f"<p>page {self.path}</p>"
+        data = f"<html><head><title>Index</title></head><body>{body}</body></html>".encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_prior_fetches_the_links_close_in_meaning_first(tmp_path, enabled):
+    topic = tmp_path / "railways.toml"
+    topic.write_text(TOPIC, encoding="utf-8")
+    with loopback_server(_Web, hits=[]) as web:
+        proc, out = run_crawl(tmp_path, args={"topic": str(topic), "strategy": "bestfirst", "max_pages": 7,
+                                              "seeds": f"http://127.0.0.1:{web.server_port}/seed"},
+                              settings={"TOPICCRAWL_WEB": "live", "TOPICCRAWL_LIVE_ALLOW_HOSTS": "127.0.0.1",
+                                        "TOPICCRAWL_PLOT_ENABLED": "false", "CONCURRENT_REQUESTS": "1",
+                                        "TOPICCRAWL_SEMANTIC_ENABLED": str(enabled)}, timeout=180)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        pages = [p for p in web.hits if p not in ("/robots.txt", "/seed")]
+    stats = json.loads((out / "stats.json").read_text(encoding="utf-8"))
+    assert len(pages) >= 6, pages
+    assert {p[:2] for p in pages[:6]} == ({"/r"} if enabled else {"/o"}), pages
+    assert (stats.get("topiccrawl/semantic/encoded", 0) >= 13) == enabled  # the title and 12 anchors
+
+
+def test_a_crawl_with_a_model_that_cannot_load_stops_with_one_line(tmp_path):
+    proc, _ = run_crawl(tmp_path, args={"topic": "台风灾害", "max_pages": 5},
+                        settings={"TOPICCRAWL_WEB": "generated:zh-disaster?pages=1000&seed=1",
+                                  "TOPICCRAWL_SEMANTIC_ENABLED": "1", "TOPICCRAWL_SEMANTIC_MODEL": str(tmp_path)},
+                        timeout=120)
+    assert proc.returncode != 0
+    assert "TOPICCRAWL_SEMANTIC_MODEL=" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr[-2000:]
