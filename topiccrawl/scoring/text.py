@@ -10,12 +10,17 @@ from __future__ import annotations
 
 import logging
 import re
+import warnings
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import filterfalse
 from urllib.parse import urldefrag, urljoin, urlsplit
 
-import jieba
+with warnings.catch_warnings():
+    # jieba 0.42 imports pkg_resources, which setuptools >= 80.9 (torch's dependency, with the
+    # semantic extra) warns about on every start: a line of noise above every one-line error
+    warnings.filterwarnings("ignore", message="pkg_resources is deprecated", category=UserWarning)
+    import jieba
 from lxml import etree
 from lxml import html as lxml_html
 from w3lib.encoding import html_body_declared_encoding, html_to_unicode, read_bom, resolve_encoding, to_unicode
