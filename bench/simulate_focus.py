@@ -73,16 +73,8 @@ def load_pages(spec: str) -> tuple[dict, list[str], Corpus]:
     return pages, list(corpus.seeds()), corpus
 
 
-_ENCODER = []
 #: URL -> the page's title (``semantic``: the holder term's text)
 TITLES: dict[str, str] = {}
-
-
-def _encoder():
-    """The semantic prior's encoder, loaded once."""
-    if not _ENCODER:
-        _ENCODER.append(load_encoder())
-    return _ENCODER[0]
 
 
 def runs_parser(doc: str, out_help: str, topics: str) -> argparse.ArgumentParser:
@@ -135,7 +127,7 @@ def crawl(pages: dict, seeds: list[str], topic_path: str, rule: str, budget: int
     known: dict[str, float] = {}
     semantic = None
     if "+semantic" in rule:
-        semantic = SemanticPrior(_encoder(), topic_text(topic.description, topic.words),
+        semantic = SemanticPrior(load_encoder(), topic_text(topic.description, topic.words),
                                  TopicCrawlConfig.semantic_weight)
 
     def word_score(url: str) -> float:

@@ -12,15 +12,12 @@ builds one from a sentence-transformers model (the optional ``semantic`` extra).
 from __future__ import annotations
 
 import functools
-import logging
 import os
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
-
-logger = logging.getLogger(__name__)
 
 #: the default model (a sentence-transformers name); an offline copy of it is used when installed
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
