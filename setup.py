@@ -18,8 +18,9 @@ setup(
     package_data={"topiccrawl.data": ["*.md", "topics/*.toml", "words/*.txt", "words/*.toml", "rules/*.toml"],
                   "topiccrawl.redis": ["lua/*.lua"]},  # the Redis store's Lua scripts
     include_package_data=True,
-    # the semantic prior (TOPICCRAWL_SEMANTIC_ENABLED, docs/learned.md): a sentence encoder on torch
-    extras_require={"semantic": ["sentence-transformers>=5"]},
+    # the semantic prior (TOPICCRAWL_SEMANTIC_ENABLED, docs/learned.md): a sentence encoder on torch,
+    # and model2vec to distil a static model from it (TOPICCRAWL_SEMANTIC_ENCODER=static)
+    extras_require={"semantic": ["sentence-transformers>=5", "model2vec[distill]>=0.10"]},
     entry_points={
         "scrapy": ["settings = topiccrawl.settings"],
         # `scrapy serveweb` also outside the project directory

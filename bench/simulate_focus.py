@@ -28,7 +28,7 @@ mean a_t − m over the terms around the anchor; ``inlinks`` makes every out-lin
 holder page and of the link (the mean R(P) of the pages linking to it); ``holdermean`` takes R(l)'s
 holder term as the mean R(P) of every fetched page linking to the target, not only the first's;
 ``semantic`` mixes R(l)'s anchor and holder terms with the semantic prior (the default model,
-weight ``TOPICCRAWL_SEMANTIC_WEIGHT``'s default; the holder by its page's title, the association
+encoder and weight of the ``TOPICCRAWL_SEMANTIC_*`` settings; the holder by its page's title, the association
 keeps R(P); docs/learned.md, "A semantic prior"; needs the ``semantic`` extra).
 Prints mean target recall at 100 / 250 / 500 / 1,000 pages (those within ``--pages``) per rule.
 """
@@ -127,8 +127,9 @@ def crawl(pages: dict, seeds: list[str], topic_path: str, rule: str, budget: int
     known: dict[str, float] = {}
     semantic = None
     if "+semantic" in rule:
-        semantic = SemanticPrior(load_encoder(), topic_text(topic.description, topic.words),
-                                 TopicCrawlConfig.semantic_weight)
+        config = TopicCrawlConfig
+        semantic = SemanticPrior(load_encoder(config.semantic_model, config.blas_threads, config.semantic_encoder),
+                                 topic_text(topic.description, topic.words), config.semantic_weight)
 
     def word_score(url: str) -> float:
         """R(P) of a page not fetched yet, from the corpus (``wordoracle``)."""

@@ -14,8 +14,10 @@ from topiccrawl.learning.semantic import (
     DEFAULT_MODEL,
     SemanticError,
     SemanticPrior,
+    is_static_model,
     load_encoder,
     model_path,
+    static_folder,
     topic_text,
 )
 
@@ -80,6 +82,43 @@ def test_the_default_model_is_found_offline_and_ranks_by_meaning():
     assert min(rail) > max(other), (rail, other)
 
 
+@pytest.fixture(scope="module")
+def static_cache(tmp_path_factory):
+    """A cache folder holding the static model distilled from the default model (distilled once here)."""
+    cache = tmp_path_factory.mktemp("semantic-cache")
+    load_encoder(DEFAULT_MODEL, 1, "static", str(cache))
+    return cache
+
+
+def test_the_static_model_is_distilled_once_into_the_cache_and_ranks_by_meaning(static_cache):
+    folder = static_folder(DEFAULT_MODEL, static_cache)
+    assert is_static_model(str(folder)) and [p.name for p in static_cache.iterdir()] == [folder.name]
+    made = (folder / "model.safetensors").stat().st_mtime_ns
+    load_encoder.cache_clear()  # a new process: loaded from the cache, not distilled again
+    encode = load_encoder(DEFAULT_MODEL, 1, "static", str(static_cache))
+    assert (folder / "model.safetensors").stat().st_mtime_ns == made
+    vectors = encode(["Steam locomotive", ""])
+    assert vectors.shape == (2, 256) and np.linalg.norm(vectors, axis=1) == pytest.approx([1.0, 0.0], abs=1e-5)
+    prior = SemanticPrior(encode, topic_text("Railways", {"railway": 1.0, "train": 0.8}), weight=0.7)
+    rail, other = prior.scores(RAIL), prior.scores(OTHER)
+    assert min(rail) > max(other), (rail, other)
+    # a folder holding a static model is used as it is
+    assert load_encoder(str(folder), 1, "static", "/nonexistent")(["Steam locomotive"]) == pytest.approx(vectors[:1])
+
+
+def test_static_encoder_errors_are_one_line(tmp_path, static_cache):
+    with pytest.raises(SemanticError, match=r"TOPICCRAWL_SEMANTIC_MODEL=.* cannot be distilled") as err:
+        load_encoder(str(tmp_path / "empty"), 1, "static", str(tmp_path / "cache"))
+    assert "\n" not in str(err.value) and not any((tmp_path / "cache").iterdir())  # nothing half-written
+    broken = static_folder(DEFAULT_MODEL, tmp_path / "broken")
+    broken.mkdir(parents=True)
+    (broken / "config.json").write_text('{"model_type": "model2vec"}', encoding="utf-8")
+    with pytest.raises(SemanticError, match="cannot be loaded.*delete the folder"):
+        load_encoder(DEFAULT_MODEL, 1, "static", str(tmp_path / "broken"))
+    with pytest.raises(SemanticError, match="TOPICCRAWL_SEMANTIC_ENCODER='bert'"):
+        load_encoder(DEFAULT_MODEL, 1, "bert")
+
+
 def test_a_folder_that_holds_no_model_is_one_line(tmp_path):
     with pytest.raises(SemanticError, match=r"TOPICCRAWL_SEMANTIC_MODEL=.* cannot be loaded") as err:
         load_encoder(str(tmp_path))
@@ -125,8 +164,8 @@ class _Web(BaseHTTPRequestHandler):
         pass
 
 
-@pytest.mark.parametrize("enabled", [True, False])
-def test_the_prior_fetches_the_links_close_in_meaning_first(tmp_path, enabled):
+@pytest.mark.parametrize("enabled,encoder", [(True, "transformer"), (True, "static"), (False, "transformer")])
+def test_the_prior_fetches_the_links_close_in_meaning_first(tmp_path, enabled, encoder, static_cache):
     topic = tmp_path / "railways.toml"
     topic.write_text(TOPIC, encoding="utf-8")
     with loopback_server(_Web, hits=[]) as web:
@@ -134,7 +173,9 @@ def test_the_prior_fetches_the_links_close_in_meaning_first(tmp_path, enabled):
                                               "seeds": f"http://127.0.0.1:{web.server_port}/seed"},
                               settings={"TOPICCRAWL_WEB": "live", "TOPICCRAWL_LIVE_ALLOW_HOSTS": "127.0.0.1",
                                         "TOPICCRAWL_PLOT_ENABLED": "false", "CONCURRENT_REQUESTS": "1",
-                                        "TOPICCRAWL_SEMANTIC_ENABLED": str(enabled)}, timeout=180)
+                                        "TOPICCRAWL_SEMANTIC_ENABLED": str(enabled),
+                                        "TOPICCRAWL_SEMANTIC_ENCODER": encoder,
+                                        "TOPICCRAWL_SEMANTIC_CACHE_DIR": str(static_cache)}, timeout=180)
         assert proc.returncode == 0, proc.stderr[-3000:]
         pages = [p for p in web.hits if p not in ("/robots.txt", "/seed")]
     stats = json.loads((out / "stats.json").read_text(encoding="utf-8"))

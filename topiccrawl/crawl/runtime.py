@@ -511,7 +511,8 @@ class TopicCrawl:
 
     def _load_encoder(self):
         try:
-            encoder = load_encoder(self.config.semantic_model, self.config.blas_threads)
+            encoder = load_encoder(self.config.semantic_model, self.config.blas_threads, self.config.semantic_encoder,
+                                   self.config.semantic_cache_dir)
         except SemanticError as exc:
             raise ConfigError(str(exc)) from None
         if self.topic.language != "en" and self.config.semantic_model == DEFAULT_MODEL:
@@ -528,8 +529,8 @@ class TopicCrawl:
                                               self.config.semantic_weight)
             except SemanticError as exc:
                 raise ConfigError(str(exc)) from None
-            logger.info("Semantic prior: %s, weight %.2f (TOPICCRAWL_SEMANTIC_*)", self.config.semantic_model,
-                        self.config.semantic_weight)
+            logger.info("Semantic prior: %s (%s encoder), weight %.2f (TOPICCRAWL_SEMANTIC_*)",
+                        self.config.semantic_model, self.config.semantic_encoder, self.config.semantic_weight)
         return self.semantic
 
     def _make_focus(self) -> PageFocus:

