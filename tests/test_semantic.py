@@ -97,6 +97,7 @@ def test_the_static_model_is_distilled_once_into_the_cache_and_ranks_by_meaning(
     load_encoder.cache_clear()  # a new process: loaded from the cache, not distilled again
     encode = load_encoder(DEFAULT_MODEL, 1, "static", str(static_cache))
     assert (folder / "model.safetensors").stat().st_mtime_ns == made
+    assert encode([]).shape == (0, 256)
     vectors = encode(["Steam locomotive", ""])
     assert vectors.shape == (2, 256) and np.linalg.norm(vectors, axis=1) == pytest.approx([1.0, 0.0], abs=1e-5)
     prior = SemanticPrior(encode, topic_text("Railways", {"railway": 1.0, "train": 0.8}), weight=0.7)

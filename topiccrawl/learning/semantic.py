@@ -198,6 +198,8 @@ def _static_encoder(model: str, threads: int, cache_dir: str) -> Callable[[list[
                             "(delete the folder to distil it again)") from None
 
     def encode(texts: list[str]) -> np.ndarray:
+        if not texts:  # model2vec cannot encode an empty batch
+            return np.zeros((0, static.dim), dtype=np.float32)
         vectors = np.asarray(static.encode(list(texts)), dtype=np.float32)
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         return vectors / np.maximum(norms, 1e-12)  # an empty text is the zero vector: cosine 0
@@ -239,6 +241,6 @@ def load_encoder(model: str = DEFAULT_MODEL, threads: int = 1, encoder: str = "t
 
     def encode(texts: list[str]) -> np.ndarray:
         return transformer.encode(list(texts), batch_size=64, normalize_embeddings=True, show_progress_bar=False,
-                              convert_to_numpy=True)
+                                  convert_to_numpy=True)
 
     return encode
