@@ -4,6 +4,7 @@ the real sentence encoder, and a crawl whose relevant links share no word with t
 from __future__ import annotations
 
 import json
+import os
 from http.server import BaseHTTPRequestHandler
 
 import numpy as np
@@ -166,9 +167,14 @@ class _Web(BaseHTTPRequestHandler):
 
 
 @pytest.mark.parametrize("enabled,encoder", [(True, "transformer"), (True, "static"), (False, "transformer")])
-def test_the_prior_fetches_the_links_close_in_meaning_first(tmp_path, enabled, encoder, static_cache):
+def test_the_prior_fetches_the_links_close_in_meaning_first(tmp_path, enabled, encoder, static_cache, monkeypatch):
     topic = tmp_path / "railways.toml"
     topic.write_text(TOPIC, encoding="utf-8")
+    if encoder == "static":  # a distilled model is loaded without torch, by the command's check as by the crawl
+        (tmp_path / "block" / "torch").mkdir(parents=True)
+        (tmp_path / "block" / "torch" / "__init__.py").write_text('raise ImportError("torch blocked")\n')
+        monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(tmp_path / "block"),
+                                                                        os.environ.get("PYTHONPATH")])))
     with loopback_server(_Web, hits=[]) as web:
         proc, out = run_crawl(tmp_path, args={"topic": str(topic), "strategy": "bestfirst", "max_pages": 7,
                                               "seeds": f"http://127.0.0.1:{web.server_port}/seed"},

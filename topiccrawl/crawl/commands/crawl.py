@@ -69,7 +69,7 @@ def check_crawl_inputs(settings, spargs: dict, spidercls=None) -> None:
         from topiccrawl.learning.semantic import SemanticError, load_encoder
 
         try:
-            load_encoder(cfg.semantic_model, cfg.blas_threads)
+            load_encoder(cfg.semantic_model, cfg.blas_threads, cfg.semantic_encoder, cfg.semantic_cache_dir)
         except SemanticError as exc:
             raise ConfigError(str(exc)) from None
     check_truth(cfg, topic)
