@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 from topiccrawl.crawl.addresses import parse_allow_hosts
 from topiccrawl.crawl.errors import ConfigError
 from topiccrawl.learning.focus import PSEUDO_RULES, UNRANKED_RULES, WORDLESS_RULES
+from topiccrawl.learning.semantic import ENCODERS
 from topiccrawl.strategies.base import (
     STRATEGIES,
     FrontierBase,
@@ -223,8 +224,8 @@ class TopicCrawlConfig:
             raise ConfigError("TOPICCRAWL_SLOW_SECONDS must be > 0")
         if not 0.0 <= self.semantic_weight <= 1.0:
             raise ConfigError("TOPICCRAWL_SEMANTIC_WEIGHT must lie in [0, 1]")
-        if self.semantic_encoder not in ("transformer", "static"):
-            raise ConfigError(f"TOPICCRAWL_SEMANTIC_ENCODER={self.semantic_encoder!r}: expected transformer or static")
+        if self.semantic_encoder not in ENCODERS:
+            raise ConfigError(f"TOPICCRAWL_SEMANTIC_ENCODER={self.semantic_encoder!r}: expected {' or '.join(ENCODERS)}")
         parse_allow_hosts(self.live_allow_hosts)  # raises ConfigError on a bad entry
 
 

@@ -131,8 +131,9 @@ def is_static_model(model: str) -> bool:
 def static_folder(model: str, cache_dir: str | os.PathLike) -> Path:
     """The cache folder of the static model distilled from ``model``: its name, readable, and a
     hash of the name (a folder's absolute path) so that two models never share one."""
-    key = str(Path(model).resolve()) if Path(model).is_dir() else model
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(model).name if Path(model).is_dir() else model).strip("-.")
+    path = Path(model)
+    key, name = (str(path.resolve()), path.name) if path.is_dir() else (model, model)
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.")
     digest = hashlib.sha256(f"{key}|pca={STATIC_DIMS}".encode()).hexdigest()[:12]
     return Path(cache_dir) / f"{slug or 'model'}-{STATIC_DIMS}-{digest}"
 
