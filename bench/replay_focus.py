@@ -40,6 +40,7 @@ from bench.learned_focus import truth_examples
 from topiccrawl.learning.classifier import PageClassifier
 from topiccrawl.learning.examples import topic_words
 from topiccrawl.learning.focus import PageFocus
+from topiccrawl.learning.semantic import DEFAULT_MODEL, SemanticPrior, load_encoder, semantic_rank, topic_text
 from topiccrawl.scoring.relevance import RelevanceScorer
 from topiccrawl.scoring.text import add_words, document_terms, extract, has_cjk
 from topiccrawl.scoring.topic import _loads, load_topic
@@ -86,11 +87,12 @@ def read_run(path: Path) -> tuple[list[str], list[float], list[bool], float | No
 
 
 class Pages:
-    """Terms of a corpus page, extracted once."""
+    """Terms and title of a corpus page, extracted once."""
 
     def __init__(self, spec: str) -> None:
         self.corpus = open_corpus(spec)
         self.cache: dict[str, list[str]] = {}
+        self.titles: dict[str, str] = {}
 
     def terms(self, url: str) -> list[str]:
         terms = self.cache.get(url)
@@ -99,8 +101,26 @@ class Pages:
             if page is None:
                 raise SystemExit(f"{url}: not in the corpus {self.corpus!r}")
             content_type = next((v for k, v in page.headers.items() if k.lower() == "content-type"), None)
-            terms = self.cache[url] = document_terms(extract(page.body, url, content_type))
+            ex = extract(page.body, url, content_type)
+            terms = self.cache[url] = document_terms(ex)
+            self.titles[url] = ex.title.strip()
         return terms
+
+    def title(self, url: str) -> str:
+        self.terms(url)
+        return self.titles[url]
+
+
+#: (model, encoder) -> encode function, loaded once per process
+_ENCODERS: dict[tuple[str, str], object] = {}
+
+
+def semantic_prior(topic, encoder: str):
+    """The crawl's semantic prior of ``topic`` (default model, ``encoder``), its weight unused here."""
+    key = (DEFAULT_MODEL, encoder)
+    if key not in _ENCODERS:
+        _ENCODERS[key] = load_encoder(DEFAULT_MODEL, 1, encoder)
+    return SemanticPrior(_ENCODERS[key], topic_text(topic.description, topic.words), 0.0)
 
 
 def topic_labels_seeds(path: str) -> tuple[set[str], list[str]]:
@@ -114,20 +134,34 @@ def topic_labels_seeds(path: str) -> tuple[set[str], list[str]]:
 
 def replay(pages: Pages, urls, relevance, focus_kw: dict, classifier_kw: dict, topic=None,
            examples: list[list[str]] = (), use_words: bool = True) -> float | None:
-    """The self-assessment at the last page. ``rank=full`` (a rule key): pseudo-positives ranked by
-    the cosine over the full page vector, computed in fetch order (``restrict_to_topic=False``).
-    ``examples``: the terms of example pages, added before the first page."""
+    """The self-assessment at the last page. Rule keys beside ``PageFocus``'s: ``rank=full``:
+    pseudo-positives ranked by the cosine over the full page vector, computed in fetch order
+    (``restrict_to_topic=False``); ``rank=semantic``: by :func:`semantic_rank` of R(P) and the
+    title's cosine to the topic under the static encoder, with ``rank_weight`` (default 0.7);
+    ``rank=semprod``: by R(P) × that cosine. ``examples``: the terms of example pages, added
+    before the first page."""
     focus_kw = {"use_words": use_words, **focus_kw}
-    if focus_kw.pop("rank", "relevance") == "full":  # as the crawl's TOPICCRAWL_CLASSIFIER_RANK=full
-        if topic is None:
-            raise SystemExit("rank=full needs the crawl's topic (results.json 'topics')")
+    rank_rule = focus_kw.pop("rank", "relevance")
+    weight = float(focus_kw.pop("rank_weight", 0.7))
+    prior = None
+    if rank_rule in ("full", "semantic", "semprod") and topic is None:
+        raise SystemExit(f"rank={rank_rule} needs the crawl's topic (results.json 'topics')")
+    if rank_rule == "full":  # as the crawl's TOPICCRAWL_CLASSIFIER_RANK=full
         focus_kw["rank_scorer"] = RelevanceScorer(topic, restrict_to_topic=False)
+    elif rank_rule in ("semantic", "semprod"):
+        prior = semantic_prior(topic, "static")
+    elif rank_rule != "relevance":
+        raise SystemExit(f"rank={rank_rule}: expected relevance, full, semantic or semprod")
     classifier = PageClassifier(**{"random_state": 0, **classifier_kw})
     focus = PageFocus(classifier=classifier, **focus_kw)
     for terms in examples:
         focus.add_example(terms)
     for url, r in zip(urls, relevance, strict=True):
-        focus.observe(pages.terms(url), r, key=url)
+        rank = None
+        if prior is not None:
+            near = prior.scores([pages.title(url)])[0]
+            rank = semantic_rank(r, near, weight) if rank_rule == "semantic" else r * near
+        focus.observe(pages.terms(url), r, key=url, rank=rank)
     return focus.expected_harvest
 
 

@@ -168,12 +168,17 @@ class PageFocus:
         return len(self._examples)
 
     def observe(self, terms: Sequence[str], relevance: float, key: str | None = None,
-                hashed: tuple[np.ndarray, np.ndarray] | None = None) -> float:
+                hashed: tuple[np.ndarray, np.ndarray] | None = None, rank: float | None = None) -> float:
         """Record a fetched page (its terms, R(P) and optionally its URL ``key``) and return its
         P(relevant); refits when due. ``hashed``: the terms' sorted distinct hashed columns and
-        counts when the caller has them (:class:`~topiccrawl.learning.vocabulary.Vocabulary`)."""
+        counts when the caller has them (:class:`~topiccrawl.learning.vocabulary.Vocabulary`).
+        ``rank``: the caller's score ranking this page for the pseudo-positives of rules ``"top"``
+        and ``"relative"`` (0 where R(P) is 0; e.g. :func:`~topiccrawl.learning.semantic.semantic_rank`),
+        instead of the ``rank_scorer``'s or R(P)."""
         scorer = self.rank_scorer  # scores every page: its document frequencies count them all
-        rank = scorer.page_relevance(terms) if scorer is not None and self.use_words else relevance
+        full = scorer.page_relevance(terms) if scorer is not None and self.use_words else None
+        if rank is None or not self.use_words:
+            rank = relevance if full is None else full
         self.pages += 1
         row = None
         if len(self._rows) < self.max_unlabeled:
