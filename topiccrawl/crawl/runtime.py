@@ -42,9 +42,11 @@ from topiccrawl.learning.focus import RELIABLE_AUC, RELIABLE_C, PageFocus
 from topiccrawl.learning.linkvalue import LinkFeatures, quick_terms, url_tokens
 from topiccrawl.learning.semantic import (
     DEFAULT_MODEL,
+    RANK_WEIGHT,
     SemanticError,
     SemanticPrior,
     load_encoder,
+    semantic_rank,
     topic_text,
 )
 from topiccrawl.learning.threads import limit_blas_threads
@@ -215,6 +217,8 @@ class TopicCrawl:
         #: stops the crawl before it starts; the prior itself (the topic's embedding) at the first page
         self._encoder = self._load_encoder() if self.config.semantic_enabled else None
         self.semantic: SemanticPrior | None = None
+        #: TOPICCRAWL_CLASSIFIER_RANK=semantic (a topic with words): the title's closeness ranks the pseudo-positives too
+        self._semantic_rank = self._encoder is not None and self.config.classifier_rank == "semantic"
         self.graph = LinkGraph()
         #: per graph node: 1 once a request for it was handed to Scrapy (see _unseen)
         self._yielded = bytearray()
@@ -374,9 +378,15 @@ class TopicCrawl:
             mode == "probability" or (mode == "auto" and self.learns and self.focus.n_examples))
         guarded = False
         term_ids, hashed = self._term_ids(terms)
+        # TOPICCRAWL_SEMANTIC_ENABLED: R(l)'s anchor and holder terms mixed with the closeness in
+        # meaning of the anchor and of the page's title to the topic (the association keeps R(P))
+        semantic = self._semantic_prior() if self._encoder is not None else None
+        near = semantic.scores([ex.title.strip(), *(a.text.strip() for a in ex.anchors)]) if semantic is not None else None
         if self.focus is not None:
             refits = self.focus.refits
-            probability = self.focus.observe(terms, relevance, key=response.url, hashed=hashed)
+            # TOPICCRAWL_CLASSIFIER_RANK=semantic: the pseudo-positives ranked with the title's closeness too
+            rank = semantic_rank(relevance, near[0], RANK_WEIGHT) if near is not None and self._semantic_rank else None
+            probability = self.focus.observe(terms, relevance, key=response.url, hashed=hashed, rank=rank)
             self._observed[response.url] = self.focus.pages
             # TOPICCRAWL_CLASSIFIER_GUARD: a P flagged unreliable does not steer, R(P) does (docs/learned.md)
             guarded = by_probability and self.config.classifier_guard and self.focus.unreliable
@@ -393,12 +403,8 @@ class TopicCrawl:
         holder = steer if steer is not None and by_probability and self.focus.fitted else relevance
         best: dict[str, ScoredLink] = {}
         anchors: dict[str, object] = {}  # the anchor that gave each link its best score
-        # TOPICCRAWL_SEMANTIC_ENABLED: R(l)'s anchor and holder terms mixed with the closeness in
-        # meaning of the anchor and of the page's title to the topic (the association keeps R(P))
-        semantic = self._semantic_prior() if self._encoder is not None else None
         link_holder = holder
         if semantic is not None:
-            near = semantic.scores([ex.title.strip(), *(a.text.strip() for a in ex.anchors)])
             link_holder = semantic.mix(holder, near[0])
         for i, a in enumerate(ex.anchors):
             anchor_rel = self.scorer.anchor_relevance(f"{a.text} {a.context}")

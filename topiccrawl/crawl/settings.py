@@ -174,8 +174,10 @@ class TopicCrawlConfig:
             if value not in rules:
                 raise ConfigError(f"TOPICCRAWL_CLASSIFIER_{name}={value!r}: expected "
                                   f"{', '.join(rules[:-1])} or {rules[-1]}")
-        if self.classifier_rank not in ("relevance", "full"):
-            raise ConfigError(f"TOPICCRAWL_CLASSIFIER_RANK={self.classifier_rank!r}: expected relevance or full")
+        if self.classifier_rank not in ("relevance", "full", "semantic"):
+            raise ConfigError(f"TOPICCRAWL_CLASSIFIER_RANK={self.classifier_rank!r}: expected relevance, full or semantic")
+        if self.classifier_rank == "semantic" and not self.semantic_enabled:
+            raise ConfigError("TOPICCRAWL_CLASSIFIER_RANK=semantic needs the semantic prior: set TOPICCRAWL_SEMANTIC_ENABLED=1")
         if self.examples_background not in ("seeds", "none"):
             raise ConfigError(f"TOPICCRAWL_EXAMPLES_BACKGROUND={self.examples_background!r}: expected seeds or none")
         if self.holder_score not in ("auto", "relevance", "probability"):
