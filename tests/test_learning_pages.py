@@ -456,6 +456,34 @@ def test_page_focus_trains_on_the_top_share_without_beta():
         PageFocus(pseudo="nope")
 
 
+def test_a_callers_rank_picks_the_pseudo_positives_instead_of_r_p():
+    """``observe(rank=...)``: the caller's score (e.g. R(P) mixed with the title's closeness to the
+    topic) ranks the pseudo-positives; R(P) still gates nothing else."""
+    from topiccrawl.learning.focus import PageFocus
+
+    rng = np.random.default_rng(3)
+    by_r = PageFocus(pseudo="top", pseudo_share=0.1, min_pages=100, refit_every=1000)
+    by_rank = PageFocus(pseudo="top", pseudo_share=0.1, min_pages=100, refit_every=1000)
+    pages = []
+    for i in range(100):
+        kind = "decoy" if i % 10 == 0 else "on" if i % 10 == 5 else "other"
+        words = {"decoy": ["orbit", "election", "senate"], "on": ["orbit", "planet", "telescope"],
+                 "other": ["river", "city", "farm", "music"]}[kind]
+        terms = list(rng.choice(words, 30))
+        # decoys hold the topic's words best (R(P) 0.9), the pages on the topic less (0.6), but their
+        # titles are close to the topic: the caller's rank says so
+        relevance = {"decoy": 0.9, "on": 0.6, "other": 0.0}[kind]
+        rank = {"decoy": 0.5, "on": 0.7, "other": 0.0}[kind]
+        pages.append((kind, terms))
+        by_r.observe(terms, relevance)
+        by_rank.observe(terms, relevance, rank=rank)
+    assert by_r.fitted and by_rank.fitted and by_r.positives_used == by_rank.positives_used == 10
+    on = [t for k, t in pages if k == "on"]
+    decoy = [t for k, t in pages if k == "decoy"]
+    assert min(map(by_rank.classifier.proba_one, on)) > max(map(by_rank.classifier.proba_one, decoy))
+    assert min(map(by_r.classifier.proba_one, decoy)) > max(map(by_r.classifier.proba_one, on))
+
+
 def test_page_focus_rescores_its_reservoir_pages_by_url_at_each_refit():
     from topiccrawl.learning.focus import PageFocus
 

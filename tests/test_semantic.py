@@ -18,6 +18,7 @@ from topiccrawl.learning.semantic import (
     is_static_model,
     load_encoder,
     model_path,
+    semantic_rank,
     static_folder,
     topic_text,
 )
@@ -57,6 +58,23 @@ def test_scores_are_cosines_floored_at_zero_and_each_text_is_encoded_once():
     prior.scores(["cake", "war"])
     assert enc.batches[2:] == [["war"]] and prior.encoded == 4
     assert prior.mix(0.2, 1.0) == pytest.approx(0.6)
+
+
+def test_semantic_rank_mixes_the_title_closeness_only_into_pages_with_the_words():
+    assert semantic_rank(0.8, 0.2, 0.5) == pytest.approx(0.5)
+    assert semantic_rank(0.8, 0.2, 0.0) == pytest.approx(0.8) and semantic_rank(0.8, 0.2, 1.0) == pytest.approx(0.2)
+    assert semantic_rank(0.0, 0.9, 0.5) == 0.0  # no topic word: never a pseudo-positive
+
+
+def test_ranking_by_the_title_needs_the_prior():
+    from topiccrawl.crawl.settings import ConfigError, TopicCrawlConfig
+
+    with pytest.raises(ConfigError, match="RANK=semantic needs the semantic prior"):
+        TopicCrawlConfig(classifier_rank="semantic").validate()
+    with pytest.raises(ConfigError, match="expected auto, relevance, full or semantic"):
+        TopicCrawlConfig(classifier_rank="title").validate()
+    TopicCrawlConfig(classifier_rank="semantic", semantic_enabled=True).validate()
+    TopicCrawlConfig(classifier_rank="auto").validate()  # the default: semantic only with the prior
 
 
 def test_the_cache_forgets_the_least_recently_used_text():
@@ -198,3 +216,77 @@ def test_a_crawl_with_a_model_that_cannot_load_stops_with_one_line(tmp_path):
                         timeout=120)
     assert proc.returncode != 0
     assert "TOPICCRAWL_SEMANTIC_MODEL=" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+
+
+# -- the title's closeness ranks the pseudo-positives (docs/learned.md) ------------------------------
+
+DECOYS = ["Abraham Lincoln", "Baroque painting", "Volcano", "Tennis", "Chocolate cake", "Jazz saxophone",
+          "Opera house", "Football club"]
+
+
+class _PseudoWeb(BaseHTTPRequestHandler):
+    """``/seed`` links to 8 decoys (titles far from railways, text holding the topic's words in exactly
+    their weights' ratio: R(P) = 1), 8 railway pages (railway titles, R(P) a little lower) and 20
+    pages without the topic's words; ``/z0`` (the last of those) links to two more of each kind,
+    fetched last by a breadth-first crawl."""
+
+    def do_GET(self):
+        if self.path == "/robots.txt":
+            self.send_response(404)
+            self.end_headers()
+            return
+        path = self.path
+        links: list[str] = []
+        if path == "/seed":
+            title, text = "Index", "index"
+            links = [u for i in range(8) for u in (f"/d{i}", f"/r{i}")] + [f"/z{i}" for i in range(19, -1, -1)]
+        elif path.startswith("/d"):
+            title = DECOYS[int(path[2:]) % len(DECOYS)]
+            text = "railway " * 5 + "train " * 4 + "president election senate congress ballot"
+        elif path.startswith("/r"):
+            title = RAIL[int(path[2:]) % len(RAIL)]
+            text = "railway railway train locomotive boiler wagon signal coupling"
+        else:
+            title, text = f"Note {path[2:]}", f"garden river bakery poem {path[2:]}"
+            if path == "/z0":
+                links = ["/d8", "/r8", "/d9", "/r9"]
+        body = f"<p>{text}</p>" + "".join(f'<p><a href="{u}">next</a></p>' for u in links)
+        data = f"<html><head><title>{title}</title></head><body>{body}</body></html>".encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.mark.parametrize("rank", ["relevance", "semantic", "auto"])
+def test_the_title_closeness_picks_the_pseudo_positives(tmp_path, rank, static_cache):
+    """The classifier's first fit (page 30) learns from the top 20 % of pages by R(P) (the decoys)
+    or, with TOPICCRAWL_CLASSIFIER_RANK=semantic (the default ``auto`` with the prior on), by R(P)
+    and the title's closeness (the railway pages); the four pages fetched after it get their P
+    from that fit."""
+    topic = tmp_path / "railways.toml"
+    topic.write_text(TOPIC, encoding="utf-8")
+    with loopback_server(_PseudoWeb) as web:
+        proc, out = run_crawl(tmp_path, args={"topic": str(topic), "strategy": "bfs", "max_pages": 41,
+                                              "seeds": f"http://127.0.0.1:{web.server_port}/seed"},
+                              settings={"TOPICCRAWL_WEB": "live", "TOPICCRAWL_LIVE_ALLOW_HOSTS": "127.0.0.1",
+                                        "TOPICCRAWL_PLOT_ENABLED": "false", "CONCURRENT_REQUESTS": "1",
+                                        "TOPICCRAWL_CLASSIFIER": "on", "TOPICCRAWL_CLASSIFIER_SHARE": "0.2",
+                                        "TOPICCRAWL_CLASSIFIER_RANK": rank, "TOPICCRAWL_SEMANTIC_ENABLED": "1",
+                                        "TOPICCRAWL_SEMANTIC_ENCODER": "static",
+                                        "TOPICCRAWL_SEMANTIC_CACHE_DIR": str(static_cache)}, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    items = [json.loads(line) for line in (out / "pages.jsonl").read_text(encoding="utf-8").splitlines()]
+    stats = json.loads((out / "stats.json").read_text(encoding="utf-8"))
+    assert len(items) == 41 and stats["topiccrawl/classifier/refits"] == 1
+    late = {it["url"].rsplit("/", 1)[1]: it["probability"] for it in items[-4:]}
+    assert set(late) == {"d8", "d9", "r8", "r9"}, late
+    rails, decoys = (late["r8"], late["r9"]), (late["d8"], late["d9"])
+    if rank != "relevance":
+        assert min(rails) > max(decoys), late
+    else:
+        assert min(decoys) > max(rails), late

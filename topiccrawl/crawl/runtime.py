@@ -217,8 +217,9 @@ class TopicCrawl:
         #: stops the crawl before it starts; the prior itself (the topic's embedding) at the first page
         self._encoder = self._load_encoder() if self.config.semantic_enabled else None
         self.semantic: SemanticPrior | None = None
-        #: TOPICCRAWL_CLASSIFIER_RANK=semantic (a topic with words): the title's closeness ranks the pseudo-positives too
-        self._semantic_rank = self._encoder is not None and self.config.classifier_rank == "semantic"
+        #: TOPICCRAWL_CLASSIFIER_RANK semantic, or auto with the prior on: the title's closeness ranks
+        #: the pseudo-positives too (a topic with words; docs/learned.md)
+        self._semantic_rank = self._encoder is not None and self.config.classifier_rank in ("auto", "semantic")
         self.graph = LinkGraph()
         #: per graph node: 1 once a request for it was handed to Scrapy (see _unseen)
         self._yielded = bytearray()
@@ -384,7 +385,7 @@ class TopicCrawl:
         near = semantic.scores([ex.title.strip(), *(a.text.strip() for a in ex.anchors)]) if semantic is not None else None
         if self.focus is not None:
             refits = self.focus.refits
-            # TOPICCRAWL_CLASSIFIER_RANK=semantic: the pseudo-positives ranked with the title's closeness too
+            # TOPICCRAWL_CLASSIFIER_RANK: the pseudo-positives ranked with the title's closeness too
             rank = semantic_rank(relevance, near[0], RANK_WEIGHT) if near is not None and self._semantic_rank else None
             probability = self.focus.observe(terms, relevance, key=response.url, hashed=hashed, rank=rank)
             self._observed[response.url] = self.focus.pages

@@ -75,7 +75,7 @@ class TopicCrawlConfig:
     classifier_share: float = 0.03
     classifier_wordless: str = "keep"
     classifier_unranked: str = "discard"
-    classifier_rank: str = "relevance"
+    classifier_rank: str = "auto"
     classifier_guard: bool = False
     examples_background: str = "seeds"
     holder_score: str = "auto"
@@ -174,8 +174,9 @@ class TopicCrawlConfig:
             if value not in rules:
                 raise ConfigError(f"TOPICCRAWL_CLASSIFIER_{name}={value!r}: expected "
                                   f"{', '.join(rules[:-1])} or {rules[-1]}")
-        if self.classifier_rank not in ("relevance", "full", "semantic"):
-            raise ConfigError(f"TOPICCRAWL_CLASSIFIER_RANK={self.classifier_rank!r}: expected relevance, full or semantic")
+        if self.classifier_rank not in ("auto", "relevance", "full", "semantic"):
+            raise ConfigError(f"TOPICCRAWL_CLASSIFIER_RANK={self.classifier_rank!r}: "
+                              "expected auto, relevance, full or semantic")
         if self.classifier_rank == "semantic" and not self.semantic_enabled:
             raise ConfigError("TOPICCRAWL_CLASSIFIER_RANK=semantic needs the semantic prior: set TOPICCRAWL_SEMANTIC_ENABLED=1")
         if self.examples_background not in ("seeds", "none"):
