@@ -138,20 +138,23 @@ def replay(pages: Pages, urls, relevance, focus_kw: dict, classifier_kw: dict, t
     pseudo-positives ranked by the cosine over the full page vector, computed in fetch order
     (``restrict_to_topic=False``); ``rank=semantic``: by :func:`semantic_rank` of R(P) and the
     title's cosine to the topic under the static encoder, with ``rank_weight`` (default 0.7);
-    ``rank=semprod``: by R(P) × that cosine. ``examples``: the terms of example pages, added
-    before the first page."""
+    ``rank=semprod``: by R(P) × that cosine; ``rank=title``: by (1 − ``rank_weight``)·R(P) +
+    ``rank_weight``·R(title), the title's cosine to the topic words (as an anchor's), 0 where R(P) is
+    0. ``examples``: the terms of example pages, added before the first page."""
     focus_kw = {"use_words": use_words, **focus_kw}
     rank_rule = focus_kw.pop("rank", "relevance")
     weight = float(focus_kw.pop("rank_weight", 0.7))
-    prior = None
-    if rank_rule in ("full", "semantic", "semprod") and topic is None:
+    prior = titles = None
+    if rank_rule in ("full", "semantic", "semprod", "title") and topic is None:
         raise SystemExit(f"rank={rank_rule} needs the crawl's topic (results.json 'topics')")
     if rank_rule == "full":  # as the crawl's TOPICCRAWL_CLASSIFIER_RANK=full
         focus_kw["rank_scorer"] = RelevanceScorer(topic, restrict_to_topic=False)
     elif rank_rule in ("semantic", "semprod"):
         prior = semantic_prior(topic, "static")
+    elif rank_rule == "title":
+        titles = RelevanceScorer(topic)
     elif rank_rule != "relevance":
-        raise SystemExit(f"rank={rank_rule}: expected relevance, full, semantic or semprod")
+        raise SystemExit(f"rank={rank_rule}: expected relevance, full, semantic, semprod or title")
     classifier = PageClassifier(**{"random_state": 0, **classifier_kw})
     focus = PageFocus(classifier=classifier, **focus_kw)
     for terms in examples:
@@ -161,6 +164,8 @@ def replay(pages: Pages, urls, relevance, focus_kw: dict, classifier_kw: dict, t
         if prior is not None:
             near = prior.scores([pages.title(url)])[0]
             rank = semantic_rank(r, near, weight) if rank_rule == "semantic" else r * near
+        elif titles is not None:
+            rank = semantic_rank(r, titles.anchor_relevance(pages.title(url)), weight)
         focus.observe(pages.terms(url), r, key=url, rank=rank)
     return focus.expected_harvest
 
