@@ -39,8 +39,8 @@ from pathlib import Path
 from bench.learned_focus import truth_examples
 from topiccrawl.learning.classifier import PageClassifier
 from topiccrawl.learning.examples import topic_words
-from topiccrawl.learning.focus import PageFocus
-from topiccrawl.learning.semantic import DEFAULT_MODEL, SemanticPrior, load_encoder, semantic_rank, topic_text
+from topiccrawl.learning.focus import PageFocus, title_rank
+from topiccrawl.learning.semantic import DEFAULT_MODEL, SemanticPrior, load_encoder, topic_text
 from topiccrawl.scoring.relevance import RelevanceScorer
 from topiccrawl.scoring.text import add_words, document_terms, extract, has_cjk
 from topiccrawl.scoring.topic import _loads, load_topic
@@ -136,7 +136,7 @@ def replay(pages: Pages, urls, relevance, focus_kw: dict, classifier_kw: dict, t
            examples: list[list[str]] = (), use_words: bool = True) -> float | None:
     """The self-assessment at the last page. Rule keys beside ``PageFocus``'s: ``rank=full``:
     pseudo-positives ranked by the cosine over the full page vector, computed in fetch order
-    (``restrict_to_topic=False``); ``rank=semantic``: by :func:`semantic_rank` of R(P) and the
+    (``restrict_to_topic=False``); ``rank=semantic``: by :func:`title_rank` of R(P) and the
     title's cosine to the topic under the static encoder, with ``rank_weight`` (default 0.7);
     ``rank=semprod``: by R(P) × that cosine; ``rank=title``: by (1 − ``rank_weight``)·R(P) +
     ``rank_weight``·R(title), the title's cosine to the topic words (as an anchor's), 0 where R(P) is
@@ -163,9 +163,9 @@ def replay(pages: Pages, urls, relevance, focus_kw: dict, classifier_kw: dict, t
         rank = None
         if prior is not None:
             near = prior.scores([pages.title(url)])[0]
-            rank = semantic_rank(r, near, weight) if rank_rule == "semantic" else r * near
+            rank = title_rank(r, near, weight) if rank_rule == "semantic" else r * near
         elif titles is not None:
-            rank = semantic_rank(r, titles.anchor_relevance(pages.title(url)), weight)
+            rank = title_rank(r, titles.anchor_relevance(pages.title(url)), weight)
         focus.observe(pages.terms(url), r, key=url, rank=rank)
     return focus.expected_harvest
 

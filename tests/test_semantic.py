@@ -18,7 +18,6 @@ from topiccrawl.learning.semantic import (
     is_static_model,
     load_encoder,
     model_path,
-    semantic_rank,
     static_folder,
     topic_text,
 )
@@ -60,10 +59,12 @@ def test_scores_are_cosines_floored_at_zero_and_each_text_is_encoded_once():
     assert prior.mix(0.2, 1.0) == pytest.approx(0.6)
 
 
-def test_semantic_rank_mixes_the_title_closeness_only_into_pages_with_the_words():
-    assert semantic_rank(0.8, 0.2, 0.5) == pytest.approx(0.5)
-    assert semantic_rank(0.8, 0.2, 0.0) == pytest.approx(0.8) and semantic_rank(0.8, 0.2, 1.0) == pytest.approx(0.2)
-    assert semantic_rank(0.0, 0.9, 0.5) == 0.0  # no topic word: never a pseudo-positive
+def test_title_rank_mixes_the_title_closeness_only_into_pages_with_the_words():
+    from topiccrawl.learning.focus import title_rank
+
+    assert title_rank(0.8, 0.2, 0.5) == pytest.approx(0.5)
+    assert title_rank(0.8, 0.2, 0.0) == pytest.approx(0.8) and title_rank(0.8, 0.2, 1.0) == pytest.approx(0.2)
+    assert title_rank(0.0, 0.9, 0.5) == 0.0  # no topic word: never a pseudo-positive
 
 
 def test_ranking_by_the_title_needs_the_prior():
@@ -71,10 +72,11 @@ def test_ranking_by_the_title_needs_the_prior():
 
     with pytest.raises(ConfigError, match="RANK=semantic needs the semantic prior"):
         TopicCrawlConfig(classifier_rank="semantic").validate()
-    with pytest.raises(ConfigError, match="expected auto, relevance, full or semantic"):
-        TopicCrawlConfig(classifier_rank="title").validate()
+    with pytest.raises(ConfigError, match="expected auto, relevance, full, semantic or title"):
+        TopicCrawlConfig(classifier_rank="words").validate()
     TopicCrawlConfig(classifier_rank="semantic", semantic_enabled=True).validate()
     TopicCrawlConfig(classifier_rank="auto").validate()  # the default: semantic only with the prior
+    TopicCrawlConfig(classifier_rank="title").validate()  # the title's topic words need no encoder
 
 
 def test_the_cache_forgets_the_least_recently_used_text():

@@ -38,15 +38,13 @@ from topiccrawl.crawl.items import PageItem
 from topiccrawl.crawl.settings import TopicCrawlConfig, parse_url_list
 from topiccrawl.learning.anchorjudge import context_words
 from topiccrawl.learning.association import EXAMPLE_LINK, anchor_terms
-from topiccrawl.learning.focus import RELIABLE_AUC, RELIABLE_C, PageFocus
+from topiccrawl.learning.focus import RELIABLE_AUC, RELIABLE_C, TITLE_RANK_WEIGHTS, PageFocus, title_rank
 from topiccrawl.learning.linkvalue import LinkFeatures, quick_terms, url_tokens
 from topiccrawl.learning.semantic import (
     DEFAULT_MODEL,
-    RANK_WEIGHT,
     SemanticError,
     SemanticPrior,
     load_encoder,
-    semantic_rank,
     topic_text,
 )
 from topiccrawl.learning.threads import limit_blas_threads
@@ -217,9 +215,11 @@ class TopicCrawl:
         #: stops the crawl before it starts; the prior itself (the topic's embedding) at the first page
         self._encoder = self._load_encoder() if self.config.semantic_enabled else None
         self.semantic: SemanticPrior | None = None
-        #: TOPICCRAWL_CLASSIFIER_RANK semantic, or auto with the prior on: the title's closeness ranks
-        #: the pseudo-positives too (a topic with words; docs/learned.md)
-        self._semantic_rank = self._encoder is not None and self.config.classifier_rank in ("auto", "semantic")
+        #: TOPICCRAWL_CLASSIFIER_RANK: "semantic" (auto with the prior on) or "title" when the title's
+        #: closeness ranks the pseudo-positives too (a topic with words; docs/learned.md), else None
+        rank = self.config.classifier_rank
+        self._title_rank = ("semantic" if self._encoder is not None else None) if rank == "auto" else (
+            rank if rank in TITLE_RANK_WEIGHTS else None)
         self.graph = LinkGraph()
         #: per graph node: 1 once a request for it was handed to Scrapy (see _unseen)
         self._yielded = bytearray()
@@ -386,7 +386,11 @@ class TopicCrawl:
         if self.focus is not None:
             refits = self.focus.refits
             # TOPICCRAWL_CLASSIFIER_RANK: the pseudo-positives ranked with the title's closeness too
-            rank = semantic_rank(relevance, near[0], RANK_WEIGHT) if near is not None and self._semantic_rank else None
+            rank = None
+            if self._title_rank == "semantic":
+                rank = title_rank(relevance, near[0], TITLE_RANK_WEIGHTS["semantic"])
+            elif self._title_rank == "title":
+                rank = title_rank(relevance, self.scorer.anchor_relevance(ex.title), TITLE_RANK_WEIGHTS["title"])
             probability = self.focus.observe(terms, relevance, key=response.url, hashed=hashed, rank=rank)
             self._observed[response.url] = self.focus.pages
             # TOPICCRAWL_CLASSIFIER_GUARD: a P flagged unreliable does not steer, R(P) does (docs/learned.md)

@@ -174,9 +174,9 @@ class TopicCrawlConfig:
             if value not in rules:
                 raise ConfigError(f"TOPICCRAWL_CLASSIFIER_{name}={value!r}: expected "
                                   f"{', '.join(rules[:-1])} or {rules[-1]}")
-        if self.classifier_rank not in ("auto", "relevance", "full", "semantic"):
+        if self.classifier_rank not in ("auto", "relevance", "full", "semantic", "title"):
             raise ConfigError(f"TOPICCRAWL_CLASSIFIER_RANK={self.classifier_rank!r}: "
-                              "expected auto, relevance, full or semantic")
+                              "expected auto, relevance, full, semantic or title")
         if self.classifier_rank == "semantic" and not self.semantic_enabled:
             raise ConfigError("TOPICCRAWL_CLASSIFIER_RANK=semantic needs the semantic prior: set TOPICCRAWL_SEMANTIC_ENABLED=1")
         if self.examples_background not in ("seeds", "none"):

@@ -60,6 +60,18 @@ RELIABLE_AUC = 0.85
 RELIABLE_C = 0.17
 
 
+#: W of :func:`title_rank` per TOPICCRAWL_CLASSIFIER_RANK rule, chosen on the development topics
+#: (docs/learned.md, "The title's closeness in the pseudo-labels"): the title's closeness in meaning
+#: under the semantic prior's encoder, or its cosine to the topic words
+TITLE_RANK_WEIGHTS = {"semantic": 0.5, "title": 0.3}
+
+
+def title_rank(relevance: float, closeness: float, weight: float) -> float:
+    """A fetched page's score for ranking the pseudo-positives: (1 − ``weight``)·R(P) +
+    ``weight``·``closeness`` (its title's closeness to the topic), 0 where R(P) is 0."""
+    return (1.0 - weight) * relevance + weight * closeness if relevance > 0.0 else 0.0
+
+
 def pseudo_positive_index(relevance: Sequence[float], rule: str = "top", *, share: float = 0.03,
                           min_count: int = 3, beta: float = 0.3, quantile: float = 0.25,
                           max_count: int | None = None, relative: float = 0.5) -> np.ndarray:
@@ -173,7 +185,7 @@ class PageFocus:
         P(relevant); refits when due. ``hashed``: the terms' sorted distinct hashed columns and
         counts when the caller has them (:class:`~topiccrawl.learning.vocabulary.Vocabulary`).
         ``rank``: the caller's score ranking this page for the pseudo-positives of rules ``"top"``
-        and ``"relative"`` (0 where R(P) is 0; e.g. :func:`~topiccrawl.learning.semantic.semantic_rank`),
+        and ``"relative"`` (0 where R(P) is 0; e.g. :func:`title_rank`),
         instead of the ``rank_scorer``'s or R(P)."""
         scorer = self.rank_scorer  # scores every page: its document frequencies count them all
         full = scorer.page_relevance(terms) if scorer is not None and self.use_words else None

@@ -54,17 +54,6 @@ def topic_text(description: str, words: dict[str, float]) -> str:
     return f"{head}: {', '.join(ordered)}" if head else ", ".join(ordered)
 
 
-#: W of :func:`semantic_rank`, chosen on the development topics (docs/learned.md, "The title's
-#: closeness in the pseudo-labels")
-RANK_WEIGHT = 0.5
-
-
-def semantic_rank(relevance: float, closeness: float, weight: float) -> float:
-    """A fetched page's score for ranking the page classifier's pseudo-positives: (1 − ``weight``)·R(P)
-    + ``weight``·``closeness`` (its title's cosine to the topic), 0 where R(P) is 0."""
-    return (1.0 - weight) * relevance + weight * closeness if relevance > 0.0 else 0.0
-
-
 class SemanticPrior:
     """Cosine of texts to the topic under ``encode``, floored at 0, cached per text (LRU).
 
