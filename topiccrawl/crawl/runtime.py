@@ -215,11 +215,13 @@ class TopicCrawl:
         #: stops the crawl before it starts; the prior itself (the topic's embedding) at the first page
         self._encoder = self._load_encoder() if self.config.semantic_enabled else None
         self.semantic: SemanticPrior | None = None
-        #: TOPICCRAWL_CLASSIFIER_RANK: "semantic" (auto with the prior on) or "title" when the title's
-        #: closeness ranks the pseudo-positives too (a topic with words; docs/learned.md), else None
+        #: TOPICCRAWL_CLASSIFIER_RANK: "semantic" or "title" when the title's closeness ranks the
+        #: pseudo-positives too (auto: "semantic" with the prior on, "title" without; a topic with
+        #: words; docs/learned.md), else None
         rank = self.config.classifier_rank
-        self._title_rank = ("semantic" if self._encoder is not None else None) if rank == "auto" else (
-            rank if rank in TITLE_RANK_WEIGHTS else None)
+        if rank == "auto":
+            rank = "semantic" if self._encoder is not None else "title"
+        self._title_rank = rank if rank in TITLE_RANK_WEIGHTS else None
         self.graph = LinkGraph()
         #: per graph node: 1 once a request for it was handed to Scrapy (see _unseen)
         self._yielded = bytearray()
