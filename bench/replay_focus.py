@@ -12,8 +12,11 @@ Each page is read from the corpus (no HTTP, no lab server) and extracted as the 
 in the classifier's order, to a :class:`~topiccrawl.learning.focus.PageFocus` built from each ``--rule``
 (``NAME:KEY=VALUE,...``; keys are ``PageFocus`` arguments, ``classifier.KEY`` the
 ``PageClassifier``'s). Reported per topic (mean over its runs) and over topics: abs(P̄ − true
-harvest rate) at the crawl's last page, the self-assessment of the crawl itself next to it (a
-``base`` rule with no keys reproduces it), and how many topics miss 0.1.
+harvest rate) at the crawl's last page, the self-assessment of the crawl itself next to it, and how
+many topics miss 0.1. A rule with no keys ranks the pseudo-positives by R(P), as crawls did before
+``TOPICCRAWL_CLASSIFIER_RANK=auto``; to reproduce a crawl of words since, give the rule the key its
+crawl used: ``rank=title``, or ``rank=semantic`` with the semantic prior on (the static encoder;
+see :func:`replay`).
 
 The crawl's order stays what it was, so a rule is judged on the self-assessment alone: a rule that
 also changes the link labels (the crawl's pseudo-positives) must be crawled to see its effect on
