@@ -42,7 +42,7 @@ from pathlib import Path
 from bench.learned_focus import truth_examples
 from topiccrawl.learning.classifier import PageClassifier
 from topiccrawl.learning.examples import topic_words
-from topiccrawl.learning.focus import PageFocus, title_rank
+from topiccrawl.learning.focus import TITLE_RANK_WEIGHTS, PageFocus, title_rank
 from topiccrawl.learning.semantic import DEFAULT_MODEL, SemanticPrior, load_encoder, topic_text
 from topiccrawl.scoring.relevance import RelevanceScorer
 from topiccrawl.scoring.text import add_words, document_terms, extract, has_cjk
@@ -140,13 +140,14 @@ def replay(pages: Pages, urls, relevance, focus_kw: dict, classifier_kw: dict, t
     """The self-assessment at the last page. Rule keys beside ``PageFocus``'s: ``rank=full``:
     pseudo-positives ranked by the cosine over the full page vector, computed in fetch order
     (``restrict_to_topic=False``); ``rank=semantic``: by :func:`title_rank` of R(P) and the
-    title's cosine to the topic under the static encoder, with ``rank_weight`` (default 0.7);
+    title's cosine to the topic under the static encoder, with ``rank_weight`` (default the crawl's);
     ``rank=semprod``: by R(P) × that cosine; ``rank=title``: by (1 − ``rank_weight``)·R(P) +
     ``rank_weight``·R(title), the title's cosine to the topic words (as an anchor's), 0 where R(P) is
-    0. ``examples``: the terms of example pages, added before the first page."""
+    0 (``rank_weight`` by default the crawl's, :data:`~topiccrawl.learning.focus.TITLE_RANK_WEIGHTS`).
+    ``examples``: the terms of example pages, added before the first page."""
     focus_kw = {"use_words": use_words, **focus_kw}
     rank_rule = focus_kw.pop("rank", "relevance")
-    weight = float(focus_kw.pop("rank_weight", 0.7))
+    weight = float(focus_kw.pop("rank_weight", TITLE_RANK_WEIGHTS.get(rank_rule, 0.0)))  # the crawl's W by default
     prior = titles = None
     if rank_rule in ("full", "semantic", "semprod", "title") and topic is None:
         raise SystemExit(f"rank={rank_rule} needs the crawl's topic (results.json 'topics')")
