@@ -216,11 +216,12 @@ class TopicCrawl:
         self._encoder = self._load_encoder() if self.config.semantic_enabled else None
         self.semantic: SemanticPrior | None = None
         #: TOPICCRAWL_CLASSIFIER_RANK: "semantic" or "title" when the title's closeness ranks the
-        #: pseudo-positives too (auto: "semantic" with the prior on, "title" without; a topic with
-        #: words; docs/learned.md), else None
+        #: pseudo-positives too (auto: "semantic" with the prior on, "title" without it on a topic
+        #: not in Chinese, where it failed its check; a topic with words; docs/learned.md), else None
         rank = self.config.classifier_rank
         if rank == "auto":
-            rank = "semantic" if self._encoder is not None else "title"
+            rank = "semantic" if self._encoder is not None else ("title" if self.topic.language != "zh" else "relevance")
+        self._rank_rule = rank  # reported as classifier/rank
         self._title_rank = rank if rank in TITLE_RANK_WEIGHTS else None
         self.graph = LinkGraph()
         #: per graph node: 1 once a request for it was handed to Scrapy (see _unseen)
@@ -739,9 +740,12 @@ class TopicCrawl:
         return True
 
     def learning_stats(self) -> dict:
-        """``classifier/*`` statistics of the page classifier (empty when it is off), and
-        ``semantic/encoded`` (texts the semantic prior encoded) when that is on."""
+        """``classifier/*`` statistics of the page classifier (empty when it is off; ``classifier/rank``:
+        what ranked its pseudo-positives, with words), and ``semantic/encoded`` (texts the semantic
+        prior encoded) when that is on."""
         out = self.focus.stats() if self.focus is not None else {}
+        if self.focus is not None and self.focus.use_words and self.config.classifier_pseudo != "beta":
+            out["classifier/rank"] = self._rank_rule
         if self.semantic is not None:
             out["semantic/encoded"] = self.semantic.encoded
         return out
