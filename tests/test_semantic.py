@@ -176,6 +176,15 @@ train = 0.8
 """
 
 
+def _send_page(handler: BaseHTTPRequestHandler, title: str, body: str) -> None:
+    data = f"<html><head><title>{title}</title></head><body>{body}</body></html>".encode()
+    handler.send_response(200)
+    handler.send_header("Content-Type", "text/html; charset=utf-8")
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)
+
+
 class _Web(BaseHTTPRequestHandler):
     """``/seed`` links to six pages with unrelated anchors, then six with railway anchors; no anchor
     holds a topic word, so by the words alone every link ties and the first queued goes first."""
@@ -191,12 +200,7 @@ class _Web(BaseHTTPRequestHandler):
             body = "<p>index</p>" + "".join(f'<p><a href="{u}">{t}</a></p>' for u, t in anchors)
         else:
             body = f"<p>page {self.path}</p>"
-        data = f"<html><head><title>Index</title></head><body>{body}</body></html>".encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        _send_page(self, "Index", body)
 
     def log_message(self, *args):
         pass
@@ -268,13 +272,7 @@ class _PseudoWeb(BaseHTTPRequestHandler):
             title, text = f"Note {path[2:]}", f"garden river bakery poem {path[2:]}"
             if path == "/z0":
                 links = ["/d8", "/r8", "/d9", "/r9"]
-        body = f"<p>{text}</p>" + "".join(f'<p><a href="{u}">next</a></p>' for u in links)
-        data = f"<html><head><title>{title}</title></head><body>{body}</body></html>".encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        _send_page(self, title, f"<p>{text}</p>" + "".join(f'<p><a href="{u}">next</a></p>' for u in links))
 
     def log_message(self, *args):
         pass
