@@ -215,14 +215,16 @@ class TopicCrawl:
         #: stops the crawl before it starts; the prior itself (the topic's embedding) at the first page
         self._encoder = self._load_encoder() if self.config.semantic_enabled else None
         self.semantic: SemanticPrior | None = None
-        #: TOPICCRAWL_CLASSIFIER_RANK: "semantic" or "title" when the title's closeness ranks the
-        #: pseudo-positives too (auto: "semantic" with the prior on, "title" without it on a topic
-        #: not in Chinese, where it failed its check; a topic with words; docs/learned.md), else None
+        #: TOPICCRAWL_CLASSIFIER_RANK, what ranks the pseudo-positives of a topic with words (reported as
+        #: classifier/rank; docs/learned.md): auto is "semantic" with the prior on, else "title", except
+        #: on a Chinese topic, where the title failed its check
         rank = self.config.classifier_rank
         if rank == "auto":
-            rank = "semantic" if self._encoder is not None else ("title" if self.topic.language != "zh" else "relevance")
-        self._rank_rule = rank  # reported as classifier/rank
-        self._title_rank = rank if rank in TITLE_RANK_WEIGHTS else None
+            if self._encoder is not None:
+                rank = "semantic"
+            else:
+                rank = "relevance" if self.topic.language == "zh" else "title"
+        self._rank_rule = rank
         self.graph = LinkGraph()
         #: per graph node: 1 once a request for it was handed to Scrapy (see _unseen)
         self._yielded = bytearray()
@@ -389,11 +391,11 @@ class TopicCrawl:
         if self.focus is not None:
             refits = self.focus.refits
             # TOPICCRAWL_CLASSIFIER_RANK: the pseudo-positives ranked with the title's closeness too
-            rank = None
-            if self._title_rank == "semantic":
-                rank = title_rank(relevance, near[0], TITLE_RANK_WEIGHTS["semantic"])
-            elif self._title_rank == "title":
-                rank = title_rank(relevance, self.scorer.anchor_relevance(ex.title), TITLE_RANK_WEIGHTS["title"])
+            rank, rule = None, self._rank_rule
+            if rule == "semantic":
+                rank = title_rank(relevance, near[0], TITLE_RANK_WEIGHTS[rule])
+            elif rule == "title":
+                rank = title_rank(relevance, self.scorer.anchor_relevance(ex.title), TITLE_RANK_WEIGHTS[rule])
             probability = self.focus.observe(terms, relevance, key=response.url, hashed=hashed, rank=rank)
             self._observed[response.url] = self.focus.pages
             # TOPICCRAWL_CLASSIFIER_GUARD: a P flagged unreliable does not steer, R(P) does (docs/learned.md)
