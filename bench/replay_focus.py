@@ -45,7 +45,7 @@ from topiccrawl.learning.examples import topic_words
 from topiccrawl.learning.focus import TITLE_RANK_WEIGHTS, PageFocus, title_rank
 from topiccrawl.learning.semantic import DEFAULT_MODEL, SemanticPrior, load_encoder, topic_text
 from topiccrawl.scoring.relevance import RelevanceScorer
-from topiccrawl.scoring.text import add_words, document_terms, extract, has_cjk
+from topiccrawl.scoring.text import add_words, document_terms, extract, has_cjk, tokenize
 from topiccrawl.scoring.topic import _loads, load_topic
 from topiccrawl.weblab.corpus import open_corpus
 
@@ -135,6 +135,15 @@ def topic_labels_seeds(path: str) -> tuple[set[str], list[str]]:
     return set(data.get("labels", ())), list(data.get("seeds", ()))
 
 
+def title_word(words, title: str) -> float:
+    """A title's strongest topic word, in [0, 1]: the largest weight of a topic word among its terms
+    over the topic's largest weight, so one topic word counts fully (docs/learned.md)."""
+    top = max(words.values(), default=0.0)
+    if top <= 0.0:
+        return 0.0
+    return min(1.0, max(0.0, max((words.get(t, 0.0) for t in tokenize(title)), default=0.0) / top))
+
+
 def replay(pages: Pages, urls, relevance, focus_kw: dict, classifier_kw: dict, topic=None,
            examples: list[list[str]] = (), use_words: bool = True) -> float | None:
     """The self-assessment at the last page. Rule keys beside ``PageFocus``'s: ``rank=full``:
@@ -143,22 +152,24 @@ def replay(pages: Pages, urls, relevance, focus_kw: dict, classifier_kw: dict, t
     title's cosine to the topic under the static encoder, with ``rank_weight`` (default the crawl's);
     ``rank=semprod``: by R(P) × that cosine; ``rank=title``: by (1 − ``rank_weight``)·R(P) +
     ``rank_weight``·R(title), the title's cosine to the topic words (as an anchor's), 0 where R(P) is
-    0 (``rank_weight`` by default the crawl's, :data:`~topiccrawl.learning.focus.TITLE_RANK_WEIGHTS`).
+    0 (``rank_weight`` by default the crawl's, :data:`~topiccrawl.learning.focus.TITLE_RANK_WEIGHTS`);
+    ``rank=word``: the same with :func:`title_word` in place of R(title) (screened and not
+    adopted, docs/learned.md).
     ``examples``: the terms of example pages, added before the first page."""
     focus_kw = {"use_words": use_words, **focus_kw}
     rank_rule = focus_kw.pop("rank", "relevance")
     weight = float(focus_kw.pop("rank_weight", TITLE_RANK_WEIGHTS.get(rank_rule, 0.0)))  # the crawl's W by default
     prior = titles = None
-    if rank_rule in ("full", "semantic", "semprod", "title") and topic is None:
+    if rank_rule in ("full", "semantic", "semprod", "title", "word") and topic is None:
         raise SystemExit(f"rank={rank_rule} needs the crawl's topic (results.json 'topics')")
     if rank_rule == "full":  # as the crawl's TOPICCRAWL_CLASSIFIER_RANK=full
         focus_kw["rank_scorer"] = RelevanceScorer(topic, restrict_to_topic=False)
     elif rank_rule in ("semantic", "semprod"):
         prior = semantic_prior(topic, "static")
-    elif rank_rule == "title":
+    elif rank_rule in ("title", "word"):
         titles = RelevanceScorer(topic)
     elif rank_rule != "relevance":
-        raise SystemExit(f"rank={rank_rule}: expected relevance, full, semantic, semprod or title")
+        raise SystemExit(f"rank={rank_rule}: expected relevance, full, semantic, semprod, title or word")
     classifier = PageClassifier(**{"random_state": 0, **classifier_kw})
     focus = PageFocus(classifier=classifier, **focus_kw)
     for terms in examples:
@@ -169,7 +180,9 @@ def replay(pages: Pages, urls, relevance, focus_kw: dict, classifier_kw: dict, t
             near = prior.scores([pages.title(url)])[0]
             rank = title_rank(r, near, weight) if rank_rule == "semantic" else r * near
         elif titles is not None:
-            rank = title_rank(r, titles.anchor_relevance(pages.title(url)), weight)
+            title = pages.title(url)
+            closeness = title_word(topic.words, title) if rank_rule == "word" else titles.anchor_relevance(title)
+            rank = title_rank(r, closeness, weight)
         focus.observe(pages.terms(url), r, key=url, rank=rank)
     return focus.expected_harvest
 

@@ -263,6 +263,19 @@ def test_replay_feeds_a_crawls_pages_in_order_to_each_rule_and_reports_the_error
 
 
 
+def test_title_word_counts_the_strongest_topic_word_of_a_title_fully():
+    """The screened rule ``rank=word`` (docs/learned.md): a maximum over the title's terms, so one
+    topic word in a title counts as much as it weighs, where a cosine over the topic vector would not."""
+    from bench.replay_focus import title_word
+
+    words = {"sport": 1.0, "cricket": 0.6, "tennis": 0.6, "league": 0.8}
+    assert title_word(words, "Cricket") == pytest.approx(0.6)
+    assert title_word(words, "Tennis league (sport)") == pytest.approx(1.0)
+    assert title_word(words, "Cricket in Nottingham, cricket") == title_word(words, "Cricket")
+    assert title_word(words, "Nottingham") == 0.0 and title_word(words, "") == 0.0 and title_word({}, "Cricket") == 0.0
+    assert title_word({"cricket": 2.0}, "Cricket") == 1.0  # over the topic's largest weight
+
+
 def test_replay_of_an_examples_only_crawl_adds_its_examples_and_registers_the_derived_words(tmp_path):
     from bench.learned_focus import truth_examples
     from bench.replay_focus import Pages, main
