@@ -83,9 +83,9 @@ def run_crawl(tmp_path: Path, spider: str = "focused", *, args: dict | None = No
     return proc, out
 
 
-def memory_scheduler(strategy: str = "bestfirst", **settings):
-    """An opened memory ``TopicScheduler`` of a focused spider (topic 台风灾害, a generated web), with
-    no engine: tests drive ``enqueue_request`` and ``next_request`` themselves."""
+def memory_scheduler(strategy: str = "bestfirst", topic: str = "台风灾害", **settings):
+    """An opened memory ``TopicScheduler`` of a focused spider (by default topic 台风灾害, a generated
+    web), with no engine: tests drive ``enqueue_request`` and ``next_request`` themselves."""
     from scrapy.utils.test import get_crawler
 
     from topiccrawl.crawl.scheduler import TopicScheduler
@@ -94,7 +94,7 @@ def memory_scheduler(strategy: str = "bestfirst", **settings):
     crawler = get_crawler(FocusedSpider, {
         "TOPICCRAWL_WEB": "generated:zh-disaster?pages=1000&seed=1", "TOPICCRAWL_WEB_PROXY": "http://127.0.0.1:9",
         "TOPICCRAWL_STRATEGY": strategy, "TOPICCRAWL_PLOT_ENABLED": False, **settings})
-    crawler.spider = crawler._create_spider(topic="台风灾害")
+    crawler.spider = crawler._create_spider(topic=topic)
     scheduler = TopicScheduler.from_crawler(crawler)
     scheduler.open(crawler.spider)
     return scheduler

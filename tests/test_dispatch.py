@@ -17,7 +17,7 @@ import pytest
 from conftest import REPO, bin_path, loopback_server, memory_scheduler, run_crawl
 from redis_fixture import redis_server  # noqa: F401
 from topiccrawl.crawl.scheduler import dispatch_mode, make_dispatch
-from topiccrawl.crawl.settings import ConfigError, TopicCrawlConfig
+from topiccrawl.crawl.settings import ConfigError, TopicCrawlConfig, page_links_mode
 from topiccrawl.strategies.dispatch import PatientDispatch
 from topiccrawl.strategies.learned import LearnedFrontier
 from topiccrawl.strategies.simple import BestFirstFrontier, Link, OracleFrontier
@@ -103,6 +103,40 @@ def test_the_dispatch_mode_a_crawl_runs_under(settings, examples, expected):
     config.validate()
     assert dispatch_mode(config, examples) == expected
     assert (make_dispatch(config, expected[0]) is None) == (expected[0] == "eager")
+
+
+@pytest.mark.parametrize("settings, examples, language, expected", [
+    ({"strategy": "learned"}, False, "en", "after-seeds"),  # the default auto: learned with words, memory scheduler
+    ({"strategy": "learned"}, False, "zh", "streamed"),  # a Chinese topic: the hold lost there
+    ({"strategy": "learned"}, True, "en", "streamed"),  # example pages (on the command line or in the topic)
+    ({"strategy": "bestfirst"}, False, "en", "streamed"),  # every other strategy
+    ({"strategy": "wl"}, False, "en", "streamed"),
+    ({"strategy": "learned", "store": "redis"}, False, "en", "streamed"),  # Redis cannot hold a page's links
+    ({"strategy": "learned", "dispatch_page_links": "streamed"}, False, "en", "streamed"),  # an explicit choice wins
+    ({"strategy": "bestfirst", "dispatch_page_links": "after-seeds"}, True, "zh", "after-seeds"),
+    ({"strategy": "learned", "dispatch_page_links": "together"}, True, "en", "together"),
+])
+def test_how_a_crawl_queues_a_pages_links(settings, examples, language, expected):
+    config = TopicCrawlConfig(**settings)
+    config.validate()  # auto is valid on Redis too: it streams there
+    assert page_links_mode(config, examples, language) == expected
+
+
+def test_the_scheduler_resolves_auto_with_the_topics_language_and_the_runtime_holds_accordingly():
+    english = memory_scheduler("learned", topic=str(REPO / "bench/topics/wikispeedia-dev/music-en.toml"))
+    assert english.tc.page_links == "after-seeds"
+    assert not english.tc.open_links("http://a.example.cn/", depth=0)  # a seed's links stream
+    assert english.tc.open_links("http://b.example.cn/", depth=1)
+    english.publish_stats()
+    assert english.stats.get_value("topiccrawl/dispatch/page_links") == "after-seeds"
+    for scheduler in (memory_scheduler("learned"), memory_scheduler()):  # 台风灾害 (Chinese); best-first
+        assert scheduler.tc.page_links == "streamed" and not scheduler.tc.open_links("http://b.example.cn/", depth=1)
+
+
+def test_auto_holds_the_links_of_a_learned_crawl_of_english_words(tmp_path, web):
+    _, stats = _crawl(tmp_path, web, "eager", seeds="hub", strategy="learned", max_pages=10, CONCURRENT_REQUESTS="1")
+    assert stats["topiccrawl/dispatch/page_links"] == "after-seeds"
+    assert stats["finish_reason"] == "topiccrawl_max_pages"
 
 
 def _record(d: PatientDispatch, value: float, best_children) -> None:
@@ -260,7 +294,7 @@ def _crawl(tmp_path, web, dispatch: str, **settings):
     topic.write_text(TOPIC, encoding="utf-8")
     base = f"http://127.0.0.1:{web.server_port}"
     seeds = ",".join(f"{base}/{path}" for path in settings.pop("seeds", "seed").split(","))
-    proc, out = run_crawl(tmp_path, args={"topic": str(topic), "seeds": seeds, "strategy": "bestfirst",
+    proc, out = run_crawl(tmp_path, args={"topic": str(topic), "seeds": seeds, "strategy": settings.pop("strategy", "bestfirst"),
                                           "max_pages": settings.pop("max_pages", 25)},
                           settings={"TOPICCRAWL_WEB": "live", "TOPICCRAWL_LIVE_ALLOW_HOSTS": "127.0.0.1",
                                     "TOPICCRAWL_DISPATCH": dispatch, "TOPICCRAWL_PLOT_ENABLED": "false",

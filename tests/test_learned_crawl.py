@@ -37,6 +37,8 @@ def test_learned_crawl_reports_probabilities_and_a_self_assessed_harvest(tmp_pat
     assert stats["topiccrawl/dp"] == 300
     assert stats["topiccrawl/learned/retrains"] >= 1 and stats["topiccrawl/classifier/refits"] >= 1
     assert "topiccrawl/dispatch/holds" not in stats  # eager dispatch, the default (no patient record)
+    # a Chinese topic: a page's links stream in (the hold is for learned on other languages' words)
+    assert stats["topiccrawl/dispatch/page_links"] == "streamed"
     # words only: R(l)'s holder term is R(P), which a refit does not change
     assert stats["topiccrawl/learned/holder_refreshed"] == 0
     pages = _pages(out)
@@ -74,6 +76,7 @@ def test_a_topic_with_examples_and_no_words_learns_its_words(tmp_path):
     stats = _stats(out)
     assert stats["topiccrawl/examples/fetched"] == 5
     assert "topiccrawl/dispatch/holds" not in stats  # TOPICCRAWL_DISPATCH=auto is eager with example pages
+    assert stats["topiccrawl/dispatch/page_links"] == "streamed"  # and a page's links stream in
     # the seeds were fetched with the examples as the words' background, and crawled as seeds after
     background = stats["topiccrawl/examples/background"]
     assert background >= 1

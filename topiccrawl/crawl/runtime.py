@@ -35,7 +35,7 @@ from scrapy import signals
 from topiccrawl.crawl.engine import wake_engine
 from topiccrawl.crawl.errors import ConfigError
 from topiccrawl.crawl.items import PageItem
-from topiccrawl.crawl.settings import TopicCrawlConfig, parse_url_list
+from topiccrawl.crawl.settings import TopicCrawlConfig, page_links_mode, parse_url_list
 from topiccrawl.learning.anchorjudge import context_words
 from topiccrawl.learning.association import EXAMPLE_LINK, anchor_terms
 from topiccrawl.learning.focus import RELIABLE_AUC, RELIABLE_C, TITLE_RANK_WEIGHTS, PageFocus, title_rank
@@ -236,6 +236,9 @@ class TopicCrawl:
         #: TOPICCRAWL_DISPATCH_PAGE_LINKS = "together" or "after-seeds": URL -> when its parsed page's links began to be
         #: queued, until the last of them reaches the scheduler (or the page is counted)
         self.links_open: dict[str, float] = {}
+        #: TOPICCRAWL_DISPATCH_PAGE_LINKS resolved (reported as dispatch/page_links); the scheduler
+        #: resolves it again knowing a command line's examples too
+        self.page_links = page_links_mode(self.config, self.topic.has_examples, self.topic.language)
         self.started = datetime.now(timezone.utc)
         #: the page classifier (P(relevant | page)); on with ``TOPICCRAWL_CLASSIFIER=on``, or
         #: ``auto`` for the learned strategy and topics with examples
@@ -655,7 +658,7 @@ class TopicCrawl:
         """With ``TOPICCRAWL_DISPATCH_PAGE_LINKS = "together"`` (or ``"after-seeds"`` and a page at
         ``depth`` > 0): the page ``url``'s links are about to be queued, and no queued link is handed
         out until they all are (the scheduler's hold); True when held."""
-        mode = self.config.dispatch_page_links
+        mode = self.page_links
         if mode == "streamed" or (mode == "after-seeds" and depth == 0):
             return False
         self.links_open[url] = time.monotonic()

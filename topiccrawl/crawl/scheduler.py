@@ -37,7 +37,7 @@ from topiccrawl.crawl.codec import RequestPacker
 from topiccrawl.crawl.engine import live_requests, start_pending, wake_engine
 from topiccrawl.crawl.meta import META_KEY
 from topiccrawl.crawl.runtime import TopicCrawl, registered_domain
-from topiccrawl.crawl.settings import build_frontier
+from topiccrawl.crawl.settings import build_frontier, page_links_mode
 from topiccrawl.strategies.base import Frontier, Link
 from topiccrawl.strategies.dispatch import PatientDispatch
 
@@ -105,6 +105,7 @@ class TopicScheduler(BaseScheduler):
         spider = getattr(crawler, "spider", None)
         has_examples = self.tc.topic.has_examples or bool(getattr(spider, "examples_arg", None))
         mode, self.patient_pages = dispatch_mode(self.tc.config, has_examples)
+        self.tc.page_links = page_links_mode(self.tc.config, has_examples, self.tc.topic.language)
         self.dispatch: PatientDispatch | None = make_dispatch(self.tc.config, mode)
         #: start requests go before every queued link (focused spiders; set in ``open``)
         self.seeds_first = False
@@ -287,7 +288,9 @@ class TopicScheduler(BaseScheduler):
         return False
 
     def _publish_dispatch(self) -> None:
-        """Patient dispatch's record (holds, seconds held, timeouts) into the stats."""
+        """How a page's links are queued (``dispatch/page_links``, TOPICCRAWL_DISPATCH_PAGE_LINKS
+        resolved) and patient dispatch's record (holds, seconds held, timeouts) into the stats."""
+        self.stats.set_value("topiccrawl/dispatch/page_links", self.tc.page_links)
         if self.dispatch is not None:
             for key, value in self.dispatch.stats.as_dict().items():
                 self.stats.set_value(f"topiccrawl/{key}", value)

@@ -87,7 +87,7 @@ class TopicCrawlConfig:
     dispatch_rule: str = "any"
     dispatch_p: float = 0.95
     dispatch_seeds: str = "queued"
-    dispatch_page_links: str = "streamed"
+    dispatch_page_links: str = "auto"
     dispatch_patient_pages: int = 0
     blas_threads: int = 1
     gc_threshold: int = 10000
@@ -202,10 +202,10 @@ class TopicCrawlConfig:
         if self.dispatch_seeds == "answered" and self.store == "redis":
             raise ConfigError("TOPICCRAWL_DISPATCH_SEEDS=answered is not available with TOPICCRAWL_STORE=redis "
                               "(memory scheduler only)")
-        if self.dispatch_page_links not in ("streamed", "together", "after-seeds"):
+        if self.dispatch_page_links not in ("auto", "streamed", "together", "after-seeds"):
             raise ConfigError(f"TOPICCRAWL_DISPATCH_PAGE_LINKS={self.dispatch_page_links!r}: "
-                              "expected streamed, together or after-seeds")
-        if self.dispatch_page_links != "streamed" and self.store == "redis":
+                              "expected auto, streamed, together or after-seeds")
+        if self.dispatch_page_links in ("together", "after-seeds") and self.store == "redis":
             raise ConfigError(f"TOPICCRAWL_DISPATCH_PAGE_LINKS={self.dispatch_page_links} is not available with "
                               "TOPICCRAWL_STORE=redis (memory scheduler only)")
         if self.dispatch_rule not in ("median", "probability", "any"):
@@ -342,3 +342,15 @@ def _is_http_url(url: str) -> bool:
     except ValueError:  # e.g. an unclosed [IPv6 literal
         return False
     return bool(hostname) and parts.scheme in ("http", "https")
+
+
+def page_links_mode(config, has_examples: bool, language: str = "en") -> str:
+    """``TOPICCRAWL_DISPATCH_PAGE_LINKS`` resolved: ``auto`` holds each page's links beyond the seeds'
+    (``after-seeds``) for a ``learned`` crawl whose topic has words, no example pages and a language
+    other than Chinese, on the memory scheduler, and streams them otherwise (docs/learned.md,
+    "`after-seeds` for `learned` with words, after the title rank")."""
+    if config.dispatch_page_links != "auto":
+        return config.dispatch_page_links
+    if config.strategy == "learned" and not has_examples and language != "zh" and config.store != "redis":
+        return "after-seeds"
+    return "streamed"
