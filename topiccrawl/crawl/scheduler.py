@@ -105,7 +105,9 @@ class TopicScheduler(BaseScheduler):
         spider = getattr(crawler, "spider", None)
         has_examples = self.tc.topic.has_examples or bool(getattr(spider, "examples_arg", None))
         mode, self.patient_pages = dispatch_mode(self.tc.config, has_examples)
+        #: how a page's links are queued (TOPICCRAWL_DISPATCH_PAGE_LINKS resolved): fixed for the crawl
         self.tc.page_links = page_links_mode(self.tc.config, has_examples, self.tc.topic.language)
+        self.stats.set_value("topiccrawl/dispatch/page_links", self.tc.page_links)
         self.dispatch: PatientDispatch | None = make_dispatch(self.tc.config, mode)
         #: start requests go before every queued link (focused spiders; set in ``open``)
         self.seeds_first = False
@@ -288,9 +290,7 @@ class TopicScheduler(BaseScheduler):
         return False
 
     def _publish_dispatch(self) -> None:
-        """How a page's links are queued (``dispatch/page_links``, TOPICCRAWL_DISPATCH_PAGE_LINKS
-        resolved) and patient dispatch's record (holds, seconds held, timeouts) into the stats."""
-        self.stats.set_value("topiccrawl/dispatch/page_links", self.tc.page_links)
+        """Patient dispatch's record (holds, seconds held, timeouts) into the stats."""
         if self.dispatch is not None:
             for key, value in self.dispatch.stats.as_dict().items():
                 self.stats.set_value(f"topiccrawl/{key}", value)
