@@ -19,8 +19,10 @@ setup(
                   "topiccrawl.redis": ["lua/*.lua"]},  # the Redis store's Lua scripts
     include_package_data=True,
     # the semantic prior (TOPICCRAWL_SEMANTIC_ENABLED, docs/learned.md): a sentence encoder on torch,
-    # and model2vec to distil a static model from it (TOPICCRAWL_SEMANTIC_ENCODER=static)
-    extras_require={"semantic": ["sentence-transformers>=5", "model2vec[distill]>=0.10"]},
+    # and model2vec to distil a static model from it (TOPICCRAWL_SEMANTIC_ENCODER=static); "static"
+    # alone: the static model, distilled from a BERT encoder with numpy, without torch
+    extras_require={"semantic": ["sentence-transformers>=5", "model2vec[distill]>=0.10"],
+                    "static": ["model2vec>=0.10"]},
     entry_points={
         "scrapy": ["settings = topiccrawl.settings"],
         # `scrapy serveweb` also outside the project directory

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from conftest import loopback_server, run_crawl
+from topiccrawl.learning.distill import bert_token_vectors
 from topiccrawl.learning.semantic import (
     DEFAULT_MODEL,
     SemanticError,
@@ -121,7 +122,8 @@ def test_the_default_model_is_found_offline_and_ranks_by_meaning():
 
 @pytest.fixture(scope="module")
 def static_cache(tmp_path_factory):
-    """A cache folder holding the static model distilled from the default model (distilled once here)."""
+    """A cache folder holding the static model distilled from the default model (distilled once here,
+    with numpy: the default model is a BERT encoder)."""
     cache = tmp_path_factory.mktemp("semantic-cache")
     load_encoder(DEFAULT_MODEL, 1, "static", str(cache))
     return cache
@@ -144,10 +146,50 @@ def test_the_static_model_is_distilled_once_into_the_cache_and_ranks_by_meaning(
     assert load_encoder(str(folder), 1, "static", "/nonexistent")(["Steam locomotive"]) == pytest.approx(vectors[:1])
 
 
+def test_the_numpy_forward_pass_is_the_transformers(static_cache):
+    torch = pytest.importorskip("torch")  # the test requirements install it; the distillation does not need it
+    from safetensors.numpy import load_file
+    from transformers import AutoModel
+
+    folder = model_path(DEFAULT_MODEL)
+    config = json.loads(open(os.path.join(folder, "config.json"), encoding="utf-8").read())
+    ids = np.array([0, 100, 999, 1996, 7592, 12345, 30521], dtype=np.int64)
+    mine = bert_token_vectors(load_file(os.path.join(folder, "model.safetensors")), config, ids, 101, 102, batch=3)
+    model = AutoModel.from_pretrained(folder).eval()
+    with torch.inference_mode():
+        x = torch.tensor([[101, int(i), 102] for i in ids])
+        theirs = model(input_ids=x, attention_mask=torch.ones_like(x),
+                       token_type_ids=torch.zeros_like(x)).last_hidden_state.mean(1).numpy()
+    assert np.abs(mine - theirs).max() < 1e-4 < np.abs(theirs).max()
+
+
+def test_the_static_model_distilled_with_numpy_is_model2vecs(static_cache):
+    pytest.importorskip("torch")
+    from model2vec import StaticModel
+    from model2vec.distill import distill
+
+    ours = StaticModel.from_pretrained(str(static_folder(DEFAULT_MODEL, static_cache)))  # distilled without torch
+    theirs = distill(model_name=model_path(DEFAULT_MODEL), pca_dims=256, device="cpu")
+    ov, tv = ours.tokenizer.get_vocab(), theirs.tokenizer.get_vocab()
+    common = sorted(set(ov) & set(tv))
+    assert len(common) == len(tv) > 29_000  # every token of model2vec's vocabulary
+    a = ours.embedding[[ov[t] for t in common]].astype(np.float64)
+    b = theirs.embedding[[tv[t] for t in common]].astype(np.float64)
+    norms_a, norms_b = np.linalg.norm(a, axis=1), np.linalg.norm(b, axis=1)
+    assert ((a * b).sum(1) / (norms_a * norms_b)).min() > 0.999  # the same vector for every token
+    assert norms_a / norms_b == pytest.approx(1.0, abs=0.01)  # and the same SIF weight
+    texts = RAIL + OTHER + ["Railways: railway, train", "Ünïcödé text", "日本語"]
+    ea, eb = ours.encode(texts), theirs.encode(texts)
+    assert (ea * eb).sum(1) / (np.linalg.norm(ea, axis=1) * np.linalg.norm(eb, axis=1)) == pytest.approx(1.0, abs=1e-3)
+
+
 def test_static_encoder_errors_are_one_line(tmp_path, static_cache):
+    (tmp_path / "empty").mkdir()  # a folder without a model: model2vec's own distillation fails on it
     with pytest.raises(SemanticError, match=r"TOPICCRAWL_SEMANTIC_MODEL=.* cannot be distilled") as err:
         load_encoder(str(tmp_path / "empty"), 1, "static", str(tmp_path / "cache"))
     assert "\n" not in str(err.value) and not any((tmp_path / "cache").iterdir())  # nothing half-written
+    with pytest.raises(SemanticError, match=r"TOPICCRAWL_SEMANTIC_MODEL=.*/missing': no such folder"):
+        load_encoder(str(tmp_path / "missing"), 1, "static", str(tmp_path / "cache"))
     broken = static_folder(DEFAULT_MODEL, tmp_path / "broken")
     broken.mkdir(parents=True)
     (broken / "config.json").write_text('{"model_type": "model2vec"}', encoding="utf-8")
@@ -210,7 +252,9 @@ class _Web(BaseHTTPRequestHandler):
 def test_the_prior_fetches_the_links_close_in_meaning_first(tmp_path, enabled, encoder, static_cache, monkeypatch):
     topic = tmp_path / "railways.toml"
     topic.write_text(TOPIC, encoding="utf-8")
-    if encoder == "static":  # a distilled model is loaded without torch, by the command's check as by the crawl
+    cache = static_cache
+    if encoder == "static":  # distilled and loaded without torch, by the command's check as by the crawl
+        cache = tmp_path / "cache"  # empty: the crawl distils the model itself
         (tmp_path / "block" / "torch").mkdir(parents=True)
         (tmp_path / "block" / "torch" / "__init__.py").write_text('raise ImportError("torch blocked")\n')
         monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(tmp_path / "block"),
@@ -222,13 +266,15 @@ def test_the_prior_fetches_the_links_close_in_meaning_first(tmp_path, enabled, e
                                         "TOPICCRAWL_PLOT_ENABLED": "false", "CONCURRENT_REQUESTS": "1",
                                         "TOPICCRAWL_SEMANTIC_ENABLED": str(enabled),
                                         "TOPICCRAWL_SEMANTIC_ENCODER": encoder,
-                                        "TOPICCRAWL_SEMANTIC_CACHE_DIR": str(static_cache)}, timeout=180)
+                                        "TOPICCRAWL_SEMANTIC_CACHE_DIR": str(cache)}, timeout=300)
         assert proc.returncode == 0, proc.stderr[-3000:]
         pages = [p for p in web.hits if p not in ("/robots.txt", "/seed")]
     stats = json.loads((out / "stats.json").read_text(encoding="utf-8"))
     assert len(pages) >= 6, pages
     assert {p[:2] for p in pages[:6]} == ({"/r"} if enabled else {"/o"}), pages
     assert (stats.get("topiccrawl/semantic/encoded", 0) >= 13) == enabled  # the title and 12 anchors
+    if encoder == "static":
+        assert is_static_model(str(static_folder(DEFAULT_MODEL, cache)))
 
 
 def test_a_crawl_with_a_model_that_cannot_load_stops_with_one_line(tmp_path):

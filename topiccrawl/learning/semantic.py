@@ -6,10 +6,11 @@ embedding and the topic's (its description and words, :func:`topic_text`) into t
 R(l) (eq. 5): the anchor term and the holder page's term (docs/learned.md, "A semantic prior").
 
 Pure: :class:`SemanticPrior` takes any ``encode(texts) -> unit vectors`` callable; :func:`load_encoder`
-builds one from a sentence-transformers model (the optional ``semantic`` extra): the transformer
-itself, or a static model distilled from it once with model2vec (Tulkens & van Dongen 2024: each
-token's embedding under the transformer, PCA and SIF weighting; a text is the mean of its tokens'
-vectors), kept in a cache folder.
+builds one from a sentence-transformers model: the transformer itself (the optional ``semantic``
+extra, torch), or a static model distilled from it once with model2vec's recipe (Tulkens & van
+Dongen 2024: each token's embedding under the transformer, PCA and SIF weighting; a text is the
+mean of its tokens' vectors), kept in a cache folder: a BERT encoder is distilled with numpy
+(:mod:`topiccrawl.learning.distill`, the ``static`` extra, no torch), any other with model2vec's own.
 """
 
 from __future__ import annotations
@@ -143,40 +144,77 @@ def _one_line(exc: Exception) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-def _distill(model: str, folder: Path, threads: int) -> None:
-    """Distil ``model`` into ``folder`` (a temporary folder renamed at the end: a crawl stopped
-    half-way, or two crawls distilling at once, never leave a half-written model there)."""
+def _model_folder(model: str) -> Path:
+    """The model's files: a folder as given, the default's offline copy, else a Hugging Face Hub
+    name downloaded into its cache (``huggingface_hub``, installed with model2vec)."""
+    path = Path(model_path(model))
+    if path.is_dir():
+        return path
+    if not model or model.startswith((".", "~", os.sep)) or (os.altsep and os.altsep in model):
+        raise SemanticError(f"TOPICCRAWL_SEMANTIC_MODEL={model!r}: no such folder")
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(model, allow_patterns=["*.json", "*.txt", "model.safetensors"]))
+    except Exception as exc:  # no network, no such model: one line
+        raise SemanticError(f"TOPICCRAWL_SEMANTIC_MODEL={model!r} is not a folder and cannot be downloaded: "
+                            f"{_one_line(exc)}") from None
+
+
+def _distill_with_torch(path: Path, work: Path, threads: int) -> None:
+    """model2vec's own distillation (any sentence-transformers model; needs torch)."""
     try:
         import torch
         from model2vec.distill import distill
         from transformers.utils import logging as transformers_logging
     except ImportError:
-        raise SemanticError("TOPICCRAWL_SEMANTIC_ENCODER=static distils the model once and needs model2vec[distill]: "
-                            "pip install 'topiccrawl[semantic]' (docs/learned.md)") from None
+        raise SemanticError("this model is not a BERT encoder: distilling it needs model2vec[distill] "
+                            "(pip install 'topiccrawl[semantic]'; docs/learned.md)") from None
     if threads:
         torch.set_num_threads(threads)
+    verbosity = transformers_logging.get_verbosity()
+    transformers_logging.set_verbosity_error()  # its load report (weights the static model does not use)
+    try:
+        # the progress bar stays out of the crawl's log (and out of a feed on stdout)
+        with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
+            static = distill(model_name=str(path), pca_dims=STATIC_DIMS, device="cpu")
+        static.save_pretrained(str(work))
+    finally:
+        transformers_logging.set_verbosity(verbosity)
+
+
+def _distill(model: str, folder: Path, threads: int) -> None:
+    """Distil ``model`` into ``folder`` (a temporary folder renamed at the end: a crawl stopped
+    half-way, or two crawls distilling at once, never leave a half-written model there). A BERT
+    encoder is distilled with numpy alone (:mod:`topiccrawl.learning.distill`), any other model
+    with model2vec's own distillation, which needs torch."""
+    from threadpoolctl import threadpool_limits
+
+    from topiccrawl.learning.distill import distill_static, is_bert_folder
+
     try:
         folder.parent.mkdir(parents=True, exist_ok=True)
         work = Path(tempfile.mkdtemp(prefix=".distilling-", dir=folder.parent))
     except OSError as exc:
         raise SemanticError(f"the static model's folder {str(folder.parent)!r} cannot be written ({exc.strerror}): "
                             "set TOPICCRAWL_SEMANTIC_CACHE_DIR") from None
-    logger.info("Semantic prior: distilling a static model from %s into %s (once; about a minute)", model, folder)
-    verbosity = transformers_logging.get_verbosity()
-    transformers_logging.set_verbosity_error()  # its load report (weights the static model does not use)
     try:
-        # the progress bar stays out of the crawl's log (and out of a feed on stdout)
-        with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
-            static = distill(model_name=model_path(model), pca_dims=STATIC_DIMS, device="cpu")
-        static.save_pretrained(str(work))
+        path = _model_folder(model)
+        logger.info("Semantic prior: distilling a static model from %s into %s (once; about a minute)", model, folder)
+        if is_bert_folder(path):
+            with threadpool_limits(limits=threads or None):
+                distill_static(path, work, STATIC_DIMS)
+        else:
+            _distill_with_torch(path, work, threads)
         try:
             work.rename(folder)
         except OSError:  # another crawl distilled it first
             pass
-    except Exception as exc:
+    except SemanticError:
+        raise
+    except Exception as exc:  # DistillError, or model2vec's own
         raise SemanticError(f"TOPICCRAWL_SEMANTIC_MODEL={model!r} cannot be distilled: {_one_line(exc)}") from None
     finally:
-        transformers_logging.set_verbosity(verbosity)
         shutil.rmtree(work, ignore_errors=True)
 
 
@@ -185,7 +223,7 @@ def _static_encoder(model: str, threads: int, cache_dir: str) -> Callable[[list[
         from model2vec import StaticModel
     except ImportError:
         raise SemanticError("TOPICCRAWL_SEMANTIC_ENCODER=static needs model2vec: "
-                            "pip install 'topiccrawl[semantic]' (docs/learned.md)") from None
+                            "pip install 'topiccrawl[static]' (docs/learned.md)") from None
     if is_static_model(model):
         folder = Path(model)
     else:
