@@ -106,33 +106,32 @@ def test_the_dispatch_mode_a_crawl_runs_under(settings, examples, expected):
     assert (make_dispatch(config, expected[0]) is None) == (expected[0] == "eager")
 
 
-@pytest.mark.parametrize("settings, examples, expected", [
-    ({"strategy": "learned"}, False, "after-seeds"),  # the default auto: learned with words, memory scheduler
-    ({"strategy": "learned"}, True, "streamed"),  # example pages (on the command line or in the topic)
-    ({"strategy": "bestfirst"}, False, "streamed"),  # every other strategy
-    ({"strategy": "wl"}, False, "streamed"),
-    ({"strategy": "learned", "store": "redis"}, False, "streamed"),  # Redis cannot hold a page's links
-    ({"strategy": "learned", "dispatch_page_links": "streamed"}, False, "streamed"),  # an explicit choice wins
-    ({"strategy": "bestfirst", "dispatch_page_links": "after-seeds"}, True, "after-seeds"),
-    ({"strategy": "learned", "dispatch_page_links": "together"}, True, "together"),
+@pytest.mark.parametrize("settings, examples, language, expected", [
+    ({"strategy": "learned"}, False, "en", "after-seeds"),  # the default auto: learned with words, memory scheduler
+    ({"strategy": "learned"}, False, "zh", "streamed"),  # a Chinese topic: the hold lost there
+    ({"strategy": "learned"}, True, "en", "streamed"),  # example pages (on the command line or in the topic)
+    ({"strategy": "bestfirst"}, False, "en", "streamed"),  # every other strategy
+    ({"strategy": "wl"}, False, "en", "streamed"),
+    ({"strategy": "learned", "store": "redis"}, False, "en", "streamed"),  # Redis cannot hold a page's links
+    ({"strategy": "learned", "dispatch_page_links": "streamed"}, False, "en", "streamed"),  # an explicit choice wins
+    ({"strategy": "bestfirst", "dispatch_page_links": "after-seeds"}, True, "zh", "after-seeds"),
+    ({"strategy": "learned", "dispatch_page_links": "together"}, True, "en", "together"),
 ])
-def test_how_a_crawl_queues_a_pages_links(settings, examples, expected):
+def test_how_a_crawl_queues_a_pages_links(settings, examples, language, expected):
     config = TopicCrawlConfig(**settings)
     config.validate()  # auto is valid on Redis too: it streams there
-    assert page_links_mode(config, examples) == expected
+    assert page_links_mode(config, examples, language) == expected
 
 
-def test_the_scheduler_resolves_auto_and_the_runtime_holds_accordingly():
-    # learned with words holds a page's links, in English as in Chinese (台风灾害, the default topic)
-    for learned in (memory_scheduler("learned", topic=str(REPO / "bench/topics/wikispeedia-dev/music-en.toml")),
-                    memory_scheduler("learned")):
-        assert learned.tc.page_links == "after-seeds"
-        assert not learned.tc.open_links("http://a.example.cn/", depth=0)  # a seed's links stream
-        assert learned.tc.open_links("http://b.example.cn/", depth=1)
-        learned.publish_stats()
-        assert learned.stats.get_value("topiccrawl/dispatch/page_links") == "after-seeds"
-    bestfirst = memory_scheduler()
-    assert bestfirst.tc.page_links == "streamed" and not bestfirst.tc.open_links("http://b.example.cn/", depth=1)
+def test_the_scheduler_resolves_auto_with_the_topics_language_and_the_runtime_holds_accordingly():
+    english = memory_scheduler("learned", topic=str(REPO / "bench/topics/wikispeedia-dev/music-en.toml"))
+    assert english.tc.page_links == "after-seeds"
+    assert not english.tc.open_links("http://a.example.cn/", depth=0)  # a seed's links stream
+    assert english.tc.open_links("http://b.example.cn/", depth=1)
+    english.publish_stats()
+    assert english.stats.get_value("topiccrawl/dispatch/page_links") == "after-seeds"
+    for scheduler in (memory_scheduler("learned"), memory_scheduler()):  # 台风灾害 (Chinese); best-first
+        assert scheduler.tc.page_links == "streamed" and not scheduler.tc.open_links("http://b.example.cn/", depth=1)
 
 
 def test_auto_holds_the_links_of_a_learned_crawl_of_english_words(tmp_path, web):

@@ -238,7 +238,7 @@ class TopicCrawl:
         self.links_open: dict[str, float] = {}
         #: TOPICCRAWL_DISPATCH_PAGE_LINKS resolved (reported as dispatch/page_links); the scheduler
         #: resolves it again knowing a command line's examples too
-        self.page_links = page_links_mode(self.config, self.topic.has_examples)
+        self.page_links = page_links_mode(self.config, self.topic.has_examples, self.topic.language)
         self.started = datetime.now(timezone.utc)
         #: the page classifier (P(relevant | page)); on with ``TOPICCRAWL_CLASSIFIER=on``, or
         #: ``auto`` for the learned strategy and topics with examples

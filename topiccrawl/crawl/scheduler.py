@@ -106,7 +106,7 @@ class TopicScheduler(BaseScheduler):
         has_examples = self.tc.topic.has_examples or bool(getattr(spider, "examples_arg", None))
         mode, self.patient_pages = dispatch_mode(self.tc.config, has_examples)
         #: how a page's links are queued (TOPICCRAWL_DISPATCH_PAGE_LINKS resolved): fixed for the crawl
-        self.tc.page_links = page_links_mode(self.tc.config, has_examples)
+        self.tc.page_links = page_links_mode(self.tc.config, has_examples, self.tc.topic.language)
         self.stats.set_value("topiccrawl/dispatch/page_links", self.tc.page_links)
         self.dispatch: PatientDispatch | None = make_dispatch(self.tc.config, mode)
         #: start requests go before every queued link (focused spiders; set in ``open``)

@@ -344,13 +344,14 @@ def _is_http_url(url: str) -> bool:
     return bool(hostname) and parts.scheme in ("http", "https")
 
 
-def page_links_mode(config, has_examples: bool) -> str:
+def page_links_mode(config, has_examples: bool, language: str = "en") -> str:
     """``TOPICCRAWL_DISPATCH_PAGE_LINKS`` resolved: ``auto`` holds each page's links beyond the seeds'
-    (``after-seeds``) for a ``learned`` crawl whose topic has words and no example pages, on the
-    memory scheduler, and streams them otherwise (docs/learned.md, "`after-seeds` for `learned`
-    with words, after the title rank" and "The hold on Chinese topics, with more crawls")."""
+    (``after-seeds``) for a ``learned`` crawl whose topic has words, no example pages and a language
+    other than Chinese, on the memory scheduler, and streams them otherwise (docs/learned.md,
+    "`after-seeds` for `learned` with words, after the title rank" and "A check on two fresh
+    generated webs")."""
     if config.dispatch_page_links != "auto":
         return config.dispatch_page_links
-    if config.strategy == "learned" and not has_examples and config.store != "redis":
+    if config.strategy == "learned" and not has_examples and language != "zh" and config.store != "redis":
         return "after-seeds"
     return "streamed"
