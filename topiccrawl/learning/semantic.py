@@ -269,7 +269,8 @@ def load_encoder(model: str = DEFAULT_MODEL, threads: int = 1, encoder: str = "t
         from sentence_transformers import SentenceTransformer
     except ImportError:
         raise SemanticError("TOPICCRAWL_SEMANTIC_ENABLED needs sentence-transformers: "
-                            "pip install 'topiccrawl[semantic]' (docs/learned.md)") from None
+                            "pip install 'topiccrawl[semantic]', or set TOPICCRAWL_SEMANTIC_ENCODER=static, "
+                            "which needs only 'topiccrawl[static]' (docs/learned.md)") from None
     if threads:
         torch.set_num_threads(threads)
     path = model_path(model)
