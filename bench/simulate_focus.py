@@ -29,7 +29,8 @@ holder page and of the link (the mean R(P) of the pages linking to it); ``holder
 holder term as the mean R(P) of every fetched page linking to the target, not only the first's;
 ``semantic`` mixes R(l)'s anchor and holder terms with the semantic prior (the default model,
 encoder and weight of the ``TOPICCRAWL_SEMANTIC_*`` settings; the holder by its page's title, the association
-keeps R(P); docs/learned.md, "A semantic prior"; needs the ``semantic`` extra).
+keeps R(P); docs/learned.md, "A semantic prior"; needs the ``semantic`` extra, or only ``static`` with
+``TOPICCRAWL_SEMANTIC_ENCODER=static``).
 Prints mean target recall at 100 / 250 / 500 / 1,000 pages (those within ``--pages``) per rule.
 """
 
