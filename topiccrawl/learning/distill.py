@@ -54,7 +54,7 @@ def bert_token_vectors(weights: dict[str, np.ndarray], config: dict, ids: np.nda
     embed = w["embeddings.word_embeddings.weight"].astype(np.float32)
     hidden = embed.shape[1]
     size = hidden // heads
-    positions = (w["embeddings.position_embeddings.weight"][:3] + w["embeddings.token_type_embeddings.weight"][0])
+    positions = w["embeddings.position_embeddings.weight"][:3] + w["embeddings.token_type_embeddings.weight"][0]
     layers = []
     for layer in range(int(config["num_hidden_layers"])):
         p = f"encoder.layer.{layer}."
@@ -91,7 +91,7 @@ def static_vectors(vectors: np.ndarray, dims: int, sif: float = SIF_COEFFICIENT)
     """PCA to ``dims`` (components signed by their largest score) and SIF weights from the rank."""
     n = len(vectors)
     centred = vectors.astype(np.float64) - vectors.mean(axis=0)
-    values, vecs = np.linalg.eigh(centred.T @ centred / (n - 1))
+    _, vecs = np.linalg.eigh(centred.T @ centred / (n - 1))
     components = vecs[:, ::-1][:, :dims].T
     scores = centred @ components.T
     signs = np.sign(scores[np.argmax(np.abs(scores), axis=0), np.arange(scores.shape[1])])
@@ -112,16 +112,24 @@ def _load_weights(folder: Path) -> dict[str, np.ndarray]:
     return load_file(str(path))
 
 
+def _read_model(folder: Path) -> tuple[dict, dict]:
+    """The folder's ``config.json`` and ``tokenizer.json`` (OSError, ValueError when unreadable)."""
+    return (json.loads((folder / "config.json").read_text(encoding="utf-8")),
+            json.loads((folder / "tokenizer.json").read_text(encoding="utf-8")))
+
+
+def _is_bert(config: dict, tokenizer_json: dict) -> bool:
+    return config.get("model_type") == "bert" and (tokenizer_json.get("model") or {}).get("type") == "WordPiece"
+
+
 def is_bert_folder(folder: str | Path) -> bool:
     """A folder holding a BERT encoder with a WordPiece tokenizer and safetensors weights."""
     folder = Path(folder)
     try:
-        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-        tokenizer = json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))
+        config, tokenizer_json = _read_model(folder)
     except (OSError, ValueError):
         return False
-    return (config.get("model_type") == "bert" and (tokenizer.get("model") or {}).get("type") == "WordPiece"
-            and (folder / "model.safetensors").is_file())
+    return _is_bert(config, tokenizer_json) and (folder / "model.safetensors").is_file()
 
 
 def distill_static(model_dir: str | Path, out_dir: str | Path, dims: int = 256) -> None:
@@ -133,11 +141,10 @@ def distill_static(model_dir: str | Path, out_dir: str | Path, dims: int = 256) 
         raise DistillError("a static model needs model2vec: pip install 'topiccrawl[static]'") from None
     folder = Path(model_dir)
     try:
-        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-        tokenizer_json = json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))
+        config, tokenizer_json = _read_model(folder)
     except (OSError, ValueError) as exc:
         raise DistillError(f"{str(folder)!r} is not a sentence-transformers model folder: {exc}") from None
-    if config.get("model_type") != "bert" or (tokenizer_json.get("model") or {}).get("type") != "WordPiece":
+    if not _is_bert(config, tokenizer_json):
         raise DistillError(f"model_type={config.get('model_type')!r}: distilling without torch supports BERT "
                            "encoders only (install model2vec[distill] for others)")
     vocab: dict[str, int] = tokenizer_json["model"]["vocab"]
