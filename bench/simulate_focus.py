@@ -30,7 +30,7 @@ holder term as the mean R(P) of every fetched page linking to the target, not on
 ``semantic`` mixes R(l)'s anchor and holder terms with the semantic prior (the default model,
 encoder and weight of the ``TOPICCRAWL_SEMANTIC_*`` settings; the holder by its page's title, the association
 keeps R(P); docs/learned.md, "A semantic prior"; needs the ``semantic`` extra, or only ``static`` with
-``TOPICCRAWL_SEMANTIC_ENCODER=static``).
+``--semantic-encoder static``).
 Prints mean target recall at 100 / 250 / 500 / 1,000 pages (those within ``--pages``) per rule.
 """
 
@@ -73,6 +73,9 @@ def load_pages(spec: str) -> tuple[dict, list[str], Corpus]:
                       corpus.labels(url))
     return pages, list(corpus.seeds()), corpus
 
+
+#: ``--semantic-encoder`` (``semantic``): ``transformer`` or ``static``; empty: the setting's default
+SEMANTIC_ENCODER = ""
 
 #: URL -> the page's title (``semantic``: the holder term's text)
 TITLES: dict[str, str] = {}
@@ -129,7 +132,8 @@ def crawl(pages: dict, seeds: list[str], topic_path: str, rule: str, budget: int
     semantic = None
     if "+semantic" in rule:
         config = TopicCrawlConfig
-        semantic = SemanticPrior(load_encoder(config.semantic_model, config.blas_threads, config.semantic_encoder),
+        semantic = SemanticPrior(load_encoder(config.semantic_model, config.blas_threads,
+                                              SEMANTIC_ENCODER or config.semantic_encoder),
                                  topic_text(topic.description, topic.words), config.semantic_weight)
 
     def word_score(url: str) -> float:
@@ -252,7 +256,11 @@ def main(argv=None) -> int:
                     help="bestfirst, oracle, pathoracle, association[+OPTION...][:N] (repeatable; module docstring)")
     ap.add_argument("--pages", type=int, default=250)
     ap.add_argument("--lag", type=int, default=16, help="fetched pages whose links are held back (in flight)")
+    ap.add_argument("--semantic-encoder", choices=("transformer", "static"),
+                    help="the ``semantic`` option's encoder (default: TOPICCRAWL_SEMANTIC_ENCODER's default)")
     args = ap.parse_args(argv)
+    global SEMANTIC_ENCODER
+    SEMANTIC_ENCODER = args.semantic_encoder or ""
     topics = sorted(glob.glob(args.topics)) or [args.topics]
     pages, seeds, corpus = load_pages(args.web)
     print(f"{len(pages)} pages, {len(topics)} topic(s), {args.pages} pages per crawl, lag {args.lag}")
