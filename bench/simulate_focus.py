@@ -74,9 +74,6 @@ def load_pages(spec: str) -> tuple[dict, list[str], Corpus]:
     return pages, list(corpus.seeds()), corpus
 
 
-#: ``--semantic-encoder`` (``semantic``): ``transformer`` or ``static``; empty: the setting's default
-SEMANTIC_ENCODER = ""
-
 #: URL -> the page's title (``semantic``: the holder term's text)
 TITLES: dict[str, str] = {}
 
@@ -121,9 +118,10 @@ def ranked_recall(score: dict[str, float], relevant: set[str], n: int, left_out=
 
 
 def crawl(pages: dict, seeds: list[str], topic_path: str, rule: str, budget: int, lag: int,
-          corpus: Corpus | None = None) -> dict[int, float]:
+          corpus: Corpus | None = None, encoder: str = "") -> dict[int, float]:
     """Recall at the checkpoints of one simulated crawl (``corpus``: :func:`load_pages`' third
-    value, for the example rules)."""
+    value, for the example rules; ``encoder``: the ``semantic`` option's, empty for the setting's
+    default)."""
     topic = load_topic(topic_path)
     relevant = {u for u, (_, _, labels) in pages.items() if labels & topic.labels}
     scorer = RelevanceScorer(topic, anchor_weight=ANCHOR_WEIGHT)
@@ -133,7 +131,7 @@ def crawl(pages: dict, seeds: list[str], topic_path: str, rule: str, budget: int
     if "+semantic" in rule:
         config = TopicCrawlConfig
         semantic = SemanticPrior(load_encoder(config.semantic_model, config.blas_threads,
-                                              SEMANTIC_ENCODER or config.semantic_encoder),
+                                              encoder or config.semantic_encoder),
                                  topic_text(topic.description, topic.words), config.semantic_weight)
 
     def word_score(url: str) -> float:
@@ -259,13 +257,12 @@ def main(argv=None) -> int:
     ap.add_argument("--semantic-encoder", choices=("transformer", "static"),
                     help="the ``semantic`` option's encoder (default: TOPICCRAWL_SEMANTIC_ENCODER's default)")
     args = ap.parse_args(argv)
-    global SEMANTIC_ENCODER
-    SEMANTIC_ENCODER = args.semantic_encoder or ""
     topics = sorted(glob.glob(args.topics)) or [args.topics]
     pages, seeds, corpus = load_pages(args.web)
     print(f"{len(pages)} pages, {len(topics)} topic(s), {args.pages} pages per crawl, lag {args.lag}")
     for rule in args.rule or ["bestfirst", "association"]:
-        curves = [crawl(pages, seeds, t, rule, args.pages, args.lag, corpus) for t in topics]
+        curves = [crawl(pages, seeds, t, rule, args.pages, args.lag, corpus, args.semantic_encoder or "")
+                  for t in topics]
         means = {c: statistics.mean(cv[c] for cv in curves) for c in CHECKPOINTS if c <= args.pages}
         per = " ".join(f"{os.path.basename(t).split('.')[0]}:" + "/".join(f"{cv[c]:.2f}" for c in means)
                        for t, cv in zip(topics, curves))
