@@ -254,15 +254,14 @@ def main(argv=None) -> int:
                     help="bestfirst, oracle, pathoracle, association[+OPTION...][:N] (repeatable; module docstring)")
     ap.add_argument("--pages", type=int, default=250)
     ap.add_argument("--lag", type=int, default=16, help="fetched pages whose links are held back (in flight)")
-    ap.add_argument("--semantic-encoder", choices=("transformer", "static"),
+    ap.add_argument("--semantic-encoder", choices=("transformer", "static"), default="",
                     help="the ``semantic`` option's encoder (default: TOPICCRAWL_SEMANTIC_ENCODER's default)")
     args = ap.parse_args(argv)
     topics = sorted(glob.glob(args.topics)) or [args.topics]
     pages, seeds, corpus = load_pages(args.web)
     print(f"{len(pages)} pages, {len(topics)} topic(s), {args.pages} pages per crawl, lag {args.lag}")
     for rule in args.rule or ["bestfirst", "association"]:
-        curves = [crawl(pages, seeds, t, rule, args.pages, args.lag, corpus, args.semantic_encoder or "")
-                  for t in topics]
+        curves = [crawl(pages, seeds, t, rule, args.pages, args.lag, corpus, args.semantic_encoder) for t in topics]
         means = {c: statistics.mean(cv[c] for cv in curves) for c in CHECKPOINTS if c <= args.pages}
         per = " ".join(f"{os.path.basename(t).split('.')[0]}:" + "/".join(f"{cv[c]:.2f}" for c in means)
                        for t, cv in zip(topics, curves))
