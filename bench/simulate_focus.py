@@ -30,7 +30,12 @@ holder term as the mean R(P) of every fetched page linking to the target, not on
 ``semantic`` mixes R(l)'s anchor and holder terms with the semantic prior (the default model,
 encoder and weight of the ``TOPICCRAWL_SEMANTIC_*`` settings; the holder by its page's title, the association
 keeps R(P); docs/learned.md, "A semantic prior"; needs the ``semantic`` extra, or only ``static`` with
-``--semantic-encoder static``).
+``--semantic-encoder static``); with it, ``semanchor`` mixes the prior into the anchor term only,
+``semholder`` into the holder term only, ``semoff=N`` turns the prior off after N fetched pages and
+re-scores every queued link without it (``semkeep``: queued links keep their scores), and
+``semcheck=N=T`` does so only when the ROC AUC of the N fetched pages' titles' closeness to the topic
+against R(P) ≥ β is below T (docs/learned.md, "Where the prior ranks links well"; not with
+``holdermean``).
 Prints mean target recall at 100 / 250 / 500 / 1,000 pages (those within ``--pages``) per rule.
 """
 
@@ -45,6 +50,7 @@ from collections import deque
 from topiccrawl.crawl.settings import TopicCrawlConfig
 from topiccrawl.learning.association import TermAssociation, anchor_terms
 from topiccrawl.learning.classifier import PageClassifier, hash_terms
+from topiccrawl.learning.ranking import roc_auc
 from topiccrawl.learning.semantic import SemanticPrior, load_encoder, topic_text
 from topiccrawl.scoring.groundtruth import TruthPaths
 from topiccrawl.scoring.relevance import RelevanceScorer
@@ -144,6 +150,13 @@ def crawl(pages: dict, seeds: list[str], topic_path: str, rule: str, budget: int
     every = int(every) if every else 1
     name, *options = name.split("+")
     opts = frozenset(options)
+    off_at, check = None, None
+    for o in options:
+        if o.startswith("semoff="):
+            off_at = int(o.split("=")[1])
+        elif o.startswith("semcheck="):
+            _, n, t = o.split("=")
+            off_at, check = int(n), float(t)
     if name in ("examplerank", "exampleoracle"):
         probability, examples = example_probabilities(pages, corpus, frozenset(topic.labels))
     if name == "pathoracle":
@@ -155,16 +168,22 @@ def crawl(pages: dict, seeds: list[str], topic_path: str, rule: str, budget: int
         return {c: ranked_recall(score, relevant, c) for c in CHECKPOINTS if c <= budget}
     if name == "examplerank":  # the examples are fetched, not found: left out
         return {c: ranked_recall(probability, relevant, c, examples) for c in CHECKPOINTS if c <= budget}
-    # url -> [R(l), order, anchor terms, shift, truly relevant, context terms, R(anchor), holders' R(P)]
+    # url -> [R(l), order, anchor terms, shift, truly relevant, context terms, R(anchor), holders' R(P),
+    #         R(l) without the semantic prior]
     queue: dict[str, list] = {}
     seen, held, order = set(), deque(), 0
     for url in topic.seeds or seeds:
-        queue[url] = [1.0, order, (), 0.0, url in relevant, (), 1.0, [1.0]]
+        queue[url] = [1.0, order, (), 0.0, url in relevant, (), 1.0, [1.0], 1.0]
         seen.add(url)
         order += 1
     fetched = found = 0
     curve = {}
+    judged: list[tuple[str, bool]] = []
     while fetched < budget and (queue or held):
+        if semantic is not None and fetched == off_at and (check is None or _title_auc(judged, semantic) < check):
+            semantic = None  # the prior off from here: queued links re-scored without it (``semkeep``: not)
+            for entry in queue.values() if "semkeep" not in opts else ():
+                entry[0] = entry[8]
         if not queue:
             order = _release(held.popleft(), pages, scorer, assoc, queue, seen, relevant, name, opts, order, semantic)
             continue
@@ -191,6 +210,7 @@ def crawl(pages: dict, seeds: list[str], topic_path: str, rule: str, budget: int
         found += url in relevant
         terms = pages[url][0]
         r = scorer.page_relevance(terms)
+        judged.append((url, r >= topic.beta))
         assoc.add_page([*terms, *(a[0] for a in pages[url][1])] if "inlinks" in opts else terms, r)
         held.append((url, r))
         while len(held) > lag:
@@ -201,6 +221,14 @@ def crawl(pages: dict, seeds: list[str], topic_path: str, rule: str, budget: int
         if c <= budget and c not in curve:
             curve[c] = found / len(relevant)
     return curve
+
+
+def _title_auc(judged: list[tuple[str, bool]], semantic) -> float:
+    """ROC AUC of the fetched pages' titles' closeness to the topic against R(P) >= beta (0.5 with one class)."""
+    y = [j for _, j in judged]
+    if all(y) or not any(y):
+        return 0.5
+    return float(roc_auc(y, semantic.scores([TITLES.get(u, "") for u, _ in judged])))
 
 
 def _shift(assoc: TermAssociation, terms: tuple, context: tuple) -> float:
@@ -221,7 +249,8 @@ def _release(page, pages, scorer, assoc, queue, seen, relevant, name, opts, orde
     if semantic is not None:
         texts = [TITLES.get(url, ""), *(a[1].strip() for a in pages[url][1])]
         near = dict(zip(texts, semantic.scores(texts)))
-        r = semantic.mix(r, near[texts[0]])
+        if "semanchor" not in opts:  # ``semanchor``: the prior in the anchor term only
+            r = semantic.mix(r, near[texts[0]])
     for target, text, with_context, context in pages[url][1]:
         if target not in pages:
             continue
@@ -236,11 +265,11 @@ def _release(page, pages, scorer, assoc, queue, seen, relevant, name, opts, orde
         if "inlinks" in opts:
             terms = (*terms, target)
         context = context if "context" in opts else ()
-        anchor = scorer.anchor_relevance(with_context)
-        if semantic is not None:
+        anchor = words_anchor = scorer.anchor_relevance(with_context)
+        if semantic is not None and "semholder" not in opts:  # ``semholder``: the holder term only
             anchor = semantic.mix(anchor, near[text.strip()])
         queue[target] = [scorer.link_relevance(anchor, r), order, terms, _shift(assoc, terms, context),
-                         target in relevant, context, anchor, [r]]
+                         target in relevant, context, anchor, [r], scorer.link_relevance(words_anchor, page[1])]
         order += 1
     return order
 
