@@ -248,8 +248,12 @@ class _Web(BaseHTTPRequestHandler):
         pass
 
 
-@pytest.mark.parametrize("enabled,encoder", [(True, "transformer"), (True, "static"), (False, "transformer")])
-def test_the_prior_fetches_the_links_close_in_meaning_first(tmp_path, enabled, encoder, static_cache, monkeypatch):
+@pytest.mark.parametrize("enabled,encoder,terms", [(True, "transformer", "both"), (True, "static", "both"),
+                                                   (False, "transformer", "both"), (True, "transformer", "anchor"),
+                                                   (True, "transformer", "holder")])
+def test_the_prior_fetches_the_links_close_in_meaning_first(tmp_path, enabled, encoder, terms, static_cache,
+                                                            monkeypatch):
+    """TOPICCRAWL_SEMANTIC_TERMS=holder leaves the anchors unmixed: every link of the one holder ties."""
     topic = tmp_path / "railways.toml"
     topic.write_text(TOPIC, encoding="utf-8")
     cache = static_cache
@@ -265,13 +269,13 @@ def test_the_prior_fetches_the_links_close_in_meaning_first(tmp_path, enabled, e
                               settings={"TOPICCRAWL_WEB": "live", "TOPICCRAWL_LIVE_ALLOW_HOSTS": "127.0.0.1",
                                         "TOPICCRAWL_PLOT_ENABLED": "false", "CONCURRENT_REQUESTS": "1",
                                         "TOPICCRAWL_SEMANTIC_ENABLED": str(enabled),
-                                        "TOPICCRAWL_SEMANTIC_ENCODER": encoder,
+                                        "TOPICCRAWL_SEMANTIC_ENCODER": encoder, "TOPICCRAWL_SEMANTIC_TERMS": terms,
                                         "TOPICCRAWL_SEMANTIC_CACHE_DIR": str(cache)}, timeout=300)
         assert proc.returncode == 0, proc.stderr[-3000:]
         pages = [p for p in web.hits if p not in ("/robots.txt", "/seed")]
     stats = json.loads((out / "stats.json").read_text(encoding="utf-8"))
     assert len(pages) >= 6, pages
-    assert {p[:2] for p in pages[:6]} == ({"/r"} if enabled else {"/o"}), pages
+    assert {p[:2] for p in pages[:6]} == ({"/r"} if enabled and terms != "holder" else {"/o"}), pages
     assert (stats.get("topiccrawl/semantic/encoded", 0) >= 13) == enabled  # the title and 12 anchors
     if encoder == "static":
         assert is_static_model(str(static_folder(DEFAULT_MODEL, cache)))

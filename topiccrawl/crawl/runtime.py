@@ -417,11 +417,12 @@ class TopicCrawl:
         best: dict[str, ScoredLink] = {}
         anchors: dict[str, object] = {}  # the anchor that gave each link its best score
         link_holder = holder
-        if semantic is not None:
+        prior_terms = self.config.semantic_terms  # TOPICCRAWL_SEMANTIC_TERMS: which terms of R(l) take the prior
+        if semantic is not None and prior_terms != "anchor":
             link_holder = semantic.mix(holder, near[0])
         for i, a in enumerate(ex.anchors):
             anchor_rel = self.scorer.anchor_relevance(f"{a.text} {a.context}")
-            if semantic is not None:
+            if semantic is not None and prior_terms != "holder":
                 anchor_rel = semantic.mix(anchor_rel, near[i + 1])
             score = self.scorer.link_relevance(anchor_rel, link_holder)
             if a.url not in best or score > best[a.url].score:

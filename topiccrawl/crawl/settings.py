@@ -96,6 +96,7 @@ class TopicCrawlConfig:
     semantic_weight: float = 0.7
     semantic_encoder: str = "transformer"
     semantic_cache_dir: str = ""
+    semantic_terms: str = "both"
 
     @property
     def offline(self) -> bool:
@@ -227,6 +228,8 @@ class TopicCrawlConfig:
             raise ConfigError("TOPICCRAWL_SLOW_SECONDS must be > 0")
         if not 0.0 <= self.semantic_weight <= 1.0:
             raise ConfigError("TOPICCRAWL_SEMANTIC_WEIGHT must lie in [0, 1]")
+        if self.semantic_terms not in ("both", "anchor", "holder"):
+            raise ConfigError(f"TOPICCRAWL_SEMANTIC_TERMS={self.semantic_terms!r}: expected both, anchor or holder")
         if self.semantic_encoder not in ENCODERS:
             raise ConfigError(f"TOPICCRAWL_SEMANTIC_ENCODER={self.semantic_encoder!r}: expected {' or '.join(ENCODERS)}")
         parse_allow_hosts(self.live_allow_hosts)  # raises ConfigError on a bad entry
