@@ -281,6 +281,61 @@ def test_the_prior_fetches_the_links_close_in_meaning_first(tmp_path, enabled, e
         assert is_static_model(str(static_folder(DEFAULT_MODEL, cache)))
 
 
+class _HolderWeb(BaseHTTPRequestHandler):
+    """``/seed`` links to ``/a`` (title "Volcano") and ``/b`` (title "Steam locomotive") with the anchor
+    "railway"; each links to three pages with the anchor "more". By the words alone the six tie and
+    ``/a``'s go first; only the holder's title tells ``/b``'s apart."""
+
+    def do_GET(self):
+        self.server.hits.append(self.path)
+        if self.path == "/robots.txt":
+            self.send_response(404)
+            self.end_headers()
+            return
+        links, title = [], "Note"
+        if self.path == "/seed":
+            links, title = [("/a", "railway"), ("/b", "railway")], "Index"
+        elif self.path in ("/a", "/b"):
+            links = [(f"{self.path}{i}", "more") for i in range(3)]
+            title = "Volcano" if self.path == "/a" else "Steam locomotive"
+        _send_page(self, title, "<p>page</p>" + "".join(f'<p><a href="{u}">{t}</a></p>' for u, t in links))
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.mark.parametrize("terms", ["holder", "anchor"])
+def test_the_holder_term_takes_the_prior_only_where_asked(tmp_path, terms, static_cache):
+    topic = tmp_path / "railways.toml"
+    topic.write_text(TOPIC, encoding="utf-8")
+    with loopback_server(_HolderWeb, hits=[]) as web:
+        proc, _ = run_crawl(tmp_path, args={"topic": str(topic), "strategy": "bestfirst", "max_pages": 9,
+                                            "seeds": f"http://127.0.0.1:{web.server_port}/seed"},
+                            settings={"TOPICCRAWL_WEB": "live", "TOPICCRAWL_LIVE_ALLOW_HOSTS": "127.0.0.1",
+                                      "TOPICCRAWL_PLOT_ENABLED": "false", "CONCURRENT_REQUESTS": "1",
+                                      "TOPICCRAWL_SEMANTIC_ENABLED": "1", "TOPICCRAWL_SEMANTIC_ENCODER": "static",
+                                      "TOPICCRAWL_SEMANTIC_TERMS": terms,
+                                      "TOPICCRAWL_SEMANTIC_CACHE_DIR": str(static_cache)}, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        pages = [p for p in web.hits if len(p) == 3]  # /a0 ... /b2
+    assert len(pages) == 6, web.hits
+    a = [i for i, p in enumerate(pages) if p.startswith("/a")]
+    b = [i for i, p in enumerate(pages) if p.startswith("/b")]
+    if terms == "holder":  # /b's links go before /a's left (one of /a's may be on its way before /b is read)
+        assert max(b) < max(a) and sum(i < min(b) for i in a) <= 1, pages
+    else:
+        assert max(a) < min(b), pages
+
+
+def test_the_prior_terms_setting_is_checked():
+    from topiccrawl.crawl.settings import ConfigError, TopicCrawlConfig
+
+    with pytest.raises(ConfigError, match="TOPICCRAWL_SEMANTIC_TERMS='title': expected both, anchor or holder"):
+        TopicCrawlConfig(semantic_terms="title").validate()
+    for terms in ("both", "anchor", "holder"):
+        TopicCrawlConfig(semantic_terms=terms).validate()
+
+
 def test_a_crawl_with_a_model_that_cannot_load_stops_with_one_line(tmp_path):
     proc, _ = run_crawl(tmp_path, args={"topic": "台风灾害", "max_pages": 5},
                         settings={"TOPICCRAWL_WEB": "generated:zh-disaster?pages=1000&seed=1",
