@@ -227,9 +227,9 @@ def _send_page(handler: BaseHTTPRequestHandler, title: str, body: str) -> None:
     handler.wfile.write(data)
 
 
-class _Web(BaseHTTPRequestHandler):
-    """``/seed`` links to six pages with unrelated anchors, then six with railway anchors; no anchor
-    holds a topic word, so by the words alone every link ties and the first queued goes first."""
+class _Recorded(BaseHTTPRequestHandler):
+    """A loopback web that records the paths asked for (robots.txt: 404); ``page(path)`` gives a
+    page's title and body."""
 
     def do_GET(self):
         self.server.hits.append(self.path)
@@ -237,15 +237,24 @@ class _Web(BaseHTTPRequestHandler):
             self.send_response(404)
             self.end_headers()
             return
-        if self.path == "/seed":
-            anchors = [(f"/o{i}", t) for i, t in enumerate(OTHER)] + [(f"/r{i}", t) for i, t in enumerate(RAIL)]
-            body = "<p>index</p>" + "".join(f'<p><a href="{u}">{t}</a></p>' for u, t in anchors)
-        else:
-            body = f"<p>page {self.path}</p>"
-        _send_page(self, "Index", body)
+        _send_page(self, *self.page(self.path))
+
+    def page(self, path: str) -> tuple[str, str]:
+        raise NotImplementedError
 
     def log_message(self, *args):
         pass
+
+
+class _Web(_Recorded):
+    """``/seed`` links to six pages with unrelated anchors, then six with railway anchors; no anchor
+    holds a topic word, so by the words alone every link ties and the first queued goes first."""
+
+    def page(self, path: str) -> tuple[str, str]:
+        if path == "/seed":
+            anchors = [(f"/o{i}", t) for i, t in enumerate(OTHER)] + [(f"/r{i}", t) for i, t in enumerate(RAIL)]
+            return "Index", "<p>index</p>" + "".join(f'<p><a href="{u}">{t}</a></p>' for u, t in anchors)
+        return "Index", f"<p>page {path}</p>"
 
 
 @pytest.mark.parametrize("enabled,encoder,terms", [(True, "transformer", "both"), (True, "static", "both"),
@@ -281,27 +290,19 @@ def test_the_prior_fetches_the_links_close_in_meaning_first(tmp_path, enabled, e
         assert is_static_model(str(static_folder(DEFAULT_MODEL, cache)))
 
 
-class _HolderWeb(BaseHTTPRequestHandler):
+class _HolderWeb(_Recorded):
     """``/seed`` links to ``/a`` (title "Volcano") and ``/b`` (title "Steam locomotive") with the anchor
     "railway"; each links to three pages with the anchor "more". By the words alone the six tie and
     ``/a``'s go first; only the holder's title tells ``/b``'s apart."""
 
-    def do_GET(self):
-        self.server.hits.append(self.path)
-        if self.path == "/robots.txt":
-            self.send_response(404)
-            self.end_headers()
-            return
+    def page(self, path: str) -> tuple[str, str]:
         links, title = [], "Note"
-        if self.path == "/seed":
+        if path == "/seed":
             links, title = [("/a", "railway"), ("/b", "railway")], "Index"
-        elif self.path in ("/a", "/b"):
-            links = [(f"{self.path}{i}", "more") for i in range(3)]
-            title = "Volcano" if self.path == "/a" else "Steam locomotive"
-        _send_page(self, title, "<p>page</p>" + "".join(f'<p><a href="{u}">{t}</a></p>' for u, t in links))
-
-    def log_message(self, *args):
-        pass
+        elif path in ("/a", "/b"):
+            links = [(f"{path}{i}", "more") for i in range(3)]
+            title = "Volcano" if path == "/a" else "Steam locomotive"
+        return title, "<p>page</p>" + "".join(f'<p><a href="{u}">{t}</a></p>' for u, t in links)
 
 
 @pytest.mark.parametrize("terms", ["holder", "anchor"])
