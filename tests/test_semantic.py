@@ -227,6 +227,17 @@ def _send_page(handler: BaseHTTPRequestHandler, title: str, body: str) -> None:
     handler.wfile.write(data)
 
 
+def _railway_crawl(tmp_path, web, strategy: str, max_pages: int, settings: dict, timeout: int = 300):
+    """A crawl of the railways topic from ``web``'s ``/seed`` on loopback, one request at a time."""
+    topic = tmp_path / "railways.toml"
+    topic.write_text(TOPIC, encoding="utf-8")
+    return run_crawl(tmp_path, args={"topic": str(topic), "strategy": strategy, "max_pages": max_pages,
+                                     "seeds": f"http://127.0.0.1:{web.server_port}/seed"},
+                     settings={"TOPICCRAWL_WEB": "live", "TOPICCRAWL_LIVE_ALLOW_HOSTS": "127.0.0.1",
+                               "TOPICCRAWL_PLOT_ENABLED": "false", "CONCURRENT_REQUESTS": "1", **settings},
+                     timeout=timeout)
+
+
 class _Recorded(BaseHTTPRequestHandler):
     """A loopback web that records the paths asked for (robots.txt: 404); ``page(path)`` gives a
     page's title and body."""
@@ -263,8 +274,6 @@ class _Web(_Recorded):
 def test_the_prior_fetches_the_links_close_in_meaning_first(tmp_path, enabled, encoder, terms, static_cache,
                                                             monkeypatch):
     """TOPICCRAWL_SEMANTIC_TERMS=holder leaves the anchors unmixed: every link of the one holder ties."""
-    topic = tmp_path / "railways.toml"
-    topic.write_text(TOPIC, encoding="utf-8")
     cache = static_cache
     if encoder == "static":  # distilled and loaded without torch, by the command's check as by the crawl
         cache = tmp_path / "cache"  # empty: the crawl distils the model itself
@@ -273,13 +282,9 @@ def test_the_prior_fetches_the_links_close_in_meaning_first(tmp_path, enabled, e
         monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(tmp_path / "block"),
                                                                         os.environ.get("PYTHONPATH")])))
     with loopback_server(_Web, hits=[]) as web:
-        proc, out = run_crawl(tmp_path, args={"topic": str(topic), "strategy": "bestfirst", "max_pages": 7,
-                                              "seeds": f"http://127.0.0.1:{web.server_port}/seed"},
-                              settings={"TOPICCRAWL_WEB": "live", "TOPICCRAWL_LIVE_ALLOW_HOSTS": "127.0.0.1",
-                                        "TOPICCRAWL_PLOT_ENABLED": "false", "CONCURRENT_REQUESTS": "1",
-                                        "TOPICCRAWL_SEMANTIC_ENABLED": str(enabled),
-                                        "TOPICCRAWL_SEMANTIC_ENCODER": encoder, "TOPICCRAWL_SEMANTIC_TERMS": terms,
-                                        "TOPICCRAWL_SEMANTIC_CACHE_DIR": str(cache)}, timeout=300)
+        proc, out = _railway_crawl(tmp_path, web, "bestfirst", 7, {
+            "TOPICCRAWL_SEMANTIC_ENABLED": str(enabled), "TOPICCRAWL_SEMANTIC_ENCODER": encoder,
+            "TOPICCRAWL_SEMANTIC_TERMS": terms, "TOPICCRAWL_SEMANTIC_CACHE_DIR": str(cache)})
         assert proc.returncode == 0, proc.stderr[-3000:]
         pages = [p for p in web.hits if p not in ("/robots.txt", "/seed")]
     stats = json.loads((out / "stats.json").read_text(encoding="utf-8"))
@@ -307,16 +312,10 @@ class _HolderWeb(_Recorded):
 
 @pytest.mark.parametrize("terms", ["holder", "anchor"])
 def test_the_holder_term_takes_the_prior_only_where_asked(tmp_path, terms, static_cache):
-    topic = tmp_path / "railways.toml"
-    topic.write_text(TOPIC, encoding="utf-8")
     with loopback_server(_HolderWeb, hits=[]) as web:
-        proc, _ = run_crawl(tmp_path, args={"topic": str(topic), "strategy": "bestfirst", "max_pages": 9,
-                                            "seeds": f"http://127.0.0.1:{web.server_port}/seed"},
-                            settings={"TOPICCRAWL_WEB": "live", "TOPICCRAWL_LIVE_ALLOW_HOSTS": "127.0.0.1",
-                                      "TOPICCRAWL_PLOT_ENABLED": "false", "CONCURRENT_REQUESTS": "1",
-                                      "TOPICCRAWL_SEMANTIC_ENABLED": "1", "TOPICCRAWL_SEMANTIC_ENCODER": "static",
-                                      "TOPICCRAWL_SEMANTIC_TERMS": terms,
-                                      "TOPICCRAWL_SEMANTIC_CACHE_DIR": str(static_cache)}, timeout=300)
+        proc, _ = _railway_crawl(tmp_path, web, "bestfirst", 9, {
+            "TOPICCRAWL_SEMANTIC_ENABLED": "1", "TOPICCRAWL_SEMANTIC_ENCODER": "static",
+            "TOPICCRAWL_SEMANTIC_TERMS": terms, "TOPICCRAWL_SEMANTIC_CACHE_DIR": str(static_cache)})
         assert proc.returncode == 0, proc.stderr[-3000:]
         pages = [p for p in web.hits if len(p) == 3]  # /a0 ... /b2
     assert len(pages) == 6, web.hits
@@ -393,19 +392,12 @@ def test_the_title_closeness_picks_the_pseudo_positives(tmp_path, rank, prior, s
     from that fit. ``title`` (``auto`` without the prior) needs a topic word in the title: the
     railway pages' titles end in "(railway)" for it (and only for it: the others rank by meaning,
     not by a shared word)."""
-    topic = tmp_path / "railways.toml"
-    topic.write_text(TOPIC, encoding="utf-8")
     by_words = rank == "title" or (rank == "auto" and not prior)
     with loopback_server(_PseudoWeb, rail_suffix=" (railway)" if by_words else "") as web:
-        proc, out = run_crawl(tmp_path, args={"topic": str(topic), "strategy": "bfs", "max_pages": 41,
-                                              "seeds": f"http://127.0.0.1:{web.server_port}/seed"},
-                              settings={"TOPICCRAWL_WEB": "live", "TOPICCRAWL_LIVE_ALLOW_HOSTS": "127.0.0.1",
-                                        "TOPICCRAWL_PLOT_ENABLED": "false", "CONCURRENT_REQUESTS": "1",
-                                        "TOPICCRAWL_CLASSIFIER": "on", "TOPICCRAWL_CLASSIFIER_SHARE": "0.2",
-                                        "TOPICCRAWL_CLASSIFIER_RANK": rank,
-                                        "TOPICCRAWL_SEMANTIC_ENABLED": str(prior),
-                                        "TOPICCRAWL_SEMANTIC_ENCODER": "static",
-                                        "TOPICCRAWL_SEMANTIC_CACHE_DIR": str(static_cache)}, timeout=180)
+        proc, out = _railway_crawl(tmp_path, web, "bfs", 41, {
+            "TOPICCRAWL_CLASSIFIER": "on", "TOPICCRAWL_CLASSIFIER_SHARE": "0.2", "TOPICCRAWL_CLASSIFIER_RANK": rank,
+            "TOPICCRAWL_SEMANTIC_ENABLED": str(prior), "TOPICCRAWL_SEMANTIC_ENCODER": "static",
+            "TOPICCRAWL_SEMANTIC_CACHE_DIR": str(static_cache)}, timeout=180)
     assert proc.returncode == 0, proc.stderr[-3000:]
     items = [json.loads(line) for line in (out / "pages.jsonl").read_text(encoding="utf-8").splitlines()]
     stats = json.loads((out / "stats.json").read_text(encoding="utf-8"))
