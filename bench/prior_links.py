@@ -11,11 +11,14 @@ topic, the ROC AUC of each part and of the mixes W = 0.3 and 0.7 as rankings of 
 their target is relevant:
 
 * ``corpus``: every link between two pages of the lab, labels the ground truth, R(P) with document
-  frequencies over the whole lab;
+  frequencies over the whole lab; and the ROC AUC of every page's title's closeness to the topic
+  (``titles``);
 * with ``--runs``, ``bench.learned_focus`` output folders: for each crawl and checkpoint N (100, 250),
   the links between its first N fetched pages (harvest.csv order), R(P) as the crawl computed it;
   labels once the ground truth and once what the crawl itself can know, R(P) ≥ β of the target
-  (``judged``). This says whether a crawl could tell from its own first pages which part ranks better.
+  (``judged``); and per crawl, the ROC AUC of its fetched pages' titles' closeness to the topic
+  against the truth and against R(P) ≥ β (``titles``). This says whether a crawl could tell from its
+  own first pages which part ranks better.
 
 A screen of link rankings, not a crawl.
 """
@@ -106,22 +109,22 @@ def main(argv=None) -> int:
                 for harvest in sorted(Path(out).glob(f"runs/{topic.name}/*/harvest.csv")):
                     with harvest.open() as fh:
                         fetched = list(csv.DictReader(fh))[:n]
-                    seen = {}
+                    seen = {}  # fetched page -> R(P) as the crawl computed it
                     for row in fetched:
                         k = key(row["url"])
                         if k in pages:
-                            seen[k] = (float(row["relevance"]), row["truth_relevant"])
+                            seen[k] = float(row["relevance"])
                     crawl = []
-                    for url, (r, _) in seen.items():
+                    for url, r in seen.items():
                         for target, text, with_context, _ in pages[url][1]:
                             target = key(target)
                             if target in seen and target != url:
                                 words, prior = parts.link(r, TITLES[url], text, with_context)
                                 crawl.append((words, prior, bool(pages[target][2] & relevant),
-                                              seen[target][0] >= topic.beta))
+                                              seen[target] >= topic.beta))
                     cos = [parts.prior.scores([TITLES[u]])[0] for u in seen]
-                    title_truth.append(_auc([pages[u][2] & relevant != frozenset() for u in seen], cos))
-                    title_judged.append(_auc([r >= topic.beta for r, _ in seen.values()], cos))
+                    title_truth.append(_auc([bool(pages[u][2] & relevant) for u in seen], cos))
+                    title_judged.append(_auc([r >= topic.beta for r in seen.values()], cos))
                     rows["truth"].append(link_aucs([(w, p, t) for w, p, t, _ in crawl]))
                     rows["judged"].append(link_aucs([(w, p, j) for w, p, _, j in crawl]))
                 print(f"{'':28s} {Path(out).name} @{n} titles truth "
