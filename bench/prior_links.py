@@ -58,10 +58,10 @@ def link_aucs(links: list[tuple[float, float, bool]]) -> dict[str, float | None]
 
 
 class Parts:
-    """The two parts of R(l) for one topic: R(anchor) and the prior's cosines, cached per text."""
+    """The two parts of R(l) for one topic: R(anchor) (``scorer``'s) and the prior's cosines, cached per text."""
 
-    def __init__(self, topic, encode) -> None:
-        self.scorer = RelevanceScorer(topic)
+    def __init__(self, topic, scorer: RelevanceScorer, encode) -> None:
+        self.scorer = scorer
         self.prior = SemanticPrior(encode, topic_text(topic.description, topic.words), 0.0)
 
     def link(self, holder_r: float, holder_title: str, anchor_text: str, with_context: str) -> tuple[float, float]:
@@ -87,10 +87,10 @@ def main(argv=None) -> int:
     for path in sorted(glob.glob(args.topics)):
         topic = load_topic(path)
         relevant = frozenset(topic.labels)
-        parts = Parts(topic, encode)
         scorer = RelevanceScorer(topic)
         for terms, _, _ in pages.values():
             scorer.df.add(terms)
+        parts = Parts(topic, scorer, encode)
         r_page = {u: scorer.page_relevance(terms, update_df=False) for u, (terms, _, _) in pages.items()}
         links = []
         for url, (_, anchors, _) in pages.items():
