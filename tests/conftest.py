@@ -17,6 +17,24 @@ REPO = Path(__file__).resolve().parent.parent
 DATA_DIR_ENV = "TOPICCRAWL_DATA_DIR"
 
 
+def pytest_configure(config):
+    """The semantic prior's static models live in the tests' own cache (``.pytest_cache``), never the
+    user's: ``TOPICCRAWL_SEMANTIC_ENABLED=auto`` (the default) turns the prior on for ``learned``
+    crawls of English topics when the model is at hand, so the suite must not depend on whether the
+    user's ``~/.cache`` holds it (docs/learned.md)."""
+    os.environ["XDG_CACHE_HOME"] = str(config.cache.mkdir("xdg-cache"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def static_model_distilled():
+    """The default model's static model, distilled into the tests' cache before any crawl (once per
+    checkout, about a minute): a crawl under ``auto`` would otherwise distil it inside a test."""
+    from topiccrawl.learning.semantic import DEFAULT_MODEL, load_encoder, static_at_hand
+
+    if not static_at_hand(DEFAULT_MODEL):  # the test requirements install what it needs
+        load_encoder(DEFAULT_MODEL, 1, "static", "", local_only=True)
+
+
 def shared_data_dir() -> Path | None:
     """$TOPICCRAWL_DATA_DIR when it names a folder; None when unset or absent."""
     path = os.environ.get(DATA_DIR_ENV)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from http.server import BaseHTTPRequestHandler
 
 import numpy as np
@@ -19,6 +20,7 @@ from topiccrawl.learning.semantic import (
     is_static_model,
     load_encoder,
     model_path,
+    static_at_hand,
     static_folder,
     topic_text,
 )
@@ -290,7 +292,9 @@ def test_the_prior_fetches_the_links_close_in_meaning_first(tmp_path, enabled, e
     stats = json.loads((out / "stats.json").read_text(encoding="utf-8"))
     assert len(pages) >= 6, pages
     assert {p[:2] for p in pages[:6]} == ({"/r"} if enabled and terms != "holder" else {"/o"}), pages
-    assert (stats.get("topiccrawl/semantic/encoded", 0) >= 13) == enabled  # the title and 12 anchors
+    # the title ("Index" on every page) and, unless only the holder term takes the prior, 12 anchors
+    assert stats.get("topiccrawl/semantic/encoded", 0) == (0 if not enabled else 1 if terms == "holder" else 13)
+    assert stats["topiccrawl/semantic/enabled"] == int(enabled)
     if encoder == "static":
         assert is_static_model(str(static_folder(DEFAULT_MODEL, cache)))
 
@@ -330,10 +334,70 @@ def test_the_holder_term_takes_the_prior_only_where_asked(tmp_path, terms, stati
 def test_the_prior_terms_setting_is_checked():
     from topiccrawl.crawl.settings import ConfigError, TopicCrawlConfig
 
-    with pytest.raises(ConfigError, match="TOPICCRAWL_SEMANTIC_TERMS='title': expected both, anchor or holder"):
+    with pytest.raises(ConfigError, match="TOPICCRAWL_SEMANTIC_TERMS='title': expected auto, both, anchor or holder"):
         TopicCrawlConfig(semantic_terms="title").validate()
-    for terms in ("both", "anchor", "holder"):
+    for terms in ("auto", "both", "anchor", "holder"):
         TopicCrawlConfig(semantic_terms=terms).validate()
+
+
+# -- TOPICCRAWL_SEMANTIC_ENABLED=auto (the default; docs/learned.md) ---------------------------------
+
+def test_auto_is_for_learned_crawls_of_english_word_topics():
+    from topiccrawl.crawl.settings import TopicCrawlConfig, semantic_auto_off
+
+    learned = TopicCrawlConfig(strategy="learned")
+    assert semantic_auto_off(learned, has_words=True, has_examples=False, language="en") == ""
+    why = [semantic_auto_off(TopicCrawlConfig(strategy="bestfirst"), True, False, "en"),
+           semantic_auto_off(learned, False, False, "en"), semantic_auto_off(learned, True, True, "en"),
+           semantic_auto_off(learned, True, False, "zh"),
+           semantic_auto_off(TopicCrawlConfig(strategy="learned", scorer="tdcs"), True, False, "en")]
+    assert why == ["strategy bestfirst (auto is for learned)", "the topic has no words", "the topic has example pages",
+                   "the topic's language is 'zh' (the default model is English)", "the topic is a category node"]
+    for value, mode in (("auto", "auto"), ("1", "on"), ("True", "on"), ("0", "off"), ("false", "off")):
+        assert TopicCrawlConfig(semantic_enabled=value).semantic_mode == mode
+    from topiccrawl.crawl.settings import ConfigError
+
+    with pytest.raises(ConfigError, match="TOPICCRAWL_SEMANTIC_ENABLED='maybe': expected auto, 1 or 0"):
+        TopicCrawlConfig(semantic_enabled="maybe").validate()
+
+
+def test_the_static_model_at_hand_is_looked_for_without_the_network(tmp_path, static_cache, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # belt and braces: a lookup must not reach for the network
+    assert static_at_hand(DEFAULT_MODEL, static_cache) == ""  # distilled already
+    assert static_at_hand(DEFAULT_MODEL, tmp_path / "empty") == ""  # the offline copy's files: distillable
+    assert static_at_hand(str(static_folder(DEFAULT_MODEL, static_cache)), tmp_path / "empty") == ""  # a static model
+    why = static_at_hand("topiccrawl-tests/no-such-model", tmp_path / "empty")
+    assert "neither distilled in the cache nor on this machine" in why and not any((tmp_path / "empty").glob("*"))
+    with pytest.raises(SemanticError, match="no-such-model' is not on this machine"):
+        load_encoder("topiccrawl-tests/no-such-model", 1, "static", str(tmp_path / "empty"), local_only=True)
+    monkeypatch.setitem(sys.modules, "model2vec", None)  # not installed
+    assert static_at_hand(DEFAULT_MODEL, static_cache).startswith("model2vec is not installed")
+
+
+@pytest.mark.parametrize("strategy,model", [("learned", DEFAULT_MODEL), ("bestfirst", DEFAULT_MODEL),
+                                            ("learned", "topiccrawl-tests/no-such-model")])
+def test_auto_turns_the_static_prior_on_the_holder_term_where_it_can(tmp_path, strategy, model, static_cache,
+                                                                      monkeypatch):
+    """No semantic setting but the model and its cache: a ``learned`` crawl of an English word topic
+    takes the static prior on the holder term (the anchors are not encoded: one title, "Index");
+    best-first, or a model not on this machine, crawls without it and the log says why."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with loopback_server(_Web, hits=[]) as web:
+        proc, out = _railway_crawl(tmp_path, web, strategy, 7, {
+            "TOPICCRAWL_SEMANTIC_MODEL": model, "TOPICCRAWL_SEMANTIC_CACHE_DIR": str(static_cache)})
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    stats = json.loads((out / "stats.json").read_text(encoding="utf-8"))
+    on = strategy == "learned" and model == DEFAULT_MODEL
+    assert stats["topiccrawl/semantic/enabled"] == int(on) and stats["item_scraped_count"] == 7
+    if on:
+        assert stats["topiccrawl/semantic/terms"] == "holder" and stats["topiccrawl/semantic/encoded"] == 1
+        assert stats["topiccrawl/classifier/rank"] == "semantic"
+        assert "Semantic prior: sentence-transformers/all-MiniLM-L6-v2 (static encoder)" in proc.stderr
+    else:
+        why = "strategy bestfirst" if strategy == "bestfirst" else "neither distilled in the cache nor on this machine"
+        lines = [line for line in proc.stderr.splitlines() if "Semantic prior: off" in line]
+        assert len(lines) == 1 and "TOPICCRAWL_SEMANTIC_ENABLED=auto: " in lines[0] and why in lines[0], lines
+        assert "topiccrawl/semantic/encoded" not in stats
 
 
 def test_a_crawl_with_a_model_that_cannot_load_stops_with_one_line(tmp_path):

@@ -35,7 +35,7 @@ from scrapy import signals
 from topiccrawl.crawl.engine import wake_engine
 from topiccrawl.crawl.errors import ConfigError
 from topiccrawl.crawl.items import PageItem
-from topiccrawl.crawl.settings import TopicCrawlConfig, page_links_mode, parse_url_list
+from topiccrawl.crawl.settings import TopicCrawlConfig, page_links_mode, parse_url_list, semantic_auto_off
 from topiccrawl.learning.anchorjudge import context_words
 from topiccrawl.learning.association import EXAMPLE_LINK, anchor_terms
 from topiccrawl.learning.focus import RELIABLE_AUC, RELIABLE_C, TITLE_RANK_WEIGHTS, PageFocus, title_rank
@@ -45,6 +45,7 @@ from topiccrawl.learning.semantic import (
     SemanticError,
     SemanticPrior,
     load_encoder,
+    static_at_hand,
     topic_text,
 )
 from topiccrawl.learning.threads import limit_blas_threads
@@ -212,8 +213,11 @@ class TopicCrawl:
             logger.info("BLAS threads: %d (TOPICCRAWL_BLAS_THREADS; the libraries' default: %s)",
                         self.config.blas_threads, ", ".join(sorted({str(n) for n in before.values()})))
         #: TOPICCRAWL_SEMANTIC_ENABLED: the sentence encoder, loaded now so a missing package or model
-        #: stops the crawl before it starts; the prior itself (the topic's embedding) at the first page
-        self._encoder = self._load_encoder() if self.config.semantic_enabled else None
+        #: stops the crawl before it starts (auto: leaves the prior off); the prior itself (the
+        #: topic's embedding) at the first page. The encoder and the terms of R(l) it enters, resolved:
+        self.semantic_encoder, self.semantic_terms = self.config.semantic_encoder, self.config.semantic_terms
+        has_examples = self.topic.has_examples or bool(getattr(spider, "examples_arg", None))
+        self._encoder = self._semantic_encoder(has_examples)
         self.semantic: SemanticPrior | None = None
         #: TOPICCRAWL_CLASSIFIER_RANK, what ranks the pseudo-positives of a topic with words (reported as
         #: classifier/rank; docs/learned.md): auto is "semantic" with the prior on, else "title", except
@@ -390,7 +394,12 @@ class TopicCrawl:
         # TOPICCRAWL_SEMANTIC_ENABLED: R(l)'s anchor and holder terms mixed with the closeness in
         # meaning of the anchor and of the page's title to the topic (the association keeps R(P))
         semantic = self._semantic_prior() if self._encoder is not None else None
-        near = semantic.scores([ex.title.strip(), *(a.text.strip() for a in ex.anchors)]) if semantic is not None else None
+        near = None
+        if semantic is not None:  # the title's closeness, then the anchors' where the anchor term takes it
+            texts = [ex.title.strip()]
+            if self.semantic_terms != "holder":
+                texts.extend(a.text.strip() for a in ex.anchors)
+            near = semantic.scores(texts)
         if self.focus is not None:
             refits = self.focus.refits
             # TOPICCRAWL_CLASSIFIER_RANK: the pseudo-positives ranked with the title's closeness too
@@ -417,7 +426,7 @@ class TopicCrawl:
         best: dict[str, ScoredLink] = {}
         anchors: dict[str, object] = {}  # the anchor that gave each link its best score
         link_holder = holder
-        prior_terms = self.config.semantic_terms  # TOPICCRAWL_SEMANTIC_TERMS: which terms of R(l) take the prior
+        prior_terms = self.semantic_terms  # TOPICCRAWL_SEMANTIC_TERMS: which terms of R(l) take the prior
         if semantic is not None and prior_terms != "anchor":
             link_holder = semantic.mix(holder, near[0])
         for i, a in enumerate(ex.anchors):
@@ -529,6 +538,36 @@ class TopicCrawl:
         except RuntimeError:
             return None
 
+    def _semantic_encoder(self, has_examples: bool):
+        """The encoder of the semantic prior, or None with the prior off. ``auto``
+        (TOPICCRAWL_SEMANTIC_ENABLED's default): the static encoder on the holder term for the crawls
+        :func:`semantic_auto_off` allows, when the static model is at hand without the network;
+        otherwise off, with one log line saying why (docs/learned.md)."""
+        cfg = self.config
+        mode = cfg.semantic_mode
+        if mode == "off":
+            return None
+        if mode == "on":
+            if self.semantic_terms == "auto":
+                self.semantic_terms = "both"
+            return self._load_encoder()
+        why = semantic_auto_off(cfg, bool(self.topic.words), has_examples, self.topic.language)
+        if not why:
+            why = static_at_hand(cfg.semantic_model, cfg.semantic_cache_dir)
+        if not why:
+            try:
+                encoder = load_encoder(cfg.semantic_model, cfg.blas_threads, "static", cfg.semantic_cache_dir,
+                                       local_only=True)
+            except SemanticError as exc:
+                why = str(exc)
+        if why:
+            logger.info("Semantic prior: off (TOPICCRAWL_SEMANTIC_ENABLED=auto: %s)", why)
+            return None
+        self.semantic_encoder = "static"
+        if self.semantic_terms == "auto":
+            self.semantic_terms = "holder"
+        return encoder
+
     def _load_encoder(self):
         try:
             encoder = load_encoder(self.config.semantic_model, self.config.blas_threads, self.config.semantic_encoder,
@@ -549,8 +588,9 @@ class TopicCrawl:
                                               self.config.semantic_weight)
             except SemanticError as exc:
                 raise ConfigError(str(exc)) from None
-            logger.info("Semantic prior: %s (%s encoder), weight %.2f (TOPICCRAWL_SEMANTIC_*)",
-                        self.config.semantic_model, self.config.semantic_encoder, self.config.semantic_weight)
+            logger.info("Semantic prior: %s (%s encoder), weight %.2f, terms of R(l): %s (TOPICCRAWL_SEMANTIC_*)",
+                        self.config.semantic_model, self.semantic_encoder, self.config.semantic_weight,
+                        self.semantic_terms)
         return self.semantic
 
     def _make_focus(self) -> PageFocus:
@@ -752,6 +792,9 @@ class TopicCrawl:
         out = self.focus.stats() if self.focus is not None else {}
         if self.focus is not None and self.focus.use_words and self.config.classifier_pseudo != "beta":
             out["classifier/rank"] = self._rank_rule
+        out["semantic/enabled"] = int(self._encoder is not None)
+        if self._encoder is not None:
+            out["semantic/terms"] = self.semantic_terms
         if self.semantic is not None:
             out["semantic/encoded"] = self.semantic.encoded
         return out

@@ -91,16 +91,26 @@ class TopicCrawlConfig:
     dispatch_patient_pages: int = 0
     blas_threads: int = 1
     gc_threshold: int = 10000
-    semantic_enabled: bool = False
+    semantic_enabled: str = "auto"
     semantic_model: str = "sentence-transformers/all-MiniLM-L6-v2"
     semantic_weight: float = 0.7
     semantic_encoder: str = "transformer"
     semantic_cache_dir: str = ""
-    semantic_terms: str = "both"
+    semantic_terms: str = "auto"
 
     @property
     def offline(self) -> bool:
         return self.web.strip().lower() != "live"
+
+    @property
+    def semantic_mode(self) -> str:
+        """``TOPICCRAWL_SEMANTIC_ENABLED`` read: ``on``, ``off`` or ``auto``."""
+        value = str(self.semantic_enabled).strip().lower()
+        if value in SWITCH_ON:
+            return "on"
+        if value in SWITCH_OFF:
+            return "off"
+        return value
 
     @property
     def dispatch_scope_resolved(self) -> str:
@@ -178,7 +188,9 @@ class TopicCrawlConfig:
         if self.classifier_rank not in ("auto", "relevance", "full", "semantic", "title"):
             raise ConfigError(f"TOPICCRAWL_CLASSIFIER_RANK={self.classifier_rank!r}: "
                               "expected auto, relevance, full, semantic or title")
-        if self.classifier_rank == "semantic" and not self.semantic_enabled:
+        if self.semantic_mode not in ("on", "off", "auto"):
+            raise ConfigError(f"TOPICCRAWL_SEMANTIC_ENABLED={self.semantic_enabled!r}: expected auto, 1 or 0")
+        if self.classifier_rank == "semantic" and self.semantic_mode != "on":
             raise ConfigError("TOPICCRAWL_CLASSIFIER_RANK=semantic needs the semantic prior: set TOPICCRAWL_SEMANTIC_ENABLED=1")
         if self.examples_background not in ("seeds", "none"):
             raise ConfigError(f"TOPICCRAWL_EXAMPLES_BACKGROUND={self.examples_background!r}: expected seeds or none")
@@ -228,11 +240,16 @@ class TopicCrawlConfig:
             raise ConfigError("TOPICCRAWL_SLOW_SECONDS must be > 0")
         if not 0.0 <= self.semantic_weight <= 1.0:
             raise ConfigError("TOPICCRAWL_SEMANTIC_WEIGHT must lie in [0, 1]")
-        if self.semantic_terms not in ("both", "anchor", "holder"):
-            raise ConfigError(f"TOPICCRAWL_SEMANTIC_TERMS={self.semantic_terms!r}: expected both, anchor or holder")
+        if self.semantic_terms not in ("auto", "both", "anchor", "holder"):
+            raise ConfigError(f"TOPICCRAWL_SEMANTIC_TERMS={self.semantic_terms!r}: expected auto, both, anchor or holder")
         if self.semantic_encoder not in ENCODERS:
             raise ConfigError(f"TOPICCRAWL_SEMANTIC_ENCODER={self.semantic_encoder!r}: expected {' or '.join(ENCODERS)}")
         parse_allow_hosts(self.live_allow_hosts)  # raises ConfigError on a bad entry
+
+
+#: the spellings of a switch that is on / off (as Scrapy's ``getbool`` reads them, and yes/no)
+SWITCH_ON = ("1", "true", "yes", "on")
+SWITCH_OFF = ("0", "false", "no", "off", "")
 
 
 #: the environment variable that may hold the Redis URL (a password stays out of ``ps`` and Scrapyd's log)
@@ -358,3 +375,21 @@ def page_links_mode(config, has_examples: bool, language: str = "en") -> str:
     if config.strategy == "learned" and not has_examples and language != "zh" and config.store != "redis":
         return "after-seeds"
     return "streamed"
+
+
+def semantic_auto_off(config, has_words: bool, has_examples: bool, language: str) -> str:
+    """Why ``TOPICCRAWL_SEMANTIC_ENABLED=auto`` leaves the semantic prior off for this crawl, ``""``
+    when it may turn it on (its model at hand offline is checked apart): a ``learned`` crawl whose
+    topic has words, no example pages and the language English (docs/learned.md, "The prior on the
+    holder term by default for `learned`")."""
+    if config.strategy != "learned":
+        return f"strategy {config.strategy} (auto is for learned)"
+    if config.scorer != "vsm" or config.topic_tree:
+        return "the topic is a category node"
+    if not has_words:
+        return "the topic has no words"
+    if has_examples:
+        return "the topic has example pages"
+    if language != "en":
+        return f"the topic's language is {language!r} (the default model is English)"
+    return ""

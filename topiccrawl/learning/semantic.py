@@ -144,9 +144,10 @@ def _one_line(exc: Exception) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-def _model_folder(model: str) -> Path:
+def _model_folder(model: str, local_only: bool = False) -> Path:
     """The model's files: a folder as given, the default's offline copy, else a Hugging Face Hub
-    name downloaded into its cache (``huggingface_hub``, installed with model2vec)."""
+    name downloaded into its cache (``huggingface_hub``, installed with model2vec); ``local_only``:
+    only a copy already in that cache, never the network."""
     path = Path(model_path(model))
     if path.is_dir():
         return path
@@ -155,10 +156,37 @@ def _model_folder(model: str) -> Path:
     try:
         from huggingface_hub import snapshot_download
 
-        return Path(snapshot_download(model, allow_patterns=["*.json", "*.txt", "model.safetensors"]))
+        return Path(snapshot_download(model, allow_patterns=["*.json", "*.txt", "model.safetensors"],
+                                      local_files_only=local_only))
     except Exception as exc:  # no network, no such model: one line
-        raise SemanticError(f"TOPICCRAWL_SEMANTIC_MODEL={model!r} is not a folder and cannot be downloaded: "
-                            f"{_one_line(exc)}") from None
+        how = "is not on this machine" if local_only else "is not a folder and cannot be downloaded"
+        raise SemanticError(f"TOPICCRAWL_SEMANTIC_MODEL={model!r} {how}: {_one_line(exc)}") from None
+
+
+def static_at_hand(model: str, cache_dir: str | os.PathLike = "") -> str:
+    """Why the static model of ``model`` cannot be had without the network; ``""`` when it can:
+    model2vec is installed and the static model is a folder, or already distilled into ``cache_dir``,
+    or ``model``'s files are on this machine (a folder, the default's offline copy, the Hugging Face
+    cache) and can be distilled (a BERT encoder with numpy, any other with torch)."""
+    try:
+        import model2vec  # noqa: F401
+    except ImportError:
+        return "model2vec is not installed (pip install 'topiccrawl[static]')"
+    if is_static_model(model) or is_static_model(str(static_folder(model, cache_dir or default_cache_dir()))):
+        return ""
+    try:
+        path = _model_folder(model, local_only=True)
+    except SemanticError:
+        return f"the model {model} is neither distilled in the cache nor on this machine (never downloaded here)"
+    from topiccrawl.learning.distill import is_bert_folder
+
+    if not is_bert_folder(path):
+        try:
+            import torch  # noqa: F401
+            from model2vec.distill import distill  # noqa: F401
+        except ImportError:
+            return f"the model {model} is not a BERT encoder and distilling it needs torch"
+    return ""
 
 
 def _distill_with_torch(path: Path, work: Path, threads: int) -> None:
@@ -183,7 +211,7 @@ def _distill_with_torch(path: Path, work: Path, threads: int) -> None:
         transformers_logging.set_verbosity(verbosity)
 
 
-def _distill(model: str, folder: Path, threads: int) -> None:
+def _distill(model: str, folder: Path, threads: int, local_only: bool = False) -> None:
     """Distil ``model`` into ``folder`` (a temporary folder renamed at the end: a crawl stopped
     half-way, or two crawls distilling at once, never leave a half-written model there). A BERT
     encoder is distilled with numpy alone (:mod:`topiccrawl.learning.distill`), any other model
@@ -199,7 +227,7 @@ def _distill(model: str, folder: Path, threads: int) -> None:
         raise SemanticError(f"the static model's folder {str(folder.parent)!r} cannot be written ({exc.strerror}): "
                             "set TOPICCRAWL_SEMANTIC_CACHE_DIR") from None
     try:
-        path = _model_folder(model)
+        path = _model_folder(model, local_only)
         logger.info("Semantic prior: distilling a static model from %s into %s (once; about a minute)", model, folder)
         if is_bert_folder(path):
             with threadpool_limits(limits=threads or None):
@@ -218,7 +246,8 @@ def _distill(model: str, folder: Path, threads: int) -> None:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _static_encoder(model: str, threads: int, cache_dir: str) -> Callable[[list[str]], np.ndarray]:
+def _static_encoder(model: str, threads: int, cache_dir: str,
+                    local_only: bool = False) -> Callable[[list[str]], np.ndarray]:
     try:
         from model2vec import StaticModel
     except ImportError:
@@ -229,7 +258,7 @@ def _static_encoder(model: str, threads: int, cache_dir: str) -> Callable[[list[
     else:
         folder = static_folder(model, cache_dir or default_cache_dir())
         if not is_static_model(str(folder)):
-            _distill(model, folder, threads)
+            _distill(model, folder, threads, local_only)
     try:
         static = StaticModel.from_pretrained(str(folder))
     except Exception as exc:
@@ -248,7 +277,7 @@ def _static_encoder(model: str, threads: int, cache_dir: str) -> Callable[[list[
 
 @functools.lru_cache(maxsize=4)
 def load_encoder(model: str = DEFAULT_MODEL, threads: int = 1, encoder: str = "transformer",
-                 cache_dir: str = "") -> Callable[[list[str]], np.ndarray]:
+                 cache_dir: str = "", local_only: bool = False) -> Callable[[list[str]], np.ndarray]:
     """``encode(texts)`` under a sentence-transformers model, unit vectors; :class:`SemanticError`
     (one line) when the package or the model is missing. Loaded once per process (the crawl
     command's check before the crawl and the crawl share it).
@@ -258,12 +287,13 @@ def load_encoder(model: str = DEFAULT_MODEL, threads: int = 1, encoder: str = "t
     anchors took 25 times as long. ``"static"``: a model2vec static model, ``model`` itself when it
     is one (a folder), else distilled from ``model`` once into ``cache_dir`` (default
     :func:`default_cache_dir`) and loaded from there afterwards; a text then costs microseconds.
+    ``local_only``: the model's files are never downloaded (static only).
     """
     if encoder not in ENCODERS:
         raise SemanticError(f"TOPICCRAWL_SEMANTIC_ENCODER={encoder!r}: expected one of {', '.join(ENCODERS)}")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     if encoder == "static":
-        return _static_encoder(model, threads, cache_dir)
+        return _static_encoder(model, threads, cache_dir, local_only)
     try:
         import torch
         from sentence_transformers import SentenceTransformer

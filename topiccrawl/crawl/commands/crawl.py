@@ -65,7 +65,7 @@ def check_crawl_inputs(settings, spargs: dict, spidercls=None) -> None:
     if cfg.strategy not in STRATEGIES:
         raise FrontierError(f"unknown strategy {cfg.strategy!r}; expected one of: {', '.join(STRATEGIES)}")
     strategy_options(settings, cfg.strategy)  # a bad TOPICCRAWL_<STRATEGY>_* value: one line, before the crawl
-    if cfg.semantic_enabled:  # a missing package or model: one line before the crawl (docs/learned.md)
+    if cfg.semantic_mode == "on":  # a missing package or model: one line before the crawl (auto never stops it)
         from topiccrawl.learning.semantic import SemanticError, load_encoder
 
         try:
