@@ -216,8 +216,7 @@ class TopicCrawl:
         #: stops the crawl before it starts (auto: leaves the prior off); the prior itself (the
         #: topic's embedding) at the first page. The encoder and the terms of R(l) it enters, resolved:
         self.semantic_encoder, self.semantic_terms = self.config.semantic_encoder, self.config.semantic_terms
-        has_examples = self.topic.has_examples or bool(getattr(spider, "examples_arg", None))
-        self._encoder = self._semantic_encoder(has_examples)
+        self._encoder = self._semantic_encoder(self.has_examples())
         self.semantic: SemanticPrior | None = None
         #: TOPICCRAWL_CLASSIFIER_RANK, what ranks the pseudo-positives of a topic with words (reported as
         #: classifier/rank; docs/learned.md): auto is "semantic" with the prior on, else "title", except
@@ -537,6 +536,11 @@ class TopicCrawl:
             return getattr(self.crawler.engine.scheduler, "frontier", None)
         except RuntimeError:
             return None
+
+    def has_examples(self) -> bool:
+        """The crawl starts from example pages: the topic's, or the spider's ``-a examples=``."""
+        spider = getattr(self.crawler, "spider", None)
+        return self.topic.has_examples or bool(getattr(spider, "examples_arg", None))
 
     def _semantic_encoder(self, has_examples: bool):
         """The encoder of the semantic prior, or None with the prior off. ``auto``

@@ -102,8 +102,7 @@ class TopicScheduler(BaseScheduler):
         self.discovery_state: dict | None = None
         #: harvest-aware dispatch (``TOPICCRAWL_DISPATCH``, resolved), None when eager; patient
         #: only until ``patient_pages`` pages are counted (0: the whole crawl)
-        spider = getattr(crawler, "spider", None)
-        has_examples = self.tc.topic.has_examples or bool(getattr(spider, "examples_arg", None))
+        has_examples = self.tc.has_examples()
         mode, self.patient_pages = dispatch_mode(self.tc.config, has_examples)
         #: how a page's links are queued (TOPICCRAWL_DISPATCH_PAGE_LINKS resolved): fixed for the crawl
         self.tc.page_links = page_links_mode(self.tc.config, has_examples, self.tc.topic.language)

@@ -146,7 +146,7 @@ class TopicCrawlConfig:
             kind = type(values[name])
             try:
                 if kind is bool:
-                    values[name] = str(value).lower() in {"1", "true", "yes", "on"}
+                    values[name] = str(value).lower() in SWITCH_ON
                 else:
                     values[name] = kind(value)
             except (TypeError, ValueError):
