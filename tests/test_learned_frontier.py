@@ -124,6 +124,28 @@ def test_rows_decode_to_the_hashed_matrix_and_predictions_agree():
     assert np.allclose(clone.predict_rows(rows), batch)
 
 
+def test_the_anchors_closeness_is_a_binned_feature_the_model_learns_and_nan_adds_none():
+    m = LinkValueModel(n_features=2**12)
+    rng = random.Random(3)
+    plain = LinkFeatures(anchor=["w1"], url=url_tokens("http://a.test/x"), score=0.2)
+    assert m.encode([plain]) == m.encode([LinkFeatures(anchor=["w1"], url=url_tokens("http://a.test/x"), score=0.2,
+                                                       closeness=float("nan"))])
+    near, far = (LinkFeatures(anchor=["w1"], url=url_tokens("http://a.test/x"), score=0.2, closeness=c)
+                 for c in (0.65, 0.05))
+    assert "n:6" in m._tokens(near) and "n:0" in m._tokens(far) and not any(t.startswith("n:") for t in m._tokens(plain))
+    assert len(m.encode([near])[0]) == len(m.encode([plain])[0]) + 4  # one more hashed column, same dense part
+    # links alike but for their anchors' closeness: the close ones lead to relevant pages
+    for i in range(200):
+        c = rng.random() * 0.8
+        url = f"http://t.test/{i}"
+        m.add_page(url, relevant=c >= 0.5)
+        m.add_example(m.encode([LinkFeatures(anchor=rng.sample(WORDS, 2), url=url_tokens(url), score=0.2,
+                                             closeness=c)])[0], url)
+    assert m.retrain()
+    m.blend_ = 1.0  # the model alone
+    assert m.predict(near) > m.predict(far) + 0.3
+
+
 def test_model_waits_for_positive_and_negative_examples():
     m = LinkValueModel(min_positive=2)
     m.add_page("http://a.test/1", relevant=False)

@@ -394,9 +394,11 @@ class TopicCrawl:
         # meaning of the anchor and of the page's title to the topic (the association keeps R(P))
         semantic = self._semantic_prior() if self._encoder is not None else None
         near = None
-        if semantic is not None:  # the title's closeness, then the anchors' where the anchor term takes it
+        # TOPICCRAWL_SEMANTIC_LINK_FEATURE: the anchors' closeness is a feature of the link-value model
+        closeness = semantic is not None and self.learns and self.config.semantic_link_feature
+        if semantic is not None:  # the title's closeness, then the anchors' where R(l) or the link model takes it
             texts = [ex.title.strip()]
-            if self.semantic_terms != "holder":
+            if self.semantic_terms != "holder" or closeness:
                 texts.extend(a.text.strip() for a in ex.anchors)
             near = semantic.scores(texts)
         if self.focus is not None:
@@ -424,6 +426,7 @@ class TopicCrawl:
         holder = steer if steer is not None and by_probability and self.focus.fitted else relevance
         best: dict[str, ScoredLink] = {}
         anchors: dict[str, object] = {}  # the anchor that gave each link its best score
+        close: dict[str, float] | None = {} if closeness else None  # that anchor's closeness
         link_holder = holder
         prior_terms = self.semantic_terms  # TOPICCRAWL_SEMANTIC_TERMS: which terms of R(l) take the prior
         if semantic is not None and prior_terms != "anchor":
@@ -436,12 +439,15 @@ class TopicCrawl:
             if a.url not in best or score > best[a.url].score:
                 best[a.url] = ScoredLink(a.url, score, a.text.strip()[:200])
                 anchors[a.url] = a
+                if close is not None:
+                    close[a.url] = near[i + 1]
         if self.learns:  # the association's page score: R(P), or R(l)'s holder term (TOPICCRAWL_ASSOCIATION_SCORE)
             judged = holder if self.config.association_score == "holder" else relevance
             # the page classifier judges anchors and their context where its P steers (TOPICCRAWL_LEARNED_ANCHOR_JUDGE)
             judge = by_probability and not guarded and self.focus.fitted
             self._observe(response.url, relevance if steer is None else steer, best, anchors, depth, terms, judged,
-                          term_ids, judge=judge, holder_weight=None if by_probability else 1.0 - self.scorer.anchor_weight)
+                          term_ids, judge=judge, holder_weight=None if by_probability else 1.0 - self.scorer.anchor_weight,
+                          closeness=close)
         self.graph.add_page(response.url, best.keys())
         self.pagerank.maybe_refresh()
         potential = self.pagerank.potential(response.url, self.config.potential_pagerank)
@@ -476,14 +482,15 @@ class TopicCrawl:
 
     def _observe(self, url: str, probability: float, best: dict, anchors: dict, depth: int,
                  terms: list[str], relevance: float, term_ids=None, judge: bool = False,
-                 holder_weight: float | None = None) -> None:
+                 holder_weight: float | None = None, closeness: dict[str, float] | None = None) -> None:
         """Hand a fetched page and its out-links (with their features) to a learning frontier,
         before the links are queued (with the page's terms and ``relevance``, the score its anchor
         association judges terms by: R(P), or P where P is R(l)'s holder term; ``term_ids``: the
         terms' ids in the association's vocabulary, :meth:`_term_ids`; ``judge``: the frontier's
         anchor judge, if it has one, shifts the out-links by the page classifier's score of their
         anchor and context; ``holder_weight``: 1 − ∂ where R(l)'s holder term is ``relevance``, for
-        a frontier that keeps the holder mean, with the page's links to queued URLs)."""
+        a frontier that keeps the holder mean, with the page's links to queued URLs; ``closeness``:
+        each link's anchor closeness under the semantic prior, a link-model feature)."""
         frontier = self.frontier
         if frontier is None:
             return
@@ -491,6 +498,9 @@ class TopicCrawl:
         out = [(target, LinkFeatures(anchor=quick_terms(a.text), url=url_tokens(target),
                                      context=quick_terms(a.context), score=best[target].score, depth=depth + 1))
                for target, a in anchors.items() if target not in skip]
+        if closeness:
+            for target, f in out:
+                f.closeness = closeness[target]
         if getattr(frontier, "association", None) is not None:
             for target, f in out:
                 f.terms = anchor_terms(anchors[target].text)

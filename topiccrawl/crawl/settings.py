@@ -97,6 +97,7 @@ class TopicCrawlConfig:
     semantic_encoder: str = "transformer"
     semantic_cache_dir: str = ""
     semantic_terms: str = "auto"
+    semantic_link_feature: bool = False
 
     @property
     def offline(self) -> bool:

@@ -3,7 +3,8 @@
 Features of a link (:class:`LinkFeatures`) are hashed (``FeatureHasher``, no vocabulary to grow):
 tokens ``a:word`` (anchor), ``u:tok`` (URL), ``c:word`` (words around the anchor) and buckets of
 the holder page's distance since the last relevant page on its crawl path, of the depth and of the
-numeric features, plus a few dense columns: the holder page's P(relevant), its host's yield so far,
+numeric features (and, where the crawl computed it, of the anchor's closeness in meaning to the
+topic under the semantic prior, ``n:bin``), plus a few dense columns: the holder page's P(relevant), its host's yield so far,
 the holder's own value (the model's value of the link the holder was reached by, as in
 Shark-search's inherited score) and the link's R(l) (WL paper eq. 5).
 
@@ -84,8 +85,10 @@ class LinkFeatures:
     ``holder_probability`` is P(relevant | holder page), ``host_yield`` the holder host's smoothed
     share of relevant pages so far, ``distance`` the hops from the last relevant page on the
     holder's crawl path (0: the holder is relevant), ``holder_value`` the value of the link the
-    holder was reached by, ``score`` the link's R(l), ``depth`` the target's depth; ``terms``, the
-    anchor's terms for the anchor association, and ``shift``, the page classifier's judgement of
+    holder was reached by, ``score`` the link's R(l), ``depth`` the target's depth, ``closeness``
+    the anchor's closeness in meaning to the topic (the semantic prior's max(0, cos); NaN: not
+    computed, no feature); ``terms``, the anchor's terms for the anchor association, and
+    ``shift``, the page classifier's judgement of
     the anchor and its context (:mod:`topiccrawl.learning.anchorjudge`), with ``judge_doc`` the terms
     it judged (kept by a frontier that judges again; none of the three is encoded in the row).
     """
@@ -99,6 +102,7 @@ class LinkFeatures:
     depth: int = 0
     holder_value: float = 0.0
     score: float = 0.0
+    closeness: float = math.nan
     terms: Sequence[str] = ()
     shift: float = 0.0
     judge_doc: tuple = ()
@@ -185,6 +189,14 @@ def _bucket(x: float) -> int:
     return 0 if math.isnan(x) else bisect_right(_EDGES, x)
 
 
+_CLOSENESS_EDGES = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6)  # bins of a cosine: evenly spaced, the last open
+
+
+def _closeness_bin(x: float) -> int:
+    """Bin of the anchor's closeness (``_CLOSENESS_EDGES``; −1 for NaN: no feature)."""
+    return -1 if math.isnan(x) else bisect_right(_CLOSENESS_EDGES, x)
+
+
 class LinkValueModel:
     """Hashed link features, the crawl's link graph and labels, and an online logistic model.
 
@@ -252,15 +264,17 @@ class LinkValueModel:
         return toks
 
     def _bins(self, f: LinkFeatures) -> tuple:
-        """The binned features' values: distance (k + 1: far), depth bucket, and the bins of P,
-        host yield, holder value and R(l)."""
+        """The binned features' values: distance (k + 1: far), depth bucket, the bins of P, host
+        yield, holder value and R(l), and the anchor closeness's bin (−1: none)."""
         d = f.distance
         return (d if 0 <= d <= self.k else self.k + 1, _DEPTH_BUCKETS[min(max(f.depth, 0), 8)],
-                _bucket(f.holder_probability), _bucket(f.host_yield), _bucket(f.holder_value), _bucket(f.score))
+                _bucket(f.holder_probability), _bucket(f.host_yield), _bucket(f.holder_value), _bucket(f.score),
+                _closeness_bin(f.closeness))
 
     def _binned_tokens(self, bins: tuple) -> tuple[str, ...]:
-        d, depth, p, y, v, s = bins
-        return (f"d:{d}" if d <= self.k else "d:far", f"depth:{depth}", f"p:{p}", f"y:{y}", f"v:{v}", f"s:{s}")
+        d, depth, p, y, v, s, n = bins
+        toks = (f"d:{d}" if d <= self.k else "d:far", f"depth:{depth}", f"p:{p}", f"y:{y}", f"v:{v}", f"s:{s}")
+        return toks if n < 0 else (*toks, f"n:{n}")
 
     def _column(self, token: str) -> int:
         """The hashed column of a token, as scikit-learn's ``FeatureHasher`` (murmurhash3, seed 0,
