@@ -400,6 +400,22 @@ def test_auto_turns_the_static_prior_on_the_holder_term_where_it_can(tmp_path, s
         assert "topiccrawl/semantic/encoded" not in stats
 
 
+@pytest.mark.parametrize("strategy", ["learned", "bestfirst"])
+def test_the_anchors_closeness_reaches_the_link_model_of_a_learning_crawl_only(tmp_path, strategy, static_cache):
+    """TOPICCRAWL_SEMANTIC_LINK_FEATURE with the prior on the holder term: a ``learned`` crawl encodes
+    the 12 anchors too and hands each new link its closeness; best-first has no link model to take it."""
+    with loopback_server(_Web, hits=[]) as web:
+        proc, out = _railway_crawl(tmp_path, web, strategy, 7, {
+            "TOPICCRAWL_SEMANTIC_ENABLED": "1", "TOPICCRAWL_SEMANTIC_ENCODER": "static",
+            "TOPICCRAWL_SEMANTIC_TERMS": "holder", "TOPICCRAWL_SEMANTIC_LINK_FEATURE": "1",
+            "TOPICCRAWL_SEMANTIC_CACHE_DIR": str(static_cache)})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    stats = json.loads((out / "stats.json").read_text(encoding="utf-8"))
+    learns = strategy == "learned"
+    assert stats["topiccrawl/semantic/encoded"] == (13 if learns else 1)
+    assert stats.get("topiccrawl/semantic/closeness_links", 0) == (12 if learns else 0)
+
+
 def test_a_crawl_with_a_model_that_cannot_load_stops_with_one_line(tmp_path):
     proc, _ = run_crawl(tmp_path, args={"topic": "台风灾害", "max_pages": 5},
                         settings={"TOPICCRAWL_WEB": "generated:zh-disaster?pages=1000&seed=1",

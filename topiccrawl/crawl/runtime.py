@@ -501,6 +501,7 @@ class TopicCrawl:
         if closeness:
             for target, f in out:
                 f.closeness = closeness[target]
+            self.crawler.stats.inc_value("topiccrawl/semantic/closeness_links", len(out))
         if getattr(frontier, "association", None) is not None:
             for target, f in out:
                 f.terms = anchor_terms(anchors[target].text)
