@@ -431,10 +431,11 @@ class TopicCrawl:
         prior_terms = self.semantic_terms  # TOPICCRAWL_SEMANTIC_TERMS: which terms of R(l) take the prior
         if semantic is not None and prior_terms != "anchor":
             link_holder = semantic.mix(holder, near[0])
+        anchor_w = self.config.semantic_anchor_weight_resolved  # TOPICCRAWL_SEMANTIC_ANCHOR_WEIGHT
         for i, a in enumerate(ex.anchors):
             anchor_rel = self.scorer.anchor_relevance(f"{a.text} {a.context}")
             if semantic is not None and prior_terms != "holder":
-                anchor_rel = semantic.mix(anchor_rel, near[i + 1])
+                anchor_rel = semantic.mix(anchor_rel, near[i + 1], anchor_w)
             score = self.scorer.link_relevance(anchor_rel, link_holder)
             if a.url not in best or score > best[a.url].score:
                 best[a.url] = ScoredLink(a.url, score, a.text.strip()[:200])

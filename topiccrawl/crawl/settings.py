@@ -94,6 +94,7 @@ class TopicCrawlConfig:
     semantic_enabled: str = "auto"
     semantic_model: str = "sentence-transformers/all-MiniLM-L6-v2"
     semantic_weight: float = 0.7
+    semantic_anchor_weight: str = ""
     semantic_encoder: str = "transformer"
     semantic_cache_dir: str = ""
     semantic_terms: str = "auto"
@@ -112,6 +113,13 @@ class TopicCrawlConfig:
         if value in SWITCH_OFF:
             return "off"
         return value
+
+    @property
+    def semantic_anchor_weight_resolved(self) -> float:
+        """W of R(l)'s anchor term: ``TOPICCRAWL_SEMANTIC_ANCHOR_WEIGHT``, or when empty
+        ``TOPICCRAWL_SEMANTIC_WEIGHT``."""
+        value = str(self.semantic_anchor_weight).strip()
+        return float(value) if value else self.semantic_weight
 
     @property
     def dispatch_scope_resolved(self) -> str:
@@ -241,6 +249,13 @@ class TopicCrawlConfig:
             raise ConfigError("TOPICCRAWL_SLOW_SECONDS must be > 0")
         if not 0.0 <= self.semantic_weight <= 1.0:
             raise ConfigError("TOPICCRAWL_SEMANTIC_WEIGHT must lie in [0, 1]")
+        try:
+            anchor_weight = self.semantic_anchor_weight_resolved
+        except ValueError:
+            raise ConfigError(f"TOPICCRAWL_SEMANTIC_ANCHOR_WEIGHT={self.semantic_anchor_weight!r}: "
+                              "expected a number from 0 to 1, or empty") from None
+        if not 0.0 <= anchor_weight <= 1.0:
+            raise ConfigError("TOPICCRAWL_SEMANTIC_ANCHOR_WEIGHT must lie in [0, 1]")
         if self.semantic_terms not in ("auto", "both", "anchor", "holder"):
             raise ConfigError(f"TOPICCRAWL_SEMANTIC_TERMS={self.semantic_terms!r}: expected auto, both, anchor or holder")
         if self.semantic_encoder not in ENCODERS:

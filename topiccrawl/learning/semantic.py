@@ -92,9 +92,10 @@ class SemanticPrior:
             cache.popitem(last=False)
         return out
 
-    def mix(self, value: float, score: float) -> float:
-        """(1 − W)·value + W·score."""
-        return (1.0 - self.weight) * value + self.weight * score
+    def mix(self, value: float, score: float, weight: float | None = None) -> float:
+        """(1 − W)·value + W·score (W: ``weight``, or the prior's own)."""
+        w = self.weight if weight is None else weight
+        return (1.0 - w) * value + w * score
 
 
 def model_path(model: str) -> str:
