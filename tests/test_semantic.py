@@ -340,6 +340,30 @@ def test_the_prior_terms_setting_is_checked():
         TopicCrawlConfig(semantic_terms=terms).validate()
 
 
+def test_the_anchor_weight_is_the_prior_weight_unless_set_and_is_checked():
+    from topiccrawl.crawl.settings import ConfigError, TopicCrawlConfig
+
+    assert TopicCrawlConfig(semantic_weight=0.6).semantic_anchor_weight_resolved == 0.6
+    assert TopicCrawlConfig(semantic_weight=0.6, semantic_anchor_weight=" 0.25").semantic_anchor_weight_resolved == 0.25
+    for bad, message in (("x", "expected a number from 0 to 1, or empty"), ("1.5", "must lie in \\[0, 1\\]")):
+        with pytest.raises(ConfigError, match=message):
+            TopicCrawlConfig(semantic_anchor_weight=bad).validate()
+
+
+@pytest.mark.parametrize("anchor_weight,first", [("0", "/o"), ("", "/r")])
+def test_the_anchor_weight_sets_the_anchor_terms_share_of_the_prior(tmp_path, anchor_weight, first, static_cache):
+    """Both terms take the prior; at an anchor weight of 0 the anchors are judged by the words alone
+    (every link ties, the first queued goes first), left empty they take W = 0.7."""
+    with loopback_server(_Web, hits=[]) as web:
+        proc, _ = _railway_crawl(tmp_path, web, "bestfirst", 7, {
+            "TOPICCRAWL_SEMANTIC_ENABLED": "1", "TOPICCRAWL_SEMANTIC_ENCODER": "static",
+            "TOPICCRAWL_SEMANTIC_TERMS": "both", "TOPICCRAWL_SEMANTIC_ANCHOR_WEIGHT": anchor_weight,
+            "TOPICCRAWL_SEMANTIC_CACHE_DIR": str(static_cache)})
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        pages = [p for p in web.hits if p not in ("/robots.txt", "/seed")]
+    assert len(pages) >= 6 and {p[:2] for p in pages[:6]} == {first}, pages
+
+
 # -- TOPICCRAWL_SEMANTIC_ENABLED=auto (the default; docs/learned.md) ---------------------------------
 
 def test_auto_is_for_learned_crawls_of_english_word_topics():
