@@ -4,8 +4,8 @@ Features of a link (:class:`LinkFeatures`) are hashed (``FeatureHasher``, no voc
 tokens ``a:word`` (anchor), ``u:tok`` (URL), ``c:word`` (words around the anchor) and buckets of
 the holder page's distance since the last relevant page on its crawl path, of the depth and of the
 numeric features (and, where the crawl computed it, of the anchor's closeness in meaning to the
-topic under the semantic prior, ``n:bin``), plus a few dense columns: the holder page's P(relevant), its host's yield so far,
-the holder's own value (the model's value of the link the holder was reached by, as in
+topic under the semantic prior, ``n:bin``), plus a few dense columns: the holder page's
+P(relevant), its host's yield so far, the holder's own value (the model's value of the link the holder was reached by, as in
 Shark-search's inherited score) and the link's R(l) (WL paper eq. 5).
 
 Labels come from the crawl's own link graph (context-graph style, as ACHE's link classifier with
@@ -88,9 +88,9 @@ class LinkFeatures:
     holder was reached by, ``score`` the link's R(l), ``depth`` the target's depth, ``closeness``
     the anchor's closeness in meaning to the topic (the semantic prior's max(0, cos); NaN: not
     computed, no feature); ``terms``, the anchor's terms for the anchor association, and
-    ``shift``, the page classifier's judgement of
-    the anchor and its context (:mod:`topiccrawl.learning.anchorjudge`), with ``judge_doc`` the terms
-    it judged (kept by a frontier that judges again; none of the three is encoded in the row).
+    ``shift``, the page classifier's judgement of the anchor and its context
+    (:mod:`topiccrawl.learning.anchorjudge`), with ``judge_doc`` the terms it judged (kept by a
+    frontier that judges again; none of the three is encoded in the row).
     """
 
     anchor: Sequence[str] = ()
