@@ -5,8 +5,8 @@ tokens ``a:word`` (anchor), ``u:tok`` (URL), ``c:word`` (words around the anchor
 the holder page's distance since the last relevant page on its crawl path, of the depth and of the
 numeric features (and, where the crawl computed it, of the anchor's closeness in meaning to the
 topic under the semantic prior, ``n:bin``), plus a few dense columns: the holder page's
-P(relevant), its host's yield so far, the holder's own value (the model's value of the link the holder was reached by, as in
-Shark-search's inherited score) and the link's R(l) (WL paper eq. 5).
+P(relevant), its host's yield so far, the holder's own value (the model's value of the link the
+holder was reached by, as in Shark-search's inherited score) and the link's R(l) (WL paper eq. 5).
 
 Labels come from the crawl's own link graph (context-graph style, as ACHE's link classifier with
 distance levels). The value of a link is
