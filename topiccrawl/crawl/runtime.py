@@ -216,6 +216,7 @@ class TopicCrawl:
         #: stops the crawl before it starts (auto: leaves the prior off); the prior itself (the
         #: topic's embedding) at the first page. The encoder and the terms of R(l) it enters, resolved:
         self.semantic_encoder, self.semantic_terms = self.config.semantic_encoder, self.config.semantic_terms
+        self.semantic_anchor_weight = self.config.semantic_anchor_weight_resolved  # TOPICCRAWL_SEMANTIC_ANCHOR_WEIGHT
         self._encoder = self._semantic_encoder(self.has_examples())
         self.semantic: SemanticPrior | None = None
         #: TOPICCRAWL_CLASSIFIER_RANK, what ranks the pseudo-positives of a topic with words (reported as
@@ -431,7 +432,7 @@ class TopicCrawl:
         prior_terms = self.semantic_terms  # TOPICCRAWL_SEMANTIC_TERMS: which terms of R(l) take the prior
         if semantic is not None and prior_terms != "anchor":
             link_holder = semantic.mix(holder, near[0])
-        anchor_w = self.config.semantic_anchor_weight_resolved  # TOPICCRAWL_SEMANTIC_ANCHOR_WEIGHT
+        anchor_w = self.semantic_anchor_weight
         for i, a in enumerate(ex.anchors):
             anchor_rel = self.scorer.anchor_relevance(f"{a.text} {a.context}")
             if semantic is not None and prior_terms != "holder":
