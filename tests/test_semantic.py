@@ -364,6 +364,42 @@ def test_the_anchor_weight_sets_the_anchor_terms_share_of_the_prior(tmp_path, an
     assert len(pages) >= 6 and {p[:2] for p in pages[:6]} == {first}, pages
 
 
+class _HubWeb(_Recorded):
+    """``/seed`` links to ``/hub`` only; ``/hub`` holds the links of :class:`_Web`'s seed."""
+
+    def page(self, path: str) -> tuple[str, str]:
+        if path == "/seed":
+            return "Index", '<p>index</p><p><a href="/hub">more</a></p>'
+        return _Web.page(self, "/seed" if path == "/hub" else path)
+
+
+def test_the_anchor_pages_setting_is_checked():
+    from topiccrawl.crawl.settings import ConfigError, TopicCrawlConfig
+
+    with pytest.raises(ConfigError, match="TOPICCRAWL_SEMANTIC_ANCHOR_PAGES=-1: expected 0"):
+        TopicCrawlConfig(semantic_anchor_pages=-1).validate()
+    TopicCrawlConfig(semantic_anchor_pages=250).validate()
+
+
+@pytest.mark.parametrize("anchor_pages,first,encoded", [("1", "/o", 2), ("2", "/r", 14), ("0", "/r", 14)])
+def test_the_anchor_term_takes_the_prior_for_the_first_pages_only(tmp_path, anchor_pages, first, encoded,
+                                                                 static_cache):
+    """TOPICCRAWL_SEMANTIC_ANCHOR_PAGES=1: the seed's anchor takes the prior, the hub's (the second
+    page counted) do not: they tie by the words, and the first queued goes first; at 2, or 0 (the
+    whole crawl), the hub's railway anchors go first. Its anchors are encoded only when they take
+    the prior (the title "Index", the seed's "more", and the hub's 12)."""
+    with loopback_server(_HubWeb, hits=[]) as web:
+        proc, out = _railway_crawl(tmp_path, web, "bestfirst", 8, {
+            "TOPICCRAWL_SEMANTIC_ENABLED": "1", "TOPICCRAWL_SEMANTIC_ENCODER": "static",
+            "TOPICCRAWL_SEMANTIC_TERMS": "both", "TOPICCRAWL_SEMANTIC_ANCHOR_PAGES": anchor_pages,
+            "TOPICCRAWL_SEMANTIC_CACHE_DIR": str(static_cache)})
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        pages = [p for p in web.hits if p not in ("/robots.txt", "/seed", "/hub")]
+    stats = json.loads((out / "stats.json").read_text(encoding="utf-8"))
+    assert len(pages) >= 6 and {p[:2] for p in pages[:6]} == {first}, pages
+    assert stats["topiccrawl/semantic/encoded"] == encoded
+
+
 # -- TOPICCRAWL_SEMANTIC_ENABLED=auto (the default; docs/learned.md) ---------------------------------
 
 def test_auto_is_for_learned_crawls_of_english_word_topics():

@@ -397,9 +397,13 @@ class TopicCrawl:
         near = None
         # TOPICCRAWL_SEMANTIC_LINK_FEATURE: the anchors' closeness is a feature of the link-value model
         closeness = semantic is not None and self.learns and self.config.semantic_link_feature
+        # TOPICCRAWL_SEMANTIC_ANCHOR_PAGES: the anchor term takes the prior until that many pages are
+        # counted; links queued before keep their scores
+        anchor_prior = semantic is not None and self.semantic_terms != "holder" and (
+            not self.config.semantic_anchor_pages or self.metrics.dp < self.config.semantic_anchor_pages)
         if semantic is not None:  # the title's closeness, then the anchors' where R(l) or the link model takes it
             texts = [ex.title.strip()]
-            if self.semantic_terms != "holder" or closeness:
+            if anchor_prior or closeness:
                 texts.extend(a.text.strip() for a in ex.anchors)
             near = semantic.scores(texts)
         if self.focus is not None:
@@ -435,7 +439,7 @@ class TopicCrawl:
         anchor_w = self.semantic_anchor_weight
         for i, a in enumerate(ex.anchors):
             anchor_rel = self.scorer.anchor_relevance(f"{a.text} {a.context}")
-            if semantic is not None and prior_terms != "holder":
+            if anchor_prior:
                 anchor_rel = semantic.mix(anchor_rel, near[i + 1], anchor_w)
             score = self.scorer.link_relevance(anchor_rel, link_holder)
             if a.url not in best or score > best[a.url].score:

@@ -95,6 +95,7 @@ class TopicCrawlConfig:
     semantic_model: str = "sentence-transformers/all-MiniLM-L6-v2"
     semantic_weight: float = 0.7
     semantic_anchor_weight: str = ""
+    semantic_anchor_pages: int = 0
     semantic_encoder: str = "transformer"
     semantic_cache_dir: str = ""
     semantic_terms: str = "auto"
@@ -256,6 +257,9 @@ class TopicCrawlConfig:
                               "expected a number from 0 to 1, or empty") from None
         if not 0.0 <= anchor_weight <= 1.0:
             raise ConfigError("TOPICCRAWL_SEMANTIC_ANCHOR_WEIGHT must lie in [0, 1]")
+        if self.semantic_anchor_pages < 0:
+            raise ConfigError(f"TOPICCRAWL_SEMANTIC_ANCHOR_PAGES={self.semantic_anchor_pages}: expected 0 (the whole "
+                              "crawl) or a number of pages")
         if self.semantic_terms not in ("auto", "both", "anchor", "holder"):
             raise ConfigError(f"TOPICCRAWL_SEMANTIC_TERMS={self.semantic_terms!r}: expected auto, both, anchor or holder")
         if self.semantic_encoder not in ENCODERS:
