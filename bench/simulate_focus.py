@@ -32,7 +32,9 @@ encoder and weight of the ``TOPICCRAWL_SEMANTIC_*`` settings; the holder by its 
 keeps R(P); docs/learned.md, "A semantic prior"; needs the ``semantic`` extra, or only ``static`` with
 ``--semantic-encoder static``); with it, ``semanchor`` mixes the prior into the anchor term only,
 ``semholder`` into the holder term only, ``semoff=N`` turns the prior off after N fetched pages and
-re-scores every queued link without it (``semkeep``: queued links keep their scores), and
+re-scores every queued link without it (``semkeep``: queued links keep their scores), ``anchoroff=N``
+keeps it in the holder term only from N fetched pages on, queued links keeping their scores
+(``TOPICCRAWL_SEMANTIC_ANCHOR_PAGES``), and
 ``semcheck=N=T`` does so only when the ROC AUC of the N fetched pages' titles' closeness to the topic
 against R(P) ≥ β is below T (docs/learned.md, "Where the prior ranks links well"; not with
 ``holdermean``).
@@ -150,8 +152,10 @@ def crawl(pages: dict, seeds: list[str], topic_path: str, rule: str, budget: int
     every = int(every) if every else 1
     name, *options = name.split("+")
     opts = frozenset(options)
-    off_at, check = None, None
+    off_at, check, anchor_off = None, None, None
     for o in options:
+        if o.startswith("anchoroff="):
+            anchor_off = int(o.split("=")[1])
         if o.startswith("semoff="):
             off_at = int(o.split("=")[1])
         elif o.startswith("semcheck="):
@@ -184,6 +188,8 @@ def crawl(pages: dict, seeds: list[str], topic_path: str, rule: str, budget: int
             semantic = None  # the prior off from here: queued links re-scored without it (``semkeep``: not)
             for entry in queue.values() if "semkeep" not in opts else ():
                 entry[0] = entry[8]
+        if fetched == anchor_off:  # ``anchoroff=N``: new links' anchors without the prior from here
+            opts = opts | {"semholder"}
         if not queue:
             order = _release(held.popleft(), pages, scorer, assoc, queue, seen, relevant, name, opts, order, semantic)
             continue
