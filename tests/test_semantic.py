@@ -354,14 +354,20 @@ def test_the_anchor_weight_is_the_prior_weight_unless_set_and_is_checked():
 def test_the_anchor_weight_sets_the_anchor_terms_share_of_the_prior(tmp_path, anchor_weight, first, static_cache):
     """Both terms take the prior; at an anchor weight of 0 the anchors are judged by the words alone
     (every link ties, the first queued goes first), left empty they take W = 0.7."""
-    with loopback_server(_Web, hits=[]) as web:
-        proc, _ = _railway_crawl(tmp_path, web, "bestfirst", 7, {
-            "TOPICCRAWL_SEMANTIC_ENABLED": "1", "TOPICCRAWL_SEMANTIC_ENCODER": "static",
-            "TOPICCRAWL_SEMANTIC_TERMS": "both", "TOPICCRAWL_SEMANTIC_ANCHOR_WEIGHT": anchor_weight,
-            "TOPICCRAWL_SEMANTIC_CACHE_DIR": str(static_cache)})
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        pages = [p for p in web.hits if p not in ("/robots.txt", "/seed")]
+    pages, _ = _both_terms_crawl(tmp_path, _Web, 7, static_cache, {"TOPICCRAWL_SEMANTIC_ANCHOR_WEIGHT": anchor_weight})
     assert len(pages) >= 6 and {p[:2] for p in pages[:6]} == {first}, pages
+
+
+def _both_terms_crawl(tmp_path, handler, max_pages: int, static_cache, settings: dict, skip=("/robots.txt", "/seed")):
+    """A best-first crawl of ``handler``'s web with the static prior in both terms: the paths asked
+    for (``skip`` aside) and the stats."""
+    with loopback_server(handler, hits=[]) as web:
+        proc, out = _railway_crawl(tmp_path, web, "bestfirst", max_pages, {
+            "TOPICCRAWL_SEMANTIC_ENABLED": "1", "TOPICCRAWL_SEMANTIC_ENCODER": "static",
+            "TOPICCRAWL_SEMANTIC_TERMS": "both", "TOPICCRAWL_SEMANTIC_CACHE_DIR": str(static_cache), **settings})
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        pages = [p for p in web.hits if p not in skip]
+    return pages, json.loads((out / "stats.json").read_text(encoding="utf-8"))
 
 
 class _HubWeb(_Recorded):
@@ -388,14 +394,8 @@ def test_the_anchor_term_takes_the_prior_for_the_first_pages_only(tmp_path, anch
     page counted) do not: they tie by the words, and the first queued goes first; at 2, or 0 (the
     whole crawl), the hub's railway anchors go first. Its anchors are encoded only when they take
     the prior (the title "Index", the seed's "more", and the hub's 12)."""
-    with loopback_server(_HubWeb, hits=[]) as web:
-        proc, out = _railway_crawl(tmp_path, web, "bestfirst", 8, {
-            "TOPICCRAWL_SEMANTIC_ENABLED": "1", "TOPICCRAWL_SEMANTIC_ENCODER": "static",
-            "TOPICCRAWL_SEMANTIC_TERMS": "both", "TOPICCRAWL_SEMANTIC_ANCHOR_PAGES": anchor_pages,
-            "TOPICCRAWL_SEMANTIC_CACHE_DIR": str(static_cache)})
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        pages = [p for p in web.hits if p not in ("/robots.txt", "/seed", "/hub")]
-    stats = json.loads((out / "stats.json").read_text(encoding="utf-8"))
+    pages, stats = _both_terms_crawl(tmp_path, _HubWeb, 8, static_cache, {"TOPICCRAWL_SEMANTIC_ANCHOR_PAGES": anchor_pages},
+                                     skip=("/robots.txt", "/seed", "/hub"))
     assert len(pages) >= 6 and {p[:2] for p in pages[:6]} == {first}, pages
     assert stats["topiccrawl/semantic/encoded"] == encoded
 
