@@ -156,7 +156,7 @@ def crawl(pages: dict, seeds: list[str], topic_path: str, rule: str, budget: int
     for o in options:
         if o.startswith("anchoroff="):
             anchor_off = int(o.split("=")[1])
-        if o.startswith("semoff="):
+        elif o.startswith("semoff="):
             off_at = int(o.split("=")[1])
         elif o.startswith("semcheck="):
             _, n, t = o.split("=")
