@@ -31,6 +31,7 @@ from urllib.parse import urlsplit
 import numpy as np
 import tldextract
 from scrapy import signals
+from scrapy.utils.defer import deferred_from_coro
 
 from topiccrawl.crawl.engine import wake_engine
 from topiccrawl.crawl.errors import ConfigError
@@ -266,17 +267,24 @@ class TopicCrawl:
         self.shared = None
         self._output_dir: Path | None = None
         logger.info("output directory: %s", self.output_dir)
-        self._start_web()
+        # the lab starts with the engine, not here: a spider built and never crawled leaves none running
+        if self.config.offline and not self.config.web_proxy:
+            crawler.signals.connect(self._start_web, signal=signals.engine_started)
         self._load_ground_truth()
 
     # -- offline web and ground truth ---------------------------------------------------------
-    def _start_web(self) -> None:
+    def _start_web(self):
         cfg = self.config
-        if not cfg.offline or cfg.web_proxy:
+        if not cfg.offline or cfg.web_proxy or self.lab is not None:
             return
-        from topiccrawl.weblab.api import WebLab
+        from topiccrawl.weblab.api import WebLab, WebLabError
 
-        self.lab = WebLab(cfg.web, faults=cfg.web_faults or None).start()
+        try:
+            self.lab = WebLab(cfg.web, faults=cfg.web_faults or None).start()
+        except WebLabError as exc:  # one line, and the crawl closes before its first request
+            logger.error("%s", exc)
+            self.crawler.stats.set_value("topiccrawl/web_lab_error", str(exc))
+            return deferred_from_coro(self.crawler.engine.close_spider_async(reason="web_lab_failed"))
         # the component that starts the lab stops it, whoever else stops the crawl
         self.crawler.signals.connect(self.stop, signal=signals.engine_stopped)
         logger.info("offline web %s: %s pages behind proxy %s", cfg.web, self.lab.pages, self.lab.proxy_url)
