@@ -664,3 +664,21 @@ def test_a_refit_whose_held_out_positives_do_not_rank_is_discarded():
         PageFocus(unranked="drop")
     with pytest.raises(ConfigError, match="TOPICCRAWL_CLASSIFIER_UNRANKED='drop'"):
         TopicCrawlConfig(classifier_unranked="drop").validate()
+
+
+def test_the_self_assessment_counts_each_fetched_page_once():
+    """The mean P of the fetched pages: the reservoir re-scored at the refit (the page whose fetch
+    triggered it included), then each page fetched since with the P it was judged by."""
+    rng = np.random.default_rng(5)
+
+    def page(i):
+        on = i % 5 == 0  # one page in five on the topic
+        words = ["orbit", "planet", "telescope", "comet"] if on else ["city", "farm", "music", "orbit"]
+        return f"http://x.test/{i}", list(rng.choice(words, 30)), 0.6 if on else 0.05
+
+    focus = PageFocus(pseudo="top", pseudo_share=0.1, min_pages=60, refit_every=1000)
+    judged = [focus.observe(t, r, key=u) for u, t, r in map(page, range(90))]
+    assert focus.fitted and focus.refits == 1 and focus.pages == 90
+    at_fit = focus.reservoir_probabilities
+    assert len(at_fit) == 60 and at_fit["http://x.test/59"] == pytest.approx(judged[59])  # the refit's page
+    assert focus.expected_harvest == pytest.approx((sum(at_fit.values()) + sum(judged[60:])) / 90)

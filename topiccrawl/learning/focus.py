@@ -25,7 +25,8 @@ away under ``unranked="discard"`` (the default): the model before it stays, or R
 
 The self-assessed harvest rate (:attr:`expected_harvest`) is the mean P(relevant) of the fetched
 pages: at a refit the reservoir is re-scored with the new model (an unbiased estimate of the mean
-over all fetched pages), and pages fetched since add their own probability. It is flagged
+over all fetched pages, the page that triggered the refit included), and pages fetched since add
+their own probability. It is flagged
 :attr:`unreliable` when the last refit's held-out positives did not stand out from the fetched
 pages (``heldout_auc_`` below :data:`RELIABLE_AUC`; docs/learned.md, "Telling the user when not to
 trust the estimate"), or, with words, when the labelled positives are a small share c of the pages
@@ -204,8 +205,9 @@ class PageFocus:
             if j < self.max_unlabeled:
                 row = self._row(terms, hashed)
                 self._rows[j], self._relevance[j], self._rank[j], self._keys[j] = row, relevance, rank, key
-        if self.pages >= self._next_fit:
-            self.refit()
+        # a refit re-scores the reservoir: this page is in its mean already (or, not sampled, in the
+        # mean's extrapolation to every page so far) and adds no P of its own below
+        refitted = self.pages >= self._next_fit and self.refit()
         if not self.fitted:
             return float(min(max(relevance, 0.0), 1.0))
         if self._gated(relevance):
@@ -217,7 +219,8 @@ class PageFocus:
             p = self.classifier.proba_counts(*hashed)
         else:
             p = self.classifier.proba_one(terms)
-        self._since += p
+        if not refitted:
+            self._since += p
         return p
 
     def _gated(self, relevance: float) -> bool:
