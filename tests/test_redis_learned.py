@@ -311,6 +311,16 @@ def test_a_worker_judging_pages_by_another_score_is_refused_with_one_line(tmp_pa
     assert len(errors) == 1 and "runs with options" in errors[0] and '"association_score": "holder"' in errors[0], errors
     after = json.loads((second.out / "stats.json").read_text(encoding="utf-8"))
     assert after["finish_reason"] == "redis_refused" and not _urls(second)
+    # each process resolves the semantic prior itself: a worker where it resolves on joins a crawl
+    # whose model learned without it only to be refused the same way
+    third = _start(tmp_path, "third", redis_server.url, slow_lab.proxy_url, 40, TOPICCRAWL_SEMANTIC_ENABLED="1",
+                   TOPICCRAWL_SEMANTIC_ENCODER="static", **crawl)
+    third.wait(300)
+    log = third.log.read_text()
+    assert third.returncode == 0 and "Traceback" not in log, log[-3000:]
+    errors = [line for line in log.splitlines() if " ERROR: " in line]
+    assert len(errors) == 1 and '"semantic": {"encoder": "", "on": false' in errors[0], errors
+    assert json.loads((third.out / "stats.json").read_text(encoding="utf-8"))["finish_reason"] == "redis_refused"
 
 
 ANCHOR = {**OPTIONS, "learned_association": "anchor", "learned_rescore_all": "4096"}

@@ -460,6 +460,40 @@ def test_auto_turns_the_static_prior_on_the_holder_term_where_it_can(tmp_path, s
         assert "topiccrawl/semantic/encoded" not in stats
 
 
+@pytest.mark.parametrize("started", ["off", "on"])
+def test_a_jobdir_resume_keeps_what_auto_resolved_to_at_the_start(tmp_path, started, static_cache, monkeypatch):
+    """``auto`` resolves the prior again in a resumed process, whose packages or cache may differ:
+    a crawl that started without the prior resumes without it though the model is now at hand; one
+    that started with it and resumes where the model is missing goes on without it, in one warning."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    job = tmp_path / "job"
+    model = {"on": DEFAULT_MODEL, "off": "topiccrawl-tests/no-such-model"}
+    other = "on" if started == "off" else "off"
+    for run in ("a", "b"):
+        (tmp_path / run).mkdir()
+    with loopback_server(_Web, hits=[]) as web:
+        first, out1 = _railway_crawl(tmp_path / "a", web, "learned", 4, {
+            "TOPICCRAWL_SEMANTIC_MODEL": model[started], "TOPICCRAWL_SEMANTIC_CACHE_DIR": str(static_cache),
+            "JOBDIR": str(job)})
+        second, out2 = _railway_crawl(tmp_path / "b", web, "learned", 7, {
+            "TOPICCRAWL_SEMANTIC_MODEL": model[other], "TOPICCRAWL_SEMANTIC_CACHE_DIR": str(static_cache),
+            "JOBDIR": str(job)})
+    for proc in (first, second):
+        assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    stats1 = json.loads((out1 / "stats.json").read_text(encoding="utf-8"))
+    stats2 = json.loads((out2 / "stats.json").read_text(encoding="utf-8"))
+    assert stats1["topiccrawl/semantic/enabled"] == int(started == "on") and stats2["item_scraped_count"] == 7
+    assert stats2["topiccrawl/semantic/enabled"] == 0  # off either way: as started, or no model here
+    assert stats2["topiccrawl/classifier/rank"] == "title"
+    assert "topiccrawl/semantic/encoded" not in stats2
+    lines = [line for line in second.stderr.splitlines() if "Semantic prior" in line]
+    if started == "off":
+        assert any("Semantic prior: off, as when this crawl started" in line for line in lines), lines
+    else:
+        warned = [line for line in lines if " WARNING: " in line]
+        assert len(warned) == 1 and "this crawl started with it (static encoder, terms of R(l): holder)" in warned[0]
+
+
 @pytest.mark.parametrize("strategy", ["learned", "bestfirst"])
 def test_the_anchors_closeness_reaches_the_link_model_of_a_learning_crawl_only(tmp_path, strategy, static_cache):
     """TOPICCRAWL_SEMANTIC_LINK_FEATURE with the prior on the holder term: a ``learned`` crawl encodes

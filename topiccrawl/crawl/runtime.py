@@ -844,6 +844,7 @@ class TopicCrawl:
             "focus": self.focus,  # the page classifier and its training pages (pickled with JOBDIR)
             "topic_words": self.topic.words,
             "example_links": sorted(self.example_links),
+            "semantic": self.semantic_resolution,
         }
 
     def load_state(self, state: dict) -> None:
@@ -858,6 +859,30 @@ class TopicCrawl:
         if state.get("topic_words") and not self.topic.words:  # words derived from examples
             self._use_words(dict(state["topic_words"]))
             self.scorer = scorer_from_state(state["scorer"], self.topic)
+        self._resume_semantic(state.get("semantic"))
+
+    @property
+    def semantic_resolution(self) -> dict:
+        """What the semantic prior resolved to in this process: on or off, the encoder, the terms of
+        R(l) it enters and what ranks the pseudo-positives (saved with JOBDIR, claimed on Redis)."""
+        on = self._encoder is not None
+        return {"on": on, "encoder": self.semantic_encoder if on else "", "terms": self.semantic_terms if on else "",
+                "rank": self._rank_rule}
+
+    def _resume_semantic(self, saved: dict | None) -> None:
+        """A JOBDIR resume under ``TOPICCRAWL_SEMANTIC_ENABLED=auto`` keeps what the crawl started
+        with: off when it started off; when it started on and this process cannot load the static
+        model, it goes on without the prior and says so (queued links keep their scores)."""
+        if not saved or self.config.semantic_mode != "auto" or saved == self.semantic_resolution:
+            return
+        if not saved["on"]:
+            self._encoder, self.semantic = None, None
+            self.semantic_terms, self._rank_rule = self.config.semantic_terms, saved["rank"]
+            logger.info("Semantic prior: off, as when this crawl started (TOPICCRAWL_SEMANTIC_ENABLED=auto, JOBDIR)")
+        elif self._encoder is None:
+            logger.warning("Semantic prior: this crawl started with it (%s encoder, terms of R(l): %s) and this "
+                           "process cannot load it: resumed without it (TOPICCRAWL_SEMANTIC_ENABLED=auto; the "
+                           "log line \"Semantic prior: off\" above says why)", saved["encoder"], saved["terms"])
 
     def replay_count(self, url: str, relevance: float) -> None:
         """Count a page again from a JOBDIR journal (a page counted after the last snapshot), as

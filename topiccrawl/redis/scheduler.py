@@ -170,7 +170,9 @@ class RedisScheduler(RedisWorker, TopicScheduler):
         lease = {"lease_seconds": cfg.lease_seconds, "budget": cfg.max_pages, "worker": self.worker}
         try:
             # the page scores fed to the shared model and association: workers must agree on them too
-            shared = {"holder_score": cfg.holder_score, "association_score": cfg.association_score}
+            # and on what the semantic prior's `auto` resolved to (each process resolves it itself)
+            shared = {"holder_score": cfg.holder_score, "association_score": cfg.association_score,
+                      "semantic": tc.semantic_resolution}
             frontier = make_redis_frontier(client, self.keys, cfg.strategy, strategy_options(crawler.settings, cfg.strategy),
                                            tc.is_truly_relevant, shared=shared, **lease)
         except ConfigError as exc:  # e.g. a WL option the Redis store lacks: refused in open()
