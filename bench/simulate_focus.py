@@ -34,7 +34,9 @@ keeps R(P); docs/learned.md, "A semantic prior"; needs the ``semantic`` extra, o
 ``semholder`` into the holder term only, ``semoff=N`` turns the prior off after N fetched pages and
 re-scores every queued link without it (``semkeep``: queued links keep their scores), ``anchoroff=N``
 keeps it in the holder term only from N fetched pages on, queued links keeping their scores
-(``TOPICCRAWL_SEMANTIC_ANCHOR_PAGES``), and
+(``TOPICCRAWL_SEMANTIC_ANCHOR_PAGES``), ``semtie=E`` adds E times the anchor's closeness to the
+anchor term instead of mixing it in (E small: the prior only breaks the words' ties; docs/learned.md,
+"The anchors' closeness as a tie-break"), and
 ``semcheck=N=T`` does so only when the ROC AUC of the N fetched pages' titles' closeness to the topic
 against R(P) ≥ β is below T (docs/learned.md, "Where the prior ranks links well"; not with
 ``holdermean``).
@@ -252,6 +254,7 @@ def _release(page, pages, scorer, assoc, queue, seen, relevant, name, opts, orde
     ``holdermean`` a queued target's holder term follows each new page linking to it; with
     ``semantic`` the anchor and holder terms mixed with the prior)."""
     url, r = page
+    tie = next((float(o.split("=")[1]) for o in opts if o.startswith("semtie=")), None)
     if semantic is not None:
         texts = [TITLES.get(url, ""), *(a[1].strip() for a in pages[url][1])]
         near = dict(zip(texts, semantic.scores(texts)))
@@ -272,7 +275,9 @@ def _release(page, pages, scorer, assoc, queue, seen, relevant, name, opts, orde
             terms = (*terms, target)
         context = context if "context" in opts else ()
         anchor = words_anchor = scorer.anchor_relevance(with_context)
-        if semantic is not None and "semholder" not in opts:  # ``semholder``: the holder term only
+        if semantic is not None and tie is not None:  # ``semtie=E``: the anchor's closeness breaks ties
+            anchor = anchor + tie * near[text.strip()]
+        elif semantic is not None and "semholder" not in opts:  # ``semholder``: the holder term only
             anchor = semantic.mix(anchor, near[text.strip()])
         queue[target] = [scorer.link_relevance(anchor, r), order, terms, _shift(assoc, terms, context),
                          target in relevant, context, anchor, [r], scorer.link_relevance(words_anchor, page[1])]
