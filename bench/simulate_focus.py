@@ -36,7 +36,8 @@ re-scores every queued link without it (``semkeep``: queued links keep their sco
 keeps it in the holder term only from N fetched pages on, queued links keeping their scores
 (``TOPICCRAWL_SEMANTIC_ANCHOR_PAGES``), ``semtie=E`` adds E times the anchor's closeness to the
 anchor term instead of mixing it in (E small: the prior only breaks the words' ties; docs/learned.md,
-"The anchors' closeness as a tie-break"), and
+"The anchors' closeness as a tie-break"), ``semcentre`` takes an anchor's closeness less the mean
+closeness of its page's anchors (at least 0) in the anchor term (the title's is unchanged), and
 ``semcheck=N=T`` does so only when the ROC AUC of the N fetched pages' titles' closeness to the topic
 against R(P) ≥ β is below T (docs/learned.md, "Where the prior ranks links well"; not with
 ``holdermean``).
@@ -258,6 +259,9 @@ def _release(page, pages, scorer, assoc, queue, seen, relevant, name, opts, orde
     if semantic is not None:
         texts = [TITLES.get(url, ""), *(a[1].strip() for a in pages[url][1])]
         near = dict(zip(texts, semantic.scores(texts)))
+        if "semcentre" in opts and len(texts) > 1:  # ``semcentre``: each anchor against its page's mean
+            mean = statistics.fmean(near[t] for t in texts[1:])
+            near.update({t: max(0.0, near[t] - mean) for t in texts[1:] if t != texts[0]})
         if "semanchor" not in opts:  # ``semanchor``: the prior in the anchor term only
             r = semantic.mix(r, near[texts[0]])
     for target, text, with_context, context in pages[url][1]:
