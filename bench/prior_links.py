@@ -13,6 +13,9 @@ their target is relevant:
 * ``corpus``: every link between two pages of the lab, labels the ground truth, R(P) with document
   frequencies over the whole lab; and the ROC AUC of every page's title's closeness to the topic
   (``titles``);
+* ``centred``: the same links, the anchor's cosine less the mean cosine of its holder page's anchors
+  (floored at 0; the title's unchanged), the simulation's ``semcentre`` (docs/learned.md, "Where
+  WebKB's course pages go");
 * with ``--runs``, ``bench.learned_focus`` output folders: for each crawl and checkpoint N (100, 250),
   the links between its first N fetched pages (harvest.csv order), R(P) as the crawl computed it;
   labels once the ground truth and once what the crawl itself can know, R(P) ≥ β of the target
@@ -92,14 +95,21 @@ def main(argv=None) -> int:
             scorer.df.add(terms)
         parts = Parts(topic, scorer, encode)
         r_page = {u: scorer.page_relevance(terms, update_df=False) for u, (terms, _, _) in pages.items()}
-        links = []
+        links, centred = [], []
         for url, (_, anchors, _) in pages.items():
-            for target, text, with_context, _ in anchors:
-                target = key(target)
-                if target in pages:
-                    links.append((*parts.link(r_page[url], TITLES[url], text, with_context),
-                                  bool(pages[target][2] & relevant)))
+            kept = [(key(target), text, with_context) for target, text, with_context, _ in anchors
+                    if key(target) in pages]
+            if not kept:
+                continue
+            cos = parts.prior.scores([text.strip() for _, text, _ in kept])
+            mean = statistics.fmean(cos)
+            for (target, text, with_context), c in zip(kept, cos):
+                words, prior = parts.link(r_page[url], TITLES[url], text, with_context)
+                label = bool(pages[target][2] & relevant)
+                links.append((words, prior, label))
+                centred.append((words, prior - ANCHOR_WEIGHT * (c - max(0.0, c - mean)), label))
         print(f"{topic.name:28s} corpus   {_fmt(link_aucs(links))}")
+        print(f"{'':28s} centred  {_fmt(link_aucs(centred))}")
         titles = [(parts.prior.scores([TITLES[u]])[0], bool(labels & relevant)) for u, (_, _, labels) in pages.items()]
         print(f"{'':28s} corpus   titles {_auc([t for _, t in titles], [c for c, _ in titles]):.3f}")
         for out in args.runs:
