@@ -107,7 +107,8 @@ def main(argv=None) -> int:
                 words, prior = parts.link(r_page[url], TITLES[url], text, with_context)
                 label = bool(pages[target][2] & relevant)
                 links.append((words, prior, label))
-                centred.append((words, prior - ANCHOR_WEIGHT * (c - max(0.0, c - mean)), label))
+                # the anchor's share of the prior part, ∂·cos, replaced by ∂·max(0, cos − the page's mean)
+                centred.append((words, prior + ANCHOR_WEIGHT * (max(0.0, c - mean) - c), label))
         print(f"{topic.name:28s} corpus   {_fmt(link_aucs(links))}")
         print(f"{'':28s} centred  {_fmt(link_aucs(centred))}")
         titles = [(parts.prior.scores([TITLES[u]])[0], bool(labels & relevant)) for u, (_, _, labels) in pages.items()]

@@ -268,14 +268,13 @@ class TopicCrawl:
         self._output_dir: Path | None = None
         logger.info("output directory: %s", self.output_dir)
         # the lab starts with the engine, not here: a spider built and never crawled leaves none running
-        if self.config.offline and not self.config.web_proxy:
-            crawler.signals.connect(self._start_web, signal=signals.engine_started)
+        crawler.signals.connect(self._start_web, signal=signals.engine_started)
         self._load_ground_truth()
 
     # -- offline web and ground truth ---------------------------------------------------------
     def _start_web(self):
         cfg = self.config
-        if not cfg.offline or cfg.web_proxy or self.lab is not None:
+        if not cfg.offline or cfg.web_proxy:
             return
         from topiccrawl.weblab.api import WebLab, WebLabError
 
