@@ -34,7 +34,8 @@ keeps R(P); docs/learned.md, "A semantic prior"; needs the ``semantic`` extra, o
 ``semholder`` into the holder term only, ``semoff=N`` turns the prior off after N fetched pages and
 re-scores every queued link without it (``semkeep``: queued links keep their scores), ``anchoroff=N``
 keeps it in the holder term only from N fetched pages on, queued links keeping their scores
-(``TOPICCRAWL_SEMANTIC_ANCHOR_PAGES``), ``semtie=E`` adds E times the anchor's closeness to the
+(``TOPICCRAWL_SEMANTIC_ANCHOR_PAGES``; with ``anchorrescore`` queued links are re-scored then with
+their anchors' words alone, the holder term keeping the prior), ``semtie=E`` adds E times the anchor's closeness to the
 anchor term instead of mixing it in (E small: the prior only breaks the words' ties; docs/learned.md,
 "The anchors' closeness as a tie-break"), ``semcentre`` takes an anchor's closeness less the mean
 closeness of its page's anchors (at least 0) in the anchor term (the title's is unchanged), and
@@ -176,11 +177,11 @@ def crawl(pages: dict, seeds: list[str], topic_path: str, rule: str, budget: int
     if name == "examplerank":  # the examples are fetched, not found: left out
         return {c: ranked_recall(probability, relevant, c, examples) for c in CHECKPOINTS if c <= budget}
     # url -> [R(l), order, anchor terms, shift, truly relevant, context terms, R(anchor), holders' R(P),
-    #         R(l) without the semantic prior]
+    #         R(l) without the semantic prior, R(anchor) by its words alone]
     queue: dict[str, list] = {}
     seen, held, order = set(), deque(), 0
     for url in topic.seeds or seeds:
-        queue[url] = [1.0, order, (), 0.0, url in relevant, (), 1.0, [1.0], 1.0]
+        queue[url] = [1.0, order, (), 0.0, url in relevant, (), 1.0, [1.0], 1.0, 1.0]
         seen.add(url)
         order += 1
     fetched = found = 0
@@ -193,6 +194,9 @@ def crawl(pages: dict, seeds: list[str], topic_path: str, rule: str, budget: int
                 entry[0] = entry[8]
         if fetched == anchor_off:  # ``anchoroff=N``: new links' anchors without the prior from here
             opts = opts | {"semholder"}
+            for entry in queue.values() if "anchorrescore" in opts else ():
+                entry[6] = entry[9]  # ``anchorrescore``: queued links' anchor terms back to their words
+                entry[0] = scorer.link_relevance(entry[6], statistics.fmean(entry[7]))
         if not queue:
             order = _release(held.popleft(), pages, scorer, assoc, queue, seen, relevant, name, opts, order, semantic)
             continue
@@ -284,7 +288,8 @@ def _release(page, pages, scorer, assoc, queue, seen, relevant, name, opts, orde
         elif semantic is not None and "semholder" not in opts:  # ``semholder``: the holder term only
             anchor = semantic.mix(anchor, near[text.strip()])
         queue[target] = [scorer.link_relevance(anchor, r), order, terms, _shift(assoc, terms, context),
-                         target in relevant, context, anchor, [r], scorer.link_relevance(words_anchor, page[1])]
+                         target in relevant, context, anchor, [r], scorer.link_relevance(words_anchor, page[1]),
+                         words_anchor]
         order += 1
     return order
 

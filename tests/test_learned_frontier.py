@@ -560,6 +560,23 @@ def test_queued_links_follow_their_holders_new_probability_at_a_classifier_refit
         make_learned({"learned_holder_refresh": "maybe"})
 
 
+def test_queued_links_move_by_the_deltas_they_are_given():
+    """``shift_scores`` (the crawler takes the anchors' semantic prior out of links queued under
+    it): each queued link named moves by its delta, clipped at 0; others, and URLs not queued, stay."""
+    f = make_learned({"learned_association": "off", "learned_epsilon": 0.0})
+    f.observe_page("http://x.test/a", "x.test", 0.5, [(f"http://x.test/{c}", features(["p"], f"http://x.test/{c}", s))
+                                                      for c, s in (("x", 0.6), ("y", 0.5), ("z", 0.4))])
+    for c, s in (("x", 0.6), ("y", 0.5), ("z", 0.4)):
+        f.push(Link(f"http://x.test/{c}", s))
+    assert f.shift_scores({"http://x.test/x": -0.3, "http://x.test/z": -0.9, "http://x.test/never": 0.5}) == 2
+    order = []
+    while (top := f.peek()) is not None:  # y 0.5, x 0.6 − 0.3, z 0.4 − 0.9 clipped to 0
+        order.append((top[1].url, round(top[0], 6)))
+        f.pop()
+    assert order == [("http://x.test/y", 0.5), ("http://x.test/x", 0.3), ("http://x.test/z", 0.0)]
+    assert f.shift_scores({"http://x.test/x": -0.3}) == 0  # nothing queued: nothing moved
+
+
 def test_a_refreshed_row_moves_its_score_by_the_holder_weight_and_clips_it():
     from topiccrawl.learning.linkvalue import refreshed_row
 

@@ -358,11 +358,12 @@ def test_the_anchor_weight_sets_the_anchor_terms_share_of_the_prior(tmp_path, an
     assert len(pages) >= 6 and {p[:2] for p in pages[:6]} == {first}, pages
 
 
-def _both_terms_crawl(tmp_path, handler, max_pages: int, static_cache, settings: dict, skip=("/robots.txt", "/seed")):
-    """A best-first crawl of ``handler``'s web with the static prior in both terms: the paths asked
-    for (``skip`` aside) and the stats."""
+def _both_terms_crawl(tmp_path, handler, max_pages: int, static_cache, settings: dict, skip=("/robots.txt", "/seed"),
+                      strategy: str = "bestfirst"):
+    """A crawl (best-first unless ``strategy``) of ``handler``'s web with the static prior in both
+    terms: the paths asked for (``skip`` aside) and the stats."""
     with loopback_server(handler, hits=[]) as web:
-        proc, out = _railway_crawl(tmp_path, web, "bestfirst", max_pages, {
+        proc, out = _railway_crawl(tmp_path, web, strategy, max_pages, {
             "TOPICCRAWL_SEMANTIC_ENABLED": "1", "TOPICCRAWL_SEMANTIC_ENCODER": "static",
             "TOPICCRAWL_SEMANTIC_TERMS": "both", "TOPICCRAWL_SEMANTIC_CACHE_DIR": str(static_cache), **settings})
         assert proc.returncode == 0, proc.stderr[-3000:]
@@ -398,6 +399,60 @@ def test_the_anchor_term_takes_the_prior_for_the_first_pages_only(tmp_path, anch
                                      skip=("/robots.txt", "/seed", "/hub"))
     assert len(pages) >= 6 and {p[:2] for p in pages[:6]} == {first}, pages
     assert stats["topiccrawl/semantic/encoded"] == encoded
+
+
+def test_rescoring_without_the_prior_needs_its_stop():
+    from topiccrawl.crawl.settings import ConfigError, TopicCrawlConfig
+
+    with pytest.raises(ConfigError, match="TOPICCRAWL_SEMANTIC_ANCHOR_RESCORE needs TOPICCRAWL_SEMANTIC_ANCHOR_PAGES"):
+        TopicCrawlConfig(semantic_anchor_rescore=True).validate()
+    TopicCrawlConfig(semantic_anchor_rescore=True, semantic_anchor_pages=60).validate()
+
+
+@pytest.mark.parametrize("rescore", [False, True])
+def test_the_links_queued_under_the_anchors_prior_lose_it_when_it_stops(tmp_path, rescore, static_cache):
+    """A learned crawl, the anchors' prior for the first 2 pages (the seed and the hub): the hub's
+    railway anchors are queued above its others. With TOPICCRAWL_SEMANTIC_ANCHOR_RESCORE, when the
+    third page is parsed they lose the prior's part and tie with the others by the words, so the
+    others (queued first) go first; without it the railway links keep their lead."""
+    pages, stats = _both_terms_crawl(tmp_path, _HubWeb, 9, static_cache, {
+        "TOPICCRAWL_SEMANTIC_ANCHOR_PAGES": "2", "TOPICCRAWL_SEMANTIC_ANCHOR_RESCORE": str(rescore),
+        "TOPICCRAWL_LEARNED_EPSILON": "0", "TOPICCRAWL_LEARNED_ASSOCIATION": "off"},
+        skip=("/robots.txt", "/seed", "/hub"), strategy="learned")
+    assert len(pages) >= 6 and pages[0].startswith("/r"), pages
+    others = sum(p.startswith("/o") for p in pages[:6])
+    if rescore:  # one railway link may be on its way before the third page is read
+        assert others >= 4, pages
+        assert stats["topiccrawl/semantic/anchor_rescored"] >= 4
+    else:
+        assert others == 0, pages
+        assert "topiccrawl/semantic/anchor_rescored" not in stats
+
+
+def test_a_jobdir_resume_keeps_the_prior_parts_to_take_out(tmp_path, static_cache):
+    """Paused after the seed and the hub (both parsed under the anchors' prior), resumed: the first
+    page the resumed crawl parses stops the prior and takes its parts, which came back with JOBDIR,
+    out of the hub's queued links. (The order after that is not asserted: a resume queues the saved
+    links again in their saved order, so the ties by the words no longer fall to the page's order.)"""
+    job = tmp_path / "job"
+    settings = {"TOPICCRAWL_SEMANTIC_ENABLED": "1", "TOPICCRAWL_SEMANTIC_ENCODER": "static",
+                "TOPICCRAWL_SEMANTIC_TERMS": "both", "TOPICCRAWL_SEMANTIC_CACHE_DIR": str(static_cache),
+                "TOPICCRAWL_SEMANTIC_ANCHOR_PAGES": "2", "TOPICCRAWL_SEMANTIC_ANCHOR_RESCORE": "1",
+                "TOPICCRAWL_LEARNED_EPSILON": "0", "JOBDIR": str(job)}
+    for run in ("a", "b"):
+        (tmp_path / run).mkdir()
+    with loopback_server(_HubWeb, hits=[]) as web:
+        first, out1 = _railway_crawl(tmp_path / "a", web, "learned", 2, settings)
+        second, out2 = _railway_crawl(tmp_path / "b", web, "learned", 9, settings)
+    for proc in (first, second):
+        assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    stats1 = json.loads((out1 / "stats.json").read_text(encoding="utf-8"))
+    stats2 = json.loads((out2 / "stats.json").read_text(encoding="utf-8"))
+    assert "topiccrawl/semantic/anchor_rescored" not in stats1 and stats1["item_scraped_count"] == 2
+    assert stats2["topiccrawl/resumes"] == 1
+    assert stats2["topiccrawl/semantic/anchor_rescored"] >= 4  # the hub's railway links at least
+    lines = [line for line in second.stderr.splitlines() if "re-scored without it" in line]
+    assert len(lines) == 1, lines
 
 
 # -- TOPICCRAWL_SEMANTIC_ENABLED=auto (the default; docs/learned.md) ---------------------------------

@@ -238,6 +238,9 @@ class TopicCrawl:
         self.harvest_rows: list[dict] = []
         #: URL -> the page's place in the page classifier's order, until the page is counted
         self._observed: dict[str, int] = {}
+        #: TOPICCRAWL_SEMANTIC_ANCHOR_RESCORE: URL -> the anchors' prior's part of its link's R(l),
+        #: for the links scored under it, until it stops
+        self._prior_parts: dict[str, float] = {}
         #: TOPICCRAWL_DISPATCH_PAGE_LINKS = "together" or "after-seeds": URL -> when its parsed page's links began to be
         #: queued, until the last of them reaches the scheduler (or the page is counted)
         self.links_open: dict[str, float] = {}
@@ -408,6 +411,11 @@ class TopicCrawl:
         # counted; links queued before keep their scores
         anchor_prior = semantic is not None and self.semantic_terms != "holder" and (
             not self.config.semantic_anchor_pages or self.metrics.dp < self.config.semantic_anchor_pages)
+        # TOPICCRAWL_SEMANTIC_ANCHOR_RESCORE: the links queued under the anchors' prior lose its part
+        # of R(l) when it stops (each link's part kept until then)
+        kept = self._prior_parts if anchor_prior and self.config.semantic_anchor_rescore else None
+        if not anchor_prior and self._prior_parts:
+            self._rescore_without_prior()
         if semantic is not None:  # the title's closeness, then the anchors' where R(l) or the link model takes it
             texts = [ex.title.strip()]
             if anchor_prior or closeness:
@@ -444,8 +452,9 @@ class TopicCrawl:
         if semantic is not None and prior_terms != "anchor":
             link_holder = semantic.mix(holder, near[0])
         anchor_w = self.semantic_anchor_weight
+        parts: dict[str, float] = {}  # with ``kept``: the prior's part of each link's R(l)
         for i, a in enumerate(ex.anchors):
-            anchor_rel = self.scorer.anchor_relevance(f"{a.text} {a.context}")
+            anchor_rel = words = self.scorer.anchor_relevance(f"{a.text} {a.context}")
             if anchor_prior:
                 anchor_rel = semantic.mix(anchor_rel, near[i + 1], anchor_w)
             score = self.scorer.link_relevance(anchor_rel, link_holder)
@@ -454,6 +463,11 @@ class TopicCrawl:
                 anchors[a.url] = a
                 if close is not None:
                     close[a.url] = near[i + 1]
+                if kept is not None:  # in the queue's float32, so that R(l) less the part is the words' exactly
+                    parts[a.url] = float(np.float32(score)) - float(np.float32(self.scorer.link_relevance(words, link_holder)))
+        for url, part in parts.items():  # a URL queued before keeps the part it was queued with
+            if part:
+                kept.setdefault(url, part)
         if self.learns:  # the association's page score: R(P), or R(l)'s holder term (TOPICCRAWL_ASSOCIATION_SCORE)
             judged = holder if self.config.association_score == "holder" else relevance
             # the page classifier judges anchors and their context where its P steers (TOPICCRAWL_LEARNED_ANCHOR_JUDGE)
@@ -620,6 +634,21 @@ class TopicCrawl:
                         self.config.semantic_model, self.semantic_encoder, self.config.semantic_weight,
                         self.semantic_terms)
         return self.semantic
+
+    def _rescore_without_prior(self) -> None:
+        """The anchors' prior stopped (TOPICCRAWL_SEMANTIC_ANCHOR_PAGES): the links queued under
+        it lose its part of R(l) (TOPICCRAWL_SEMANTIC_ANCHOR_RESCORE), where the frontier can move
+        queued links; the kept parts are dropped either way."""
+        parts, self._prior_parts = self._prior_parts, {}
+        hook = getattr(self.frontier, "shift_scores", None)
+        if hook is None:
+            logger.warning("TOPICCRAWL_SEMANTIC_ANCHOR_RESCORE: the %s strategy's queue cannot re-score queued links; "
+                           "they keep the anchors' prior", getattr(self.frontier, "name", "crawl's"))
+            return
+        moved = hook({url: -part for url, part in parts.items()})
+        self.crawler.stats.set_value("topiccrawl/semantic/anchor_rescored", moved)
+        logger.info("Semantic prior: the anchor term without it from here; %d queued links re-scored without it "
+                    "(TOPICCRAWL_SEMANTIC_ANCHOR_RESCORE)", moved)
 
     def _make_focus(self) -> PageFocus:
         cfg = self.config
@@ -844,6 +873,7 @@ class TopicCrawl:
             "topic_words": self.topic.words,
             "example_links": sorted(self.example_links),
             "semantic": self.semantic_resolution,
+            "prior_parts": self._prior_parts,
         }
 
     def load_state(self, state: dict) -> None:
@@ -859,6 +889,7 @@ class TopicCrawl:
             self._use_words(dict(state["topic_words"]))
             self.scorer = scorer_from_state(state["scorer"], self.topic)
         self._resume_semantic(state.get("semantic"))
+        self._prior_parts = dict(state.get("prior_parts", {}))
 
     @property
     def semantic_resolution(self) -> dict:

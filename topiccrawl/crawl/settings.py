@@ -96,6 +96,7 @@ class TopicCrawlConfig:
     semantic_weight: float = 0.7
     semantic_anchor_weight: str = ""
     semantic_anchor_pages: int = 0
+    semantic_anchor_rescore: bool = False
     semantic_encoder: str = "transformer"
     semantic_cache_dir: str = ""
     semantic_terms: str = "auto"
@@ -260,6 +261,9 @@ class TopicCrawlConfig:
         if self.semantic_anchor_pages < 0:
             raise ConfigError(f"TOPICCRAWL_SEMANTIC_ANCHOR_PAGES={self.semantic_anchor_pages}: expected 0 (the whole "
                               "crawl) or a number of pages")
+        if self.semantic_anchor_rescore and not self.semantic_anchor_pages:
+            raise ConfigError("TOPICCRAWL_SEMANTIC_ANCHOR_RESCORE needs TOPICCRAWL_SEMANTIC_ANCHOR_PAGES (the page "
+                              "count where the anchors' prior stops), not 0")
         if self.semantic_terms not in ("auto", "both", "anchor", "holder"):
             raise ConfigError(f"TOPICCRAWL_SEMANTIC_TERMS={self.semantic_terms!r}: expected auto, both, anchor or holder")
         if self.semantic_encoder not in ENCODERS:

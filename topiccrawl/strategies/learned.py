@@ -689,6 +689,27 @@ class LearnedFrontier(FrontierBase):
         self._holder_refreshed += len(changed)
         return len(changed)
 
+    def shift_scores(self, deltas: Mapping[str, float]) -> int:
+        """Queued links of the URLs in ``deltas``: R(l) moved by each one's delta (clipped to
+        [0, 1]), then re-prioritised as at a re-scoring, one heapify (the crawler takes the anchors'
+        semantic prior out of the links queued under it: docs/learned.md, "Re-scoring when the
+        anchors' prior stops"). Returns the number of links changed."""
+        changed = []
+        for e in self._live:
+            delta = deltas.get(e.link.url)
+            if delta:
+                row = shifted_score_row(e.row, delta)
+                if row is not e.row:
+                    e.row = row
+                    changed.append(e)
+        if not changed:
+            return 0
+        values = self.model.predict_rows([e.row for e in changed]).tolist()  # R(l) while unfitted
+        for e, v in zip(changed, values):
+            e.base = v + e.assoc + e.judged
+        self._requeue_bases()
+        return len(changed)
+
     def feedback(self, url: str, domain: str, relevance: float, beta: float | None = None) -> None:
         """The HarvestPipeline's hook for each counted page: records a page :meth:`observe_page` did
         not see (relevant when relevance ≥ β, or relevance ≥ the model's threshold without β)."""
