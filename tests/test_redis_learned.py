@@ -432,3 +432,34 @@ def test_rescoring_covers_the_whole_queue_above_one_chunk_and_honours_a_zero_top
     g._rescore()
     changed = sum(s == pytest.approx(want) for _, s in client.zrange(g.keys["requests"], 0, -1, withscores=True))
     assert 0 < changed <= 50
+
+
+def test_queued_links_move_by_the_deltas_they_are_given_as_in_memory(redis_server):
+    """``shift_scores`` (the anchors' semantic prior taken out of the links queued under it) moves
+    the shared queue's links of the URLs given as the memory frontier moves its own, before and
+    after the model's first fit; the crawl order then follows it."""
+    client = redis_server.client()
+    # every queued URL whose number is a multiple of 4 loses 0.25 of R(l), a multiple of 5 gains 0.1
+    deltas = {f"http://s{t % 7}.test/p{t}": (-0.25 if t % 4 == 0 else 0.1 if t % 5 == 0 else 0.0)
+              for t in range(1, 4000)}
+
+    def crawl(frontier, shift: bool) -> tuple[list[str], int]:
+        _seed(frontier)
+        fetched, moved = [], 0
+        for _ in range(3):
+            fetched += _crawl_with_terms([frontier], 15)[0]
+            if shift:
+                moved += frontier.shift_scores(deltas)
+        fetched += _crawl_with_terms([frontier], 30)[0]
+        return fetched, moved
+
+    solo = _frontier(client, "solo", crawl="sh", options=ANCHOR)
+    redis_order, redis_moved = crawl(solo, shift=True)
+    memory = make_learned(ANCHOR)
+    memory_order, memory_moved = crawl(memory, shift=True)
+    assert memory_order == redis_order and redis_moved == memory_moved > 0
+    scores = sorted(-s for _, s in client.zrange(solo.keys["requests"], 0, -1, withscores=True))
+    assert scores == pytest.approx(sorted(e[2] for e in memory.state()["learned"]["entries"]), abs=1e-9)
+    assert solo.shift_scores({}) == 0 and solo.shift_scores({"http://s0.test/p0": 0.0}) == 0
+    # without the shifts the order is another: the test sees them
+    assert crawl(_frontier(client, "solo", crawl="sh-off", options=ANCHOR), shift=False)[0] != redis_order

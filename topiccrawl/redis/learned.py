@@ -35,10 +35,13 @@ Redis") with its shared parts under the crawl's key prefix (``topiccrawl:<crawl_
 * **Holder refresh** (``holder_refresh``): after a refit of its page classifier, a worker moves the
   queued links of the pages it has new P for, as the memory strategy does
   (:meth:`RedisLearnedFrontier.refresh_holders`).
+* **The anchors' prior taken out** (``TOPICCRAWL_SEMANTIC_ANCHOR_RESCORE``): when the prior
+  stops, a worker moves the queued links it scored under it by their parts, as the memory strategy
+  does (:meth:`RedisLearnedFrontier.shift_scores`).
 
 Keys besides the frontier's (``learned:`` + name): ``prio`` HASH member -> ZSET score, ``rows``
 HASH member -> ``base64(row) holder``, ``assoc`` HASH member -> ``shift SEP term SEP ...``,
-``state`` HASH (options JSON, explored, rescored, holder_refreshed, trainer_expired, assoc_pages,
+``state`` HASH (options JSON, explored, rescored, holder_refreshed, anchor_rescored, trainer_expired, assoc_pages,
 assoc_total, the example pages counted), ``events`` LIST, ``model`` HASH (version, weights, meta), ``trainer`` /
 ``trainer:owner`` the trainer's lease set, ``terms:n`` / ``terms:s`` HASHes term -> n_t / s_t.
 All of them live as long as the crawl id: a restarted worker replays the events and loads the
@@ -58,7 +61,7 @@ from dataclasses import asdict
 
 import numpy as np
 
-from topiccrawl.learning.linkvalue import LinkFeatures, LinkValueModel, refreshed_row
+from topiccrawl.learning.linkvalue import LinkFeatures, LinkValueModel, refreshed_row, shifted_score_row
 from topiccrawl.redis.association import RedisTermAssociation
 from topiccrawl.redis.frontier import RedisFrontier
 from topiccrawl.strategies.base import FrontierError, Link
@@ -372,21 +375,46 @@ class RedisLearnedFrontier(RedisFrontier):
         memory strategy's :meth:`~topiccrawl.strategies.learned.LearnedFrontier.refresh_holders`,
         each link's association shift kept; a link popped meanwhile is left alone. Returns how
         many links this call moved."""
-        requests, moved = self.keys["requests"], 0
-        queued = self.r.zrange(requests, 0, -1)
+        def move(row: bytes, holder: str, url: str | None) -> bytes:
+            p = probabilities.get(holder) if holder else None
+            return row if p is None else refreshed_row(row, p, weight)
+
+        return self._move_rows(move, "holder_refreshed")
+
+    def shift_scores(self, deltas: dict[str, float]) -> int:
+        """The shared queue's links to the URLs in ``deltas``: R(l) moved by each one's delta, as
+        the memory strategy's :meth:`~topiccrawl.strategies.learned.LearnedFrontier.shift_scores`
+        (the crawler gives the links it scored; their URLs are read back from the queue's data).
+        Returns how many links this call moved."""
+        only = {url: delta for url, delta in deltas.items() if delta}
+        if not only:
+            return 0
+        return self._move_rows(lambda row, holder, url: shifted_score_row(row, only[url]), "anchor_rescored", only)
+
+    def _move_rows(self, move, counter: str, only: dict | None = None) -> int:
+        """Every queued link whose row ``move(row, holder, url)`` changes gets the new row and the
+        model's value of it (R(l) while unfitted) plus its association shift, in batches of 4,096
+        (``lua/learned_rescore.lua``: a link popped meanwhile is left alone; ``counter`` is the state
+        field counting them). With ``only``, just the links to its URLs (``url`` is None without)."""
+        moved = 0
+        queued = self.r.zrange(self.keys["requests"], 0, -1)
         for i in range(0, len(queued), 4096):
-            members = queued[i:i + 4096]
+            members, urls = queued[i:i + 4096], None
+            if only is not None:
+                data = self.r.hmget(self.keys["requests:data"], members)
+                picked = [(m, url) for m, d in zip(members, data, strict=True)
+                          if d and (url := self._link(m, d).url) in only]
+                members, urls = [m for m, _ in picked], [url for _, url in picked]
+                if not members:
+                    continue
             fields = self.r.hmget(self.learned_keys["rows"], members)
             changed = []
-            for member, field in zip(members, fields, strict=True):
+            for j, (member, field) in enumerate(zip(members, fields, strict=True)):
                 if not field:
                     continue
                 encoded, _, holder = field.partition(" ")
-                p = probabilities.get(holder) if holder else None
-                if p is None:
-                    continue
                 row = _unb64(encoded)
-                new = refreshed_row(row, p, weight)
+                new = move(row, holder, urls[j] if urls else None)
                 if new is not row:
                     changed.append((member, new, holder))
             if not changed:
@@ -394,10 +422,10 @@ class RedisLearnedFrontier(RedisFrontier):
             rows = [row for _, row, _ in changed]
             values = self.model.predict_rows(rows).tolist()  # R(l) while unfitted
             assoc = self.r.hmget(self.learned_keys["assoc"], [m for m, _, _ in changed])
-            args = ["holder_refreshed"]
+            args = [counter]
             for (member, row, holder), value, field in zip(changed, values, assoc, strict=True):
                 shift = float(field.split(SEP, 1)[0]) if field else 0.0
-                args += [member, _score(value + shift), "", f"{_b64(row)} {holder}"]
+                args += [member, _score(value + shift), "", f"{_b64(row)} {holder}" if holder else _b64(row)]
             moved += self._rescore_script(keys=self._keys, args=args)
         return moved
 
