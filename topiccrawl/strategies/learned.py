@@ -672,36 +672,31 @@ class LearnedFrontier(FrontierBase):
         new P in the holder column (R(l) = ∂·R(anchor) + (1 − ∂)·P, WL paper eq. 5), then
         re-prioritised as at a re-scoring, one heapify (docs/learned.md, "Queued links follow
         their holder's new P"). Returns the number of links changed."""
-        changed = []
-        for e in self._live:
+        def move(e: _Entry) -> bytes:
             p = probabilities.get(e.holder) if e.holder is not None else None
-            if p is not None:
-                row = refreshed_row(e.row, p, weight)
-                if row is not e.row:
-                    e.row = row
-                    changed.append(e)
-        if not changed:
-            return 0
-        values = self.model.predict_rows([e.row for e in changed]).tolist()  # R(l) while unfitted
-        for e, v in zip(changed, values):
-            e.base = v + e.assoc + e.judged
-        self._requeue_bases()
-        self._holder_refreshed += len(changed)
-        return len(changed)
+            return e.row if p is None else refreshed_row(e.row, p, weight)
+
+        moved = self._move_rows(move)
+        self._holder_refreshed += moved
+        return moved
 
     def shift_scores(self, deltas: Mapping[str, float]) -> int:
         """Queued links of the URLs in ``deltas``: R(l) moved by each one's delta (clipped to
         [0, 1]), then re-prioritised as at a re-scoring, one heapify (the crawler takes the anchors'
         semantic prior out of the links queued under it: docs/learned.md, "Re-scoring when the
         anchors' prior stops"). Returns the number of links changed."""
+        return self._move_rows(lambda e: shifted_score_row(e.row, deltas.get(e.link.url, 0.0)))
+
+    def _move_rows(self, move) -> int:
+        """Every queued link whose row ``move(entry)`` changes takes the new row and the model's
+        value of it (R(l) while unfitted) as its base, association and judge shifts kept; one
+        heapify. Returns how many changed."""
         changed = []
         for e in self._live:
-            delta = deltas.get(e.link.url)
-            if delta:
-                row = shifted_score_row(e.row, delta)
-                if row is not e.row:
-                    e.row = row
-                    changed.append(e)
+            row = move(e)
+            if row is not e.row:
+                e.row = row
+                changed.append(e)
         if not changed:
             return 0
         values = self.model.predict_rows([e.row for e in changed]).tolist()  # R(l) while unfitted
