@@ -491,11 +491,11 @@ def test_the_static_model_at_hand_is_looked_for_without_the_network(tmp_path, st
 
 @pytest.mark.parametrize("strategy,model", [("learned", DEFAULT_MODEL), ("bestfirst", DEFAULT_MODEL),
                                             ("learned", "topiccrawl-tests/no-such-model")])
-def test_auto_turns_the_static_prior_on_the_holder_term_where_it_can(tmp_path, strategy, model, static_cache,
-                                                                      monkeypatch):
+def test_auto_turns_the_static_prior_on_where_it_can(tmp_path, strategy, model, static_cache, monkeypatch):
     """No semantic setting but the model and its cache: a ``learned`` crawl of an English word topic
-    takes the static prior on the holder term (the anchors are not encoded: one title, "Index");
-    best-first, or a model not on this machine, crawls without it and the log says why."""
+    takes the static prior in both terms for the first 60 pages, then re-scored out (the seed's title
+    and its 12 anchors encoded, the railway anchors fetched first); best-first, or a model not on this
+    machine, crawls without it and the log says why."""
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with loopback_server(_Web, hits=[]) as web:
         proc, out = _railway_crawl(tmp_path, web, strategy, 7, {
@@ -505,9 +505,13 @@ def test_auto_turns_the_static_prior_on_the_holder_term_where_it_can(tmp_path, s
     on = strategy == "learned" and model == DEFAULT_MODEL
     assert stats["topiccrawl/semantic/enabled"] == int(on) and stats["item_scraped_count"] == 7
     if on:
-        assert stats["topiccrawl/semantic/terms"] == "holder" and stats["topiccrawl/semantic/encoded"] == 1
+        assert stats["topiccrawl/semantic/terms"] == "both" and stats["topiccrawl/semantic/encoded"] == 13
+        assert stats["topiccrawl/semantic/anchor_pages"] == 60 and stats["topiccrawl/semantic/anchor_rescore"] == 1
         assert stats["topiccrawl/classifier/rank"] == "semantic"
         assert "Semantic prior: sentence-transformers/all-MiniLM-L6-v2 (static encoder)" in proc.stderr
+        assert "terms of R(l): both (the anchor term for the first 60 pages, then taken out of the links queued under it)" in proc.stderr
+        pages = [p for p in web.hits if p not in ("/robots.txt", "/seed")]
+        assert {p[:2] for p in pages[:6]} == {"/r"}, pages
     else:
         why = "strategy bestfirst" if strategy == "bestfirst" else "neither distilled in the cache nor on this machine"
         lines = [line for line in proc.stderr.splitlines() if "Semantic prior: off" in line]
@@ -546,7 +550,33 @@ def test_a_jobdir_resume_keeps_what_auto_resolved_to_at_the_start(tmp_path, star
         assert any("Semantic prior: off, as when this crawl started" in line for line in lines), lines
     else:
         warned = [line for line in lines if " WARNING: " in line]
-        assert len(warned) == 1 and "this crawl started with it (static encoder, terms of R(l): holder)" in warned[0]
+        assert len(warned) == 1 and "this crawl started with it (static encoder, terms of R(l): both)" in warned[0]
+
+
+def test_a_jobdir_resume_keeps_the_terms_the_prior_started_with(tmp_path, static_cache, monkeypatch):
+    """A crawl whose prior started on the holder term only (as ``auto`` resolved before the fifty-ninth
+    session; here set by hand) resumes under ``auto`` on the holder term, not in both terms: the
+    resumed process encodes none of the hub's anchors (its railway links do not go first) and says
+    so in one line."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    job = tmp_path / "job"
+    for run in ("a", "b"):
+        (tmp_path / run).mkdir()
+    common = {"TOPICCRAWL_SEMANTIC_CACHE_DIR": str(static_cache), "JOBDIR": str(job),
+              "TOPICCRAWL_LEARNED_EPSILON": "0", "TOPICCRAWL_LEARNED_ASSOCIATION": "off"}
+    with loopback_server(_HubWeb, hits=[]) as web:
+        first, out1 = _railway_crawl(tmp_path / "a", web, "learned", 1, {**common, "TOPICCRAWL_SEMANTIC_TERMS": "holder"})
+        second, out2 = _railway_crawl(tmp_path / "b", web, "learned", 8, common)
+        pages = [p for p in web.hits if p not in ("/robots.txt", "/seed", "/hub")]
+    for proc in (first, second):
+        assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    stats1 = json.loads((out1 / "stats.json").read_text(encoding="utf-8"))
+    stats2 = json.loads((out2 / "stats.json").read_text(encoding="utf-8"))
+    assert stats1["topiccrawl/semantic/terms"] == "holder" and stats2["item_scraped_count"] == 8
+    assert stats2["topiccrawl/semantic/terms"] == "holder" and "topiccrawl/semantic/anchor_pages" not in stats2
+    assert stats2["topiccrawl/semantic/encoded"] == 1  # the title ("Index" on every page) only
+    assert len(pages) >= 6 and {p[:2] for p in pages[:6]} == {"/o"}, pages  # the hub's links tie: page order
+    assert "Semantic prior: terms of R(l) as when this crawl started: holder" in second.stderr
 
 
 @pytest.mark.parametrize("strategy", ["learned", "bestfirst"])

@@ -36,7 +36,13 @@ from scrapy.utils.defer import deferred_from_coro
 from topiccrawl.crawl.engine import wake_engine
 from topiccrawl.crawl.errors import ConfigError
 from topiccrawl.crawl.items import PageItem
-from topiccrawl.crawl.settings import TopicCrawlConfig, page_links_mode, parse_url_list, semantic_auto_off
+from topiccrawl.crawl.settings import (
+    AUTO_ANCHOR_PAGES,
+    TopicCrawlConfig,
+    page_links_mode,
+    parse_url_list,
+    semantic_auto_off,
+)
 from topiccrawl.learning.anchorjudge import context_words
 from topiccrawl.learning.association import EXAMPLE_LINK, anchor_terms
 from topiccrawl.learning.focus import RELIABLE_AUC, RELIABLE_C, TITLE_RANK_WEIGHTS, PageFocus, title_rank
@@ -218,6 +224,9 @@ class TopicCrawl:
         #: topic's embedding) at the first page. The encoder and the terms of R(l) it enters, resolved:
         self.semantic_encoder, self.semantic_terms = self.config.semantic_encoder, self.config.semantic_terms
         self.semantic_anchor_weight = self.config.semantic_anchor_weight_resolved  # TOPICCRAWL_SEMANTIC_ANCHOR_WEIGHT
+        #: TOPICCRAWL_SEMANTIC_ANCHOR_PAGES and _RESCORE, resolved (``auto`` may set them)
+        self.semantic_anchor_pages = self.config.semantic_anchor_pages
+        self.semantic_anchor_rescore = self.config.semantic_anchor_rescore
         self._encoder = self._semantic_encoder(self.has_examples())
         self.semantic: SemanticPrior | None = None
         #: TOPICCRAWL_CLASSIFIER_RANK, what ranks the pseudo-positives of a topic with words (reported as
@@ -410,10 +419,10 @@ class TopicCrawl:
         # TOPICCRAWL_SEMANTIC_ANCHOR_PAGES: the anchor term takes the prior until that many pages are
         # counted; links queued before keep their scores
         anchor_prior = semantic is not None and self.semantic_terms != "holder" and (
-            not self.config.semantic_anchor_pages or self.metrics.dp < self.config.semantic_anchor_pages)
+            not self.semantic_anchor_pages or self.metrics.dp < self.semantic_anchor_pages)
         # TOPICCRAWL_SEMANTIC_ANCHOR_RESCORE: the links queued under the anchors' prior lose its part
         # of R(l) when it stops (each link's part kept until then)
-        kept = self._prior_parts if anchor_prior and self.config.semantic_anchor_rescore else None
+        kept = self._prior_parts if anchor_prior and self.semantic_anchor_rescore else None
         if not anchor_prior and self._prior_parts:
             self._rescore_without_prior()
         if semantic is not None:  # the title's closeness, then the anchors' where R(l) or the link model takes it
@@ -582,9 +591,12 @@ class TopicCrawl:
 
     def _semantic_encoder(self, has_examples: bool):
         """The encoder of the semantic prior, or None with the prior off. ``auto``
-        (TOPICCRAWL_SEMANTIC_ENABLED's default): the static encoder on the holder term for the crawls
-        :func:`semantic_auto_off` allows, when the static model is at hand without the network;
-        otherwise off, with one log line saying why (docs/learned.md)."""
+        (TOPICCRAWL_SEMANTIC_ENABLED's default): the static encoder for the crawls
+        :func:`semantic_auto_off` allows, when the static model is at hand without the network, in
+        both terms of R(l) for the first :data:`AUTO_ANCHOR_PAGES` pages (or
+        TOPICCRAWL_SEMANTIC_ANCHOR_PAGES), then in the holder term, the links queued under the
+        anchors' prior re-scored without it (TOPICCRAWL_SEMANTIC_TERMS=auto); otherwise off, with one
+        log line saying why (docs/learned.md)."""
         cfg = self.config
         mode = cfg.semantic_mode
         if mode == "off":
@@ -607,7 +619,9 @@ class TopicCrawl:
             return None
         self.semantic_encoder = "static"
         if self.semantic_terms == "auto":
-            self.semantic_terms = "holder"
+            self.semantic_terms = "both"
+            self.semantic_anchor_pages = self.semantic_anchor_pages or AUTO_ANCHOR_PAGES
+            self.semantic_anchor_rescore = True
         return encoder
 
     def _load_encoder(self):
@@ -630,9 +644,13 @@ class TopicCrawl:
                                               self.config.semantic_weight)
             except SemanticError as exc:
                 raise ConfigError(str(exc)) from None
-            logger.info("Semantic prior: %s (%s encoder), weight %.2f, terms of R(l): %s (TOPICCRAWL_SEMANTIC_*)",
+            until = ""
+            if self.semantic_terms != "holder" and self.semantic_anchor_pages:
+                until = f" (the anchor term for the first {self.semantic_anchor_pages} pages" + (
+                    ", then taken out of the links queued under it)" if self.semantic_anchor_rescore else ")")
+            logger.info("Semantic prior: %s (%s encoder), weight %.2f, terms of R(l): %s%s (TOPICCRAWL_SEMANTIC_*)",
                         self.config.semantic_model, self.semantic_encoder, self.config.semantic_weight,
-                        self.semantic_terms)
+                        self.semantic_terms, until)
         return self.semantic
 
     def _rescore_without_prior(self) -> None:
@@ -852,6 +870,9 @@ class TopicCrawl:
         out["semantic/enabled"] = int(self._encoder is not None)
         if self._encoder is not None:
             out["semantic/terms"] = self.semantic_terms
+            if self.semantic_terms != "holder" and self.semantic_anchor_pages:  # the anchors' prior stops there
+                out["semantic/anchor_pages"] = self.semantic_anchor_pages
+                out["semantic/anchor_rescore"] = int(self.semantic_anchor_rescore)
         if self.semantic is not None:
             out["semantic/encoded"] = self.semantic.encoded
         return out
@@ -897,22 +918,33 @@ class TopicCrawl:
         R(l) it enters and what ranks the pseudo-positives (saved with JOBDIR, claimed on Redis)."""
         on = self._encoder is not None
         return {"on": on, "encoder": self.semantic_encoder if on else "", "terms": self.semantic_terms if on else "",
-                "rank": self._rank_rule}
+                "anchor_pages": self.semantic_anchor_pages if on else 0,
+                "anchor_rescore": self.semantic_anchor_rescore if on else False, "rank": self._rank_rule}
 
     def _resume_semantic(self, saved: dict | None) -> None:
         """A JOBDIR resume under ``TOPICCRAWL_SEMANTIC_ENABLED=auto`` keeps what the crawl started
-        with: off when it started off; when it started on and this process cannot load the static
-        model, it goes on without the prior and says so (queued links keep their scores)."""
+        with: off when it started off; on with the terms of R(l) it started with (a crawl started
+        when ``auto`` put the prior on the holder term only keeps that); when it started on and this
+        process cannot load the static model, it goes on without the prior and says so (queued links
+        keep their scores)."""
         if not saved or self.config.semantic_mode != "auto" or saved == self.semantic_resolution:
             return
         if not saved["on"]:
             self._encoder, self.semantic = None, None
             self.semantic_terms, self._rank_rule = self.config.semantic_terms, saved["rank"]
+            self.semantic_anchor_pages = self.config.semantic_anchor_pages
+            self.semantic_anchor_rescore = self.config.semantic_anchor_rescore
             logger.info("Semantic prior: off, as when this crawl started (TOPICCRAWL_SEMANTIC_ENABLED=auto, JOBDIR)")
         elif self._encoder is None:
             logger.warning("Semantic prior: this crawl started with it (%s encoder, terms of R(l): %s) and this "
                            "process cannot load it: resumed without it (TOPICCRAWL_SEMANTIC_ENABLED=auto; the "
                            "log line \"Semantic prior: off\" above says why)", saved["encoder"], saved["terms"])
+        else:  # on both times, resolved otherwise now: as started
+            self.semantic_terms = saved["terms"]
+            self.semantic_anchor_pages = saved.get("anchor_pages", 0)  # saved before these were resolved: none
+            self.semantic_anchor_rescore = saved.get("anchor_rescore", False)
+            logger.info("Semantic prior: terms of R(l) as when this crawl started: %s (TOPICCRAWL_SEMANTIC_ENABLED=auto, "
+                        "JOBDIR)", self.semantic_terms)
 
     def replay_count(self, url: str, relevance: float) -> None:
         """Count a page again from a JOBDIR journal (a page counted after the last snapshot), as

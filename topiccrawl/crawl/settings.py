@@ -401,6 +401,12 @@ def page_links_mode(config, has_examples: bool, language: str = "en") -> str:
     return "streamed"
 
 
+#: TOPICCRAWL_SEMANTIC_TERMS=auto where ``auto`` turns the prior on: the anchor term takes it for this
+#: many pages, then the links queued under it are re-scored without it (docs/learned.md, "Re-scoring
+#: when the anchors' prior stops: a second trial")
+AUTO_ANCHOR_PAGES = 60
+
+
 def semantic_auto_off(config, has_words: bool, has_examples: bool, language: str) -> str:
     """Why ``TOPICCRAWL_SEMANTIC_ENABLED=auto`` leaves the semantic prior off for this crawl, ``""``
     when it may turn it on (its model at hand offline is checked apart): a ``learned`` crawl whose
