@@ -509,7 +509,8 @@ def test_auto_turns_the_static_prior_on_where_it_can(tmp_path, strategy, model, 
         assert stats["topiccrawl/semantic/anchor_pages"] == 60 and stats["topiccrawl/semantic/anchor_rescore"] == 1
         assert stats["topiccrawl/classifier/rank"] == "semantic"
         assert "Semantic prior: sentence-transformers/all-MiniLM-L6-v2 (static encoder)" in proc.stderr
-        assert "terms of R(l): both (the anchor term for the first 60 pages, then taken out of the links queued under it)" in proc.stderr
+        assert ("terms of R(l): both (the anchor term for the first 60 pages, then taken out of the links queued "
+                "under it)") in proc.stderr
         pages = [p for p in web.hits if p not in ("/robots.txt", "/seed")]
         assert {p[:2] for p in pages[:6]} == {"/r"}, pages
     else:
