@@ -319,7 +319,8 @@ def test_a_worker_judging_pages_by_another_score_is_refused_with_one_line(tmp_pa
     log = third.log.read_text()
     assert third.returncode == 0 and "Traceback" not in log, log[-3000:]
     errors = [line for line in log.splitlines() if " ERROR: " in line]
-    assert len(errors) == 1 and '"semantic": {"encoder": "", "on": false' in errors[0], errors
+    refused_with = '"semantic": {"anchor_pages": 0, "anchor_rescore": false, "encoder": "", "on": false'
+    assert len(errors) == 1 and refused_with in errors[0], errors
     assert json.loads((third.out / "stats.json").read_text(encoding="utf-8"))["finish_reason"] == "redis_refused"
 
 
