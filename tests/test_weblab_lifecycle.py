@@ -60,3 +60,22 @@ def test_a_lab_that_fails_to_start_closes_the_crawl_in_one_line(tmp_path):
     stats = json.loads((out / "stats.json").read_text())
     assert stats["finish_reason"] == "web_lab_failed"
     assert (out / "pages.jsonl").read_text() == ""
+
+
+def test_the_ready_line_is_written_whole(monkeypatch):
+    """The lab's stderr goes to the same file as its stdout: the ready line and its newline go in one
+    write, so a log line cannot land inside it (a parent read such a line as a broken ready line)."""
+    import io
+
+    from topiccrawl.weblab.__main__ import _say
+
+    writes: list[str] = []
+
+    class Recorder(io.StringIO):
+        def write(self, text: str) -> int:
+            writes.append(text)
+            return len(text)
+
+    monkeypatch.setattr(sys, "stdout", Recorder())
+    _say("topiccrawl-weblab ready proxy=http://127.0.0.1:1 search=http://127.0.0.1:1/search pages=3")
+    assert writes == ["topiccrawl-weblab ready proxy=http://127.0.0.1:1 search=http://127.0.0.1:1/search pages=3\n"]

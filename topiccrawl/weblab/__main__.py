@@ -66,7 +66,10 @@ def watch_parent(pid: int, stop) -> None:
 
 
 def _say(text: str) -> None:
-    print(text, flush=True)
+    # one write with its newline: stderr shares the parent's file, and print() writes the end apart,
+    # so a log line could land between the text and its newline
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
 
 
 def run(opts: argparse.Namespace) -> int:

@@ -95,7 +95,8 @@ class WebLab:
         deadline = time.monotonic() + self.startup_timeout
         while True:
             output = self.output()
-            ready = [ln for ln in output.splitlines() if ln.startswith(READY)]
+            # whole lines only: the last one may still be on its way
+            ready = [ln for ln in output.split("\n")[:-1] if ln.startswith(READY)]
             if ready:
                 fields = dict(kv.split("=", 1) for kv in ready[0][len(READY):].split())
                 self.proxy_url, self.search_url = fields["proxy"], fields["search"]
