@@ -645,13 +645,19 @@ class TopicCrawl:
             except SemanticError as exc:
                 raise ConfigError(str(exc)) from None
             until = ""
-            if self.semantic_terms != "holder" and self.semantic_anchor_pages:
-                until = f" (the anchor term for the first {self.semantic_anchor_pages} pages" + (
+            if self._anchor_cut:
+                until = f" (the anchor term for the first {self._anchor_cut} pages" + (
                     ", then taken out of the links queued under it)" if self.semantic_anchor_rescore else ")")
             logger.info("Semantic prior: %s (%s encoder), weight %.2f, terms of R(l): %s%s (TOPICCRAWL_SEMANTIC_*)",
                         self.config.semantic_model, self.semantic_encoder, self.config.semantic_weight,
                         self.semantic_terms, until)
         return self.semantic
+
+    @property
+    def _anchor_cut(self) -> int:
+        """The page count where the anchor term stops taking the prior; 0 when it takes it all
+        through or never (TOPICCRAWL_SEMANTIC_TERMS ``holder``)."""
+        return self.semantic_anchor_pages if self.semantic_terms != "holder" else 0
 
     def _rescore_without_prior(self) -> None:
         """The anchors' prior stopped (TOPICCRAWL_SEMANTIC_ANCHOR_PAGES): the links queued under
@@ -870,8 +876,8 @@ class TopicCrawl:
         out["semantic/enabled"] = int(self._encoder is not None)
         if self._encoder is not None:
             out["semantic/terms"] = self.semantic_terms
-            if self.semantic_terms != "holder" and self.semantic_anchor_pages:  # the anchors' prior stops there
-                out["semantic/anchor_pages"] = self.semantic_anchor_pages
+            if self._anchor_cut:
+                out["semantic/anchor_pages"] = self._anchor_cut
                 out["semantic/anchor_rescore"] = int(self.semantic_anchor_rescore)
         if self.semantic is not None:
             out["semantic/encoded"] = self.semantic.encoded
