@@ -550,7 +550,10 @@ def main(argv: list[str] | None = None) -> None:
     tmp = tempfile.TemporaryDirectory(prefix="learned-focus-topics-")
     try:
         for arg in resolve_topics(args.topics or CORPORA[args.corpus][2]):
-            topic = load_topic(arg)
+            try:
+                topic = load_topic(arg)
+            except TopicError as err:  # a missing or broken topic file: its one line, no traceback
+                raise SystemExit(str(err)) from None
             if topic.name in topics:
                 raise SystemExit(f"{arg}: a second topic named {topic.name!r}")
             if not topic.labels:

@@ -362,3 +362,17 @@ def test_compare_runs_pairs_topic_means_and_tests_the_differences(tmp_path):
     e = paired(before, after, "err")
     # t5's rate stays 1 / 2, so its error rises to |0.9 - 0.5|: lower on five topics, higher on one
     assert e["higher"] == 1 and e["lower"] == 5 and e["diff"] == pytest.approx((5 * -0.15 + 0.15) / 6)
+
+
+def test_a_missing_or_broken_topic_file_is_one_line(tmp_path):
+    """``--topics`` naming a file that is not there, or one that does not parse, stops the benchmark
+    with the topic loader's one line before any crawl starts (no traceback, no output folder)."""
+    from bench.learned_focus import main
+
+    broken = tmp_path / "broken.toml"
+    broken.write_text("name = \n", encoding="utf-8")
+    for path, says in ((tmp_path / "none.toml", "no such topic file"), (broken, "broken.toml")):
+        with pytest.raises(SystemExit) as exc:
+            main(["--corpus", "generated", "--topics", str(path), "--out", str(tmp_path / "out")])
+        assert says in str(exc.value.code) and "\n" not in str(exc.value.code)
+    assert not (tmp_path / "out").exists()
