@@ -18,6 +18,7 @@ from bench.learned_focus import (
     checkpoints_for,
     friedman,
     friedman_checkpoint,
+    main,
     mean_ranks,
     plan,
     summarise,
@@ -367,8 +368,6 @@ def test_compare_runs_pairs_topic_means_and_tests_the_differences(tmp_path):
 def test_a_missing_or_broken_topic_file_is_one_line(tmp_path):
     """``--topics`` naming a file that is not there, or one that does not parse, stops the benchmark
     with the topic loader's one line before any crawl starts (no traceback, no output folder)."""
-    from bench.learned_focus import main
-
     broken = tmp_path / "broken.toml"
     broken.write_text("name = \n", encoding="utf-8")
     for path, says in ((tmp_path / "none.toml", "no such topic file"), (broken, "broken.toml")):
