@@ -791,6 +791,93 @@ def test_the_blend_is_chosen_by_the_whole_ranking_or_by_its_top():
     _check_model_option("blend_score", "ap", "auc", "f1")
 
 
+# -- the link model with and without its word features ---------------------------------------------------
+
+
+def test_the_structural_mask_is_exactly_the_binned_features_columns():
+    """Every column the binned features can produce, and no other hashed column (so the model
+    without words keeps all of them and nothing else)."""
+    m = LinkValueModel()
+    rng = np.random.default_rng(0)
+    feats = [LinkFeatures(holder_probability=float(rng.uniform()), host_yield=float(rng.uniform()),
+                          distance=int(rng.integers(-1, 8)), depth=int(rng.integers(0, 12)),
+                          holder_value=float(rng.uniform()), score=float(rng.uniform()),
+                          closeness=float(rng.uniform(-0.1, 0.8)) if i % 2 else float("nan"))
+             for i in range(3000)]
+    X = m.matrix(m.encode(feats))
+    hashed = set(X.indices[X.indices < m.n_features].tolist())
+    mask = m.structural_mask()
+    assert set(np.flatnonzero(mask[:m.n_features]).tolist()) == hashed and mask[m.n_features:].all()
+    worded = m.encode([LinkFeatures(anchor=[f"a{i}"], url=[f"u{i}x"], context=[f"c{i}"], score=0.5)
+                       for i in range(200)])
+    full, plain = m.matrix(worded), m.matrix(worded, words=False)
+    assert mask[plain.indices].all() and full.nnz - plain.nnz >= 590  # the words gone (collisions aside)
+    assert np.array_equal(plain[:, m.n_features:].toarray(), full[:, m.n_features:].toarray())
+
+
+def _feed_batch(m, rng, batch: int, gold_is_signal: bool, n: int = 100) -> None:
+    """n labelled links and one retrain. The holder's P is the steady signal (relevant with
+    probability P); "gold" in the anchor marks the relevant targets when ``gold_is_signal``, and
+    half of all links at random otherwise."""
+    for i in range(n):
+        p = float(rng.uniform())
+        relevant = bool(rng.uniform() < p)
+        gold = relevant if gold_is_signal else bool(rng.uniform() < 0.5)
+        url = f"http://w.test/{batch}/{i}"
+        m.add_page(url, relevant=relevant)
+        m.add_example(m.encode([LinkFeatures(anchor=["gold" if gold else "plain", "item"],
+                                             holder_probability=p, score=0.3, depth=1)])[0], url)
+    m.retrain()
+
+
+def _gold_lift(m) -> float:
+    gold, plain = (LinkFeatures(anchor=[w, "item"], holder_probability=0.5, score=0.3, depth=1)
+                   for w in ("gold", "plain"))
+    return m.predict(gold) - m.predict(plain)
+
+
+def test_auto_keeps_the_words_while_they_lead_and_drops_them_when_they_stop():
+    """words="auto": both models are validated on the links labelled since the last retrain.
+    While "gold" marks the relevant targets the model with words wins; once "gold" is noise (the
+    crawl moved on), the model without words ranks fresh links better and predicts."""
+    m = LinkValueModel(n_features=2**12, words="auto", random_state=3)
+    rng = np.random.default_rng(3)
+    for batch in range(4):
+        _feed_batch(m, rng, batch, gold_is_signal=True)
+    assert m.plain_ is not None and m.words_ and m.blend_ > 0.0 and _gold_lift(m) > 0.1
+    assert m.blend_auc_[m.blend_] > max(m.plain_auc_.values())
+    for batch in range(4, 14):
+        _feed_batch(m, rng, batch, gold_is_signal=False)
+    assert not m.words_ and m.blend_ > 0.0 and _gold_lift(m) == 0.0
+    assert m.plain_auc_[m.blend_] > max(m.blend_auc_.values())
+    assert not m.coef_[:m.n_features][~m.structural_mask()[:m.n_features]].any()
+    # "on" keeps predicting with the words it learned first; "off" never learns them
+    on, off = LinkValueModel(n_features=2**12, random_state=3), LinkValueModel(n_features=2**12, words="off",
+                                                                               random_state=3)
+    for model in (on, off):
+        rng = np.random.default_rng(3)
+        for batch in range(14):
+            _feed_batch(model, rng, batch, gold_is_signal=batch < 4)
+    assert on.plain_ is None and on.words_ and _gold_lift(on) > 0.0 and not on.plain_auc_
+    assert off.plain_ is None and not off.words_ and _gold_lift(off) == 0.0 and off.version_ == 14
+    # JOBDIR keeps both models and the choice; a model saved before the option loads as "on"
+    back = pickle.loads(pickle.dumps(m))
+    assert back.plain_ is not None and not back.words_ and back.plain_auc_ == m.plain_auc_
+    probe = LinkFeatures(anchor=["gold"], holder_probability=0.8, score=0.3, depth=1)
+    assert back.predict(probe) == m.predict(probe)
+    state = m.__getstate__()
+    for name in ("words", "words_", "plain_", "plain_auc_"):
+        del state[name]
+    old = LinkValueModel.__new__(LinkValueModel)
+    old.__setstate__(state)
+    assert old.words == "on" and old.words_ and old.plain_ is None
+    with pytest.raises(ValueError, match="words"):
+        LinkValueModel(words="some")
+    assert make_learned({"learned_words": "auto"}).model.words == "auto"
+    assert make_learned().model.words == "on"
+    assert make_learned().stats()["learned/words"] == 1
+
+
 # -- the guard: a bandit between the learned order and best-first's -------------------------------------
 
 

@@ -122,6 +122,27 @@ def test_two_workers_share_labels_and_one_model_version(redis_server):
     assert len(scores) > 1 and int(client.hget(k["state"], "rescored")) > 0
 
 
+def test_with_words_auto_workers_share_both_models_and_the_choice(redis_server):
+    """TOPICCRAWL_LEARNED_WORDS=auto on Redis: the model without words and which of the two predicts
+    travel with the published weights, so every worker predicts as the trainer does."""
+    client = redis_server.client()
+    options = {**OPTIONS, "learned_words": "auto"}
+    a, b = _frontier(client, "a", crawl="lw", options=options), _frontier(client, "b", crawl="lw", options=options)
+    _seed(a)
+    _crawl([a, b], 120)
+    for f in (a, b, a):
+        f.leave()
+    meta = a.model_meta()
+    assert meta["version"] >= 2 and meta["plain_auc"] and "words" in meta
+    assert a.model.words_ == b.model.words_ == meta["words"]
+    assert b.model.plain_ is not None and a.stats()["learned/words"] == int(meta["words"])
+    assert np.array_equal(a.model.plain_.coef_, b.model.plain_.coef_)
+    assert np.array_equal(a.model.classifier_.coef_, b.model.classifier_.coef_)
+    assert np.array_equal(a.model.coef_, b.model.coef_) and a.model.plain_auc_ == b.model.plain_auc_
+    mask = a.model.structural_mask()
+    assert not b.model.plain_.coef_.ravel()[~mask].any()  # the model without words has none
+
+
 def test_a_worker_joining_after_a_retrain_loads_the_model_before_its_first_push(redis_server):
     client = redis_server.client()
     a = _frontier(client, "a")

@@ -66,6 +66,10 @@ BLEND_SCORES = ("auc", "ap")
 #: leads to a relevant page within k hops (v > 0), or its target is relevant (v = 1)
 BLEND_LABELS = ("reach", "target")
 
+#: which link features the model uses (:class:`LinkValueModel`, ``words``): all; without the words
+#: (anchor, URL and context tokens); or both models side by side, validated like the blend
+WORD_RULES = ("on", "off", "auto")
+
 #: dense columns after the hashed ones, in this order
 NUMERIC = ("holder_probability", "host_yield", "holder_value", "score")
 _F = len(NUMERIC)
@@ -128,6 +132,11 @@ def url_tokens(url: str, limit: int = 24) -> list[str]:
 
 #: memoised token columns of a model, cleared past this many tokens
 _INDEX_MAX = 1 << 20
+
+
+def _probability(classifier: SGDClassifier, X) -> np.ndarray:
+    """The logistic model's P(class 1) of the rows of ``X``."""
+    return expit(X @ classifier.coef_.ravel() + float(classifier.intercept_[0]))
 
 
 def _pack_row(cols: list[int], *dense: float) -> bytes:
@@ -212,8 +221,11 @@ class LinkValueModel:
     def __init__(self, *, n_features: int = 2**18, k: int = 3, gamma: float = 0.5, threshold: float = 0.5,
                  retrain_every: int = 100, buffer_size: int = 50_000, min_positive: int = 3,
                  alpha: float = 1e-3, epochs: int = 3, random_state: int = 0, label_rule: str = "fixed",
-                 first_blend: str = "none", blend_score: str = "auc", blend_label: str = "reach") -> None:
+                 first_blend: str = "none", blend_score: str = "auc", blend_label: str = "reach",
+                 words: str = "on") -> None:
         check_choice("first_blend", first_blend, FIRST_BLENDS)
+        check_choice("words", words, WORD_RULES)
+        self.words = words
         check_choice("blend_score", blend_score, BLEND_SCORES)
         check_choice("blend_label", blend_label, BLEND_LABELS)
         self.blend_score = blend_score
@@ -231,6 +243,8 @@ class LinkValueModel:
         self.epochs = epochs
         self.random_state = random_state
         self.classifier_: SGDClassifier | None = None
+        self.plain_: SGDClassifier | None = None  # words="auto": the model without word features
+        self.words_ = words != "off"  # the predictions use word features
         self.coef_: np.ndarray | None = None
         self.intercept_ = 0.0
         self.version_ = 0
@@ -254,6 +268,8 @@ class LinkValueModel:
         #: each candidate w on fresh links (progressive validation, see :meth:`retrain`)
         self.blend_ = 0.0
         self.blend_auc_: dict[float, float] = {}
+        self.plain_auc_: dict[float, float] = {}  # words="auto": the same for the model without words
+        self._structural: np.ndarray | None = None
 
     # -- features ---------------------------------------------------------------------------------
     def _tokens(self, f: LinkFeatures) -> list[str]:
@@ -317,8 +333,22 @@ class LinkValueModel:
             cols.append(col)
         return cols
 
-    def matrix(self, rows: Sequence[bytes]) -> sparse.csr_matrix:
-        """The CSR matrix (``n_features + len(NUMERIC)`` columns) of encoded rows."""
+    def structural_mask(self) -> np.ndarray:
+        """The columns that are not words: the dense ones and the hashed columns of every value the
+        binned features can take (a word hashed onto one of these stays, as it does in every row)."""
+        if self._structural is None:
+            mask = np.zeros(self.n_features + _F, dtype=bool)
+            mask[self.n_features:] = True
+            tokens = {"d:far", *(f"d:{d}" for d in range(self.k + 1)), *(f"depth:{b}" for b in set(_DEPTH_BUCKETS))}
+            tokens.update(f"{name}:{b}" for name in "pyvs" for b in range(len(_EDGES) + 1))
+            tokens.update(f"n:{b}" for b in range(len(_CLOSENESS_EDGES) + 1))
+            mask[[self._column(t) for t in sorted(tokens)]] = True
+            self._structural = mask
+        return self._structural
+
+    def matrix(self, rows: Sequence[bytes], words: bool = True) -> sparse.csr_matrix:
+        """The CSR matrix (``n_features + len(NUMERIC)`` columns) of encoded rows; without the word
+        columns (:meth:`structural_mask`) if not ``words``."""
         n, width = len(rows), self.n_features + _F
         if not n:
             return sparse.csr_matrix((0, width), dtype=np.float64)
@@ -331,7 +361,11 @@ class LinkValueModel:
         indices[dense] = np.tile(np.arange(self.n_features, width), n)
         data = np.ones(len(indices))
         data[dense] = np.frombuffer(buf, dtype=np.float32)[dense]
-        return sparse.csr_matrix((data, indices, indptr), shape=(n, width))
+        X = sparse.csr_matrix((data, indices, indptr), shape=(n, width))
+        if not words:
+            X.data[~self.structural_mask()[indices]] = 0.0
+            X.eliminate_zeros()
+        return X
 
     def transform(self, features: Sequence[LinkFeatures]) -> sparse.csr_matrix:
         return self.matrix(self.encode(features))
@@ -519,21 +553,40 @@ class LinkValueModel:
         else:
             self._validate(rows, v)
         if self.classifier_ is None:
-            self.classifier_ = SGDClassifier(loss="log_loss", alpha=self.alpha, random_state=self.random_state)
-        self._train(self.classifier_, rows, v)
-        self.coef_ = self.classifier_.coef_.ravel().astype(np.float64, copy=True)
-        self.intercept_ = float(self.classifier_.intercept_[0])
-        self._set_weights()
+            self.classifier_ = self._estimator()
+        self._train(self.classifier_, rows, v, words=self.words != "off")
+        if self.words == "auto":
+            if self.plain_ is None:
+                self.plain_ = self._estimator()
+            self._train(self.plain_, rows, v, words=False)
+        self.activate()
         self.version_ += 1
         return True
 
-    def _train(self, classifier: SGDClassifier, rows: list[bytes], v: np.ndarray) -> None:
-        """``epochs`` shuffled passes of ``partial_fit`` over ``rows`` with soft labels ``v``."""
+    def _estimator(self) -> SGDClassifier:
+        return SGDClassifier(loss="log_loss", alpha=self.alpha, random_state=self.random_state)
+
+    def activate(self) -> None:
+        """``coef_`` and ``intercept_`` from the model the predictions use: ``classifier_``, or
+        ``plain_`` when :attr:`words_` is False (its word columns zero)."""
+        plain = self.plain_ is not None and not self.words_
+        clf = self.plain_ if plain else self.classifier_
+        if clf is None:
+            return
+        self.coef_ = clf.coef_.ravel().astype(np.float64, copy=True)
+        if plain:
+            self.coef_[~self.structural_mask()] = 0.0
+        self.intercept_ = float(clf.intercept_[0])
+        self._set_weights()
+
+    def _train(self, classifier: SGDClassifier, rows: list[bytes], v: np.ndarray, words: bool = True) -> None:
+        """``epochs`` shuffled passes of ``partial_fit`` over ``rows`` with soft labels ``v``
+        (without the word columns if not ``words``)."""
         pos, neg = v > 0.0, v < 1.0
         which = np.concatenate([np.flatnonzero(pos), np.flatnonzero(neg)])  # a row per class it has
         y = np.concatenate([np.ones(int(pos.sum())), np.zeros(int(neg.sum()))])
         w = np.concatenate([v[pos], 1.0 - v[neg]])
-        X = self.matrix([rows[i] for i in which.tolist()])  # built once, its rows shuffled per epoch
+        X = self.matrix([rows[i] for i in which.tolist()], words=words)  # built once, rows shuffled per epoch
         for _ in range(self.epochs):
             order = self._rng.permutation(len(y))
             classifier.partial_fit(X[order], y[order], classes=np.array([0.0, 1.0]), sample_weight=w[order])
@@ -558,10 +611,15 @@ class LinkValueModel:
         train = v[:cut]
         if y.all() or not y.any() or int((train > 0).sum()) < self.min_positive or int((train < 1).sum()) < 1:
             return
-        trial = SGDClassifier(loss="log_loss", alpha=self.alpha, random_state=self.random_state)
-        self._train(trial, rows[:cut], train)
+        trial = self._estimator()
+        self._train(trial, rows[:cut], train, words=self.words != "off")
         X = self.matrix(rows[cut:])
-        self._update_blend(X, trial.predict_proba(X)[:, 1], y)
+        plain = None
+        if self.words == "auto":
+            plain = self._estimator()
+            self._train(plain, rows[:cut], train, words=False)
+            plain = plain.predict_proba(self.matrix(rows[cut:], words=False))[:, 1]
+        self._update_blend(X, trial.predict_proba(X)[:, 1], y, plain)
 
     def _validate(self, rows: list[bytes], v: np.ndarray) -> None:
         """Progressive validation: before the model trains on the links labelled since the last
@@ -570,13 +628,16 @@ class LinkValueModel:
         :attr:`blend_` becomes the best w. The model takes over from R(l) only as far as it ranks
         unseen links better than R(l) does."""
         fresh, self._fresh = min(self._fresh, len(rows)), 0
-        if self.coef_ is None or fresh < 20:
+        if self.classifier_ is None or fresh < 20:
             return
         y = self._validation_labels(v[-fresh:])
         if y.all() or not y.any():
             return
         X = self.matrix(rows[-fresh:])
-        self._update_blend(X, expit(X @ self.coef_ + self.intercept_), y)
+        plain = None
+        if self.plain_ is not None:
+            plain = _probability(self.plain_, self.matrix(rows[-fresh:], words=False))
+        self._update_blend(X, _probability(self.classifier_, X), y, plain)
 
     def _validation_labels(self, v: np.ndarray) -> np.ndarray:
         """What a blend is validated against (``blend_label``): ``reach``, the link leads to a relevant
@@ -584,18 +645,27 @@ class LinkValueModel:
         reaching link has v = 1 and the two agree)."""
         return v >= 1.0 if self.blend_label == "target" else v > 0.0
 
-    def _update_blend(self, X, model: np.ndarray, y: np.ndarray) -> None:
+    def _update_blend(self, X, model: np.ndarray, y: np.ndarray, plain: np.ndarray | None = None) -> None:
         """The running ROC AUC (``blend_score="ap"``: average precision) of each blend
         (1 − w)·R(l) + w·``model`` on links ``X`` the model has not trained on (labels ``y``: leads
-        to a relevant page); :attr:`blend_` becomes the best w (the smallest of ties)."""
+        to a relevant page), and with ``words="auto"`` of each blend with ``plain``, the model
+        without word features; :attr:`blend_` becomes the best w and :attr:`words_` whether its
+        model has the words (of ties: the smallest w, then the model with words)."""
         score = np.asarray(X[:, self.n_features + _F - 1].todense()).ravel()
         measure = average_precision_score if self.blend_score == "ap" else roc_auc
-        for w in self.BLENDS:
-            value = float(measure(y, (1.0 - w) * score + w * model))
-            old = self.blend_auc_.get(w)  # (named for the AUC, which it held before blend_score; saved state)
-            self.blend_auc_[w] = value if old is None else 0.5 * old + 0.5 * value
-        best = max(self.blend_auc_.values())
-        self.blend_ = min(w for w, auc in self.blend_auc_.items() if auc >= best - 1e-9)
+        for table, values in ((self.blend_auc_, model), (self.plain_auc_, plain)):
+            if values is None:
+                continue
+            for w in self.BLENDS:
+                value = float(measure(y, (1.0 - w) * score + w * values))
+                old = table.get(w)  # (blend_auc_ is named for the AUC, which it held before blend_score)
+                table[w] = value if old is None else 0.5 * old + 0.5 * value
+        runs = [(w, 0, auc) for w, auc in self.blend_auc_.items()]
+        runs += [(w, 1, auc) for w, auc in self.plain_auc_.items()]
+        best = max(auc for _, _, auc in runs)
+        self.blend_, plain_won, _ = min(run for run in runs if run[2] >= best - 1e-9)
+        if self.words == "auto":
+            self.words_ = not plain_won
 
     # -- prediction ---------------------------------------------------------------------------------
     def predict_rows(self, rows: Sequence[bytes]) -> np.ndarray:
@@ -650,7 +720,7 @@ class LinkValueModel:
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
-        for derived in ("_dense_weights", "_memo"):  # rebuilt on load
+        for derived in ("_dense_weights", "_memo", "_structural"):  # rebuilt on load
             del state[derived]
         return state
 
@@ -659,9 +729,14 @@ class LinkValueModel:
         state.setdefault("first_blend", "none")  # a model saved before the option
         state.setdefault("blend_score", "auc")
         state.setdefault("blend_label", "reach")
+        state.setdefault("words", "on")
+        state.setdefault("words_", True)
+        state.setdefault("plain_", None)
+        state.setdefault("plain_auc_", {})
         state.setdefault("_dirty", True)
         state.setdefault("_prob", [float(r) for r in state.get("_relevant", b"")])
         self.__dict__.update(state)
         self._memo = {"a:": {}, "u:": {}, "c:": {}, "": {}}
+        self._structural = None
         self._set_weights()
 

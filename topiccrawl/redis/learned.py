@@ -104,48 +104,53 @@ def _score(value: float) -> str:
 
 
 def pack_weights(model: LinkValueModel) -> str:
-    """The fitted weights of ``model`` as base64 ``.npz`` (no pickle): the non-zero coefficients,
-    the intercept and the SGD step count ``t_`` (so another worker can continue ``partial_fit``)."""
-    coef = np.asarray(model.coef_, dtype=np.float64)
-    idx = np.flatnonzero(coef).astype(np.uint32)
-    t = float(getattr(model.classifier_, "t_", 1.0))
+    """The fitted weights of ``model`` as base64 ``.npz`` (no pickle): per model (``classifier_``,
+    and ``plain_`` with ``words="auto"``) the non-zero coefficients, the intercept and the SGD step
+    count ``t_`` (so another worker can continue ``partial_fit``)."""
+    arrays = {}
+    for prefix, clf in (("", model.classifier_), ("plain_", model.plain_)):
+        if clf is None:
+            continue
+        coef = np.asarray(clf.coef_, dtype=np.float64).ravel()
+        idx = np.flatnonzero(coef).astype(np.uint32)
+        arrays.update({f"{prefix}idx": idx, f"{prefix}val": coef[idx],
+                       f"{prefix}intercept": np.array([float(clf.intercept_[0])]),
+                       f"{prefix}t": np.array([float(getattr(clf, "t_", 1.0))]), "width": np.array([coef.size])})
     buf = io.BytesIO()
-    np.savez(buf, idx=idx, val=coef[idx], intercept=np.array([model.intercept_]), t=np.array([t]),
-             width=np.array([coef.size]))
+    np.savez(buf, **arrays)
     return _b64(buf.getvalue())
 
 
 def unpack_weights(model: LinkValueModel, weights: str, meta: dict) -> None:
-    """Load published weights and ``meta`` (version, blend) into ``model``: its prediction and its
-    ``classifier_``, ready to continue ``partial_fit`` when this worker becomes the trainer."""
+    """Load published weights and ``meta`` (version, blend, which model predicts) into ``model``:
+    its prediction and its estimators, ready to continue ``partial_fit`` when this worker becomes
+    the trainer."""
     from sklearn.linear_model import SGDClassifier
 
     with np.load(io.BytesIO(_unb64(weights)), allow_pickle=False) as z:
         width = int(z["width"][0])
-        coef = np.zeros(width)
-        coef[z["idx"].astype(np.int64)] = z["val"]
-        intercept, t = float(z["intercept"][0]), float(z["t"][0])
-    clf = model.classifier_
-    if clf is None:  # the estimator LinkValueModel.retrain builds
-        clf = SGDClassifier(loss="log_loss", alpha=model.alpha, random_state=model.random_state)
-    clf.classes_ = np.array([0.0, 1.0])
-    clf.coef_ = coef.reshape(1, -1).copy()
-    clf.intercept_ = np.array([intercept])
-    clf.t_ = t
-    clf.n_features_in_ = width
-    model.classifier_ = clf
-    model.coef_ = coef
-    model.intercept_ = intercept
+        for prefix, attr in (("", "classifier_"), ("plain_", "plain_")):
+            if f"{prefix}idx" not in z.files:
+                continue
+            coef = np.zeros(width)
+            coef[z[f"{prefix}idx"].astype(np.int64)] = z[f"{prefix}val"]
+            clf = getattr(model, attr)
+            if clf is None:  # the estimator LinkValueModel.retrain builds
+                clf = SGDClassifier(loss="log_loss", alpha=model.alpha, random_state=model.random_state)
+            clf.classes_ = np.array([0.0, 1.0])
+            clf.coef_ = coef.reshape(1, -1)
+            clf.intercept_ = np.array([float(z[f"{prefix}intercept"][0])])
+            clf.t_ = float(z[f"{prefix}t"][0])
+            clf.n_features_in_ = width
+            setattr(model, attr, clf)
     model.blend_ = float(meta["blend"])
     model.blend_auc_ = {float(w): float(auc) for w, auc in meta.get("blend_auc", [])}
+    model.plain_auc_ = {float(w): float(auc) for w, auc in meta.get("plain_auc", [])}
+    model.words_ = bool(meta.get("words", model.words != "off"))
     model.version_ = int(meta["version"])
     # the links the published model trained on are not fresh for this worker's validation
     model._fresh = max(0, model.n_examples - int(meta.get("examples", model.n_examples)))
-    refresh = getattr(model, "_set_weights", None)  # the derived prediction weights
-    if refresh is not None:
-        refresh()
-    else:
-        model.__setstate__(model.__getstate__())
+    model.activate()
 
 
 class RedisLearnedFrontier(RedisFrontier):
@@ -505,8 +510,9 @@ class RedisLearnedFrontier(RedisFrontier):
         t0 = time.perf_counter()
         first = not model.fitted
         if model.retrain():
-            meta = {"version": model.version_, "blend": model.blend_,
-                    "blend_auc": sorted(model.blend_auc_.items()), "pages": model.n_pages,
+            meta = {"version": model.version_, "blend": model.blend_, "words": model.words_,
+                    "blend_auc": sorted(model.blend_auc_.items()),
+                    "plain_auc": sorted(model.plain_auc_.items()), "pages": model.n_pages,
                     "examples": model.n_examples, "events": self._applied, "trainer": self.worker,
                     "by_worker": dict(self._by_worker)}
             ok = self._publish(keys=self._publish_keys,
@@ -596,6 +602,7 @@ class RedisLearnedFrontier(RedisFrontier):
         return {
             "learned/model_version": m.version_,
             "learned/blend": m.blend_,
+            "learned/words": int(m.words_),
             "learned/retrains": m.version_,
             "learned/retrain_ms": round(self._retrain_ms, 3),
             "learned/labelled_links": m.n_examples,
