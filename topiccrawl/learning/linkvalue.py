@@ -26,7 +26,9 @@ Training: a bounded replay buffer of labelled links (links whose target was fetc
 ``retrain_every`` pages :meth:`LinkValueModel.retrain` runs ``SGDClassifier(loss="log_loss")``
 ``partial_fit`` over the whole buffer (``epochs`` passes, shuffled). Until the buffer holds at
 least ``min_positive`` links of value > 0 and as many of value < 1, the model stays unfitted and
-the frontier keeps ordering by R(l).
+the frontier keeps ordering by R(l). With ``words="auto"`` a second model, without the word columns
+(:meth:`LinkValueModel.structural_mask`), trains on the same links, and the progressive validation
+picks which of the two predicts (:meth:`LinkValueModel._update_blend`).
 
 Encoded links are compact ``bytes`` rows (uint32 hashed token indices, then the float32 dense
 columns): queued links keep one, and any number of rows becomes one CSR matrix in a few
