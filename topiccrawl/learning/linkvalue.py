@@ -341,9 +341,12 @@ class LinkValueModel:
         if self._structural is None:
             mask = np.zeros(self.n_features + _F, dtype=bool)
             mask[self.n_features:] = True
-            tokens = {"d:far", *(f"d:{d}" for d in range(self.k + 1)), *(f"depth:{b}" for b in set(_DEPTH_BUCKETS))}
-            tokens.update(f"{name}:{b}" for name in "pyvs" for b in range(len(_EDGES) + 1))
-            tokens.update(f"n:{b}" for b in range(len(_CLOSENESS_EDGES) + 1))
+            # every value of each bin (:meth:`_bins`), each position cycling through its own
+            values = (range(self.k + 2), sorted(set(_DEPTH_BUCKETS)), *[range(len(_EDGES) + 1)] * 4,
+                      range(len(_CLOSENESS_EDGES) + 1))
+            tokens = set()
+            for i in range(max(map(len, values))):
+                tokens.update(self._binned_tokens(tuple(v[i % len(v)] for v in values)))
             mask[[self._column(t) for t in sorted(tokens)]] = True
             self._structural = mask
         return self._structural
