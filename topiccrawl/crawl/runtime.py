@@ -260,9 +260,12 @@ class TopicCrawl:
         #: the page classifier (P(relevant | page)); on with ``TOPICCRAWL_CLASSIFIER=on``, or
         #: ``auto`` for the learned strategy and topics with examples
         self.focus: PageFocus | None = None
+        #: TOPICCRAWL_CLASSIFIER_STEER_SHARE: a second page classifier, looser, whose P steers the
+        #: crawl while :attr:`focus` reports (None: :attr:`focus` does both)
+        self.steer_focus: PageFocus | None = None
         if self.config.classifier == "on" or (self.config.classifier == "auto" and (
                 self.config.strategy == "learned" or self.topic.has_examples)):
-            self.focus = self._make_focus()
+            self._make_foci()
         #: the frontier learns from pages (``observe_page``): the learned strategy
         self.learns = self.config.strategy == "learned"
         self._example_terms: list[list[str]] = []
@@ -440,19 +443,25 @@ class TopicCrawl:
                 rank = title_rank(relevance, self.scorer.anchor_relevance(ex.title), TITLE_RANK_WEIGHTS[rule])
             probability = self.focus.observe(terms, relevance, key=response.url, hashed=hashed, rank=rank)
             self._observed[response.url] = self.focus.pages
+            steering, steer_p = self.focus, probability  # the classifier whose P steers, and that P
+            if self.steer_focus is not None:  # TOPICCRAWL_CLASSIFIER_STEER_SHARE: a looser one steers
+                steering, refits = self.steer_focus, self.steer_focus.refits
+                steer_p = steering.observe(terms, relevance, key=response.url, hashed=hashed, rank=rank)
             # TOPICCRAWL_CLASSIFIER_GUARD: a P flagged unreliable does not steer, R(P) does (docs/learned.md)
-            guarded = by_probability and self.config.classifier_guard and self.focus.unreliable
+            guarded = by_probability and self.config.classifier_guard and steering.unreliable
             if guarded:
                 self.crawler.stats.inc_value("topiccrawl/classifier/guarded_pages")
-            if self.learns and self.focus.refits != refits and self.frontier is not None and not guarded:
+            if self.learns and steering.refits != refits and self.frontier is not None and not guarded:
                 hook = getattr(self.frontier, "page_probabilities", None)
                 if hook is not None:  # with P as the holder term, queued links may follow their holder's new P
-                    hook(self.focus.reservoir_probabilities,
+                    hook(steering.reservoir_probabilities,
                          holder_weight=1.0 - self.scorer.anchor_weight if by_probability else None)
                 if by_probability and getattr(self.frontier, "judge_refresh", False):  # the judge under the new fit
-                    self.frontier.refresh_judge(self.focus.classifier, self.focus.refits)
-        steer = relevance if guarded else probability  # what the holder term and the link model see
-        holder = steer if steer is not None and by_probability and self.focus.fitted else relevance
+                    self.frontier.refresh_judge(steering.classifier, steering.refits)
+            steer = relevance if guarded else steer_p  # what the holder term and the link model see
+        else:
+            steering = steer = None
+        holder = steer if steer is not None and by_probability and steering.fitted else relevance
         best: dict[str, ScoredLink] = {}
         anchors: dict[str, object] = {}  # the anchor that gave each link its best score
         close: dict[str, float] | None = {} if closeness else None  # that anchor's closeness
@@ -480,10 +489,10 @@ class TopicCrawl:
         if self.learns:  # the association's page score: R(P), or R(l)'s holder term (TOPICCRAWL_ASSOCIATION_SCORE)
             judged = holder if self.config.association_score == "holder" else relevance
             # the page classifier judges anchors and their context where its P steers (TOPICCRAWL_LEARNED_ANCHOR_JUDGE)
-            judge = by_probability and not guarded and self.focus.fitted
+            judge = by_probability and not guarded and steering.fitted
             self._observe(response.url, relevance if steer is None else steer, best, anchors, depth, terms, judged,
                           term_ids, judge=judge, holder_weight=None if by_probability else 1.0 - self.scorer.anchor_weight,
-                          closeness=close)
+                          closeness=close, steering=steering)
         self.graph.add_page(response.url, best.keys())
         self.pagerank.maybe_refresh()
         potential = self.pagerank.potential(response.url, self.config.potential_pagerank)
@@ -518,7 +527,8 @@ class TopicCrawl:
 
     def _observe(self, url: str, probability: float, best: dict, anchors: dict, depth: int,
                  terms: list[str], relevance: float, term_ids=None, judge: bool = False,
-                 holder_weight: float | None = None, closeness: dict[str, float] | None = None) -> None:
+                 holder_weight: float | None = None, closeness: dict[str, float] | None = None,
+                 steering: PageFocus | None = None) -> None:
         """Hand a fetched page and its out-links (with their features) to a learning frontier,
         before the links are queued (with the page's terms and ``relevance``, the score its anchor
         association judges terms by: R(P), or P where P is R(l)'s holder term; ``term_ids``: the
@@ -526,8 +536,10 @@ class TopicCrawl:
         anchor judge, if it has one, shifts the out-links by the page classifier's score of their
         anchor and context; ``holder_weight``: 1 − ∂ where R(l)'s holder term is ``relevance``, for
         a frontier that keeps the holder mean, with the page's links to queued URLs; ``closeness``:
-        each link's anchor closeness under the semantic prior, a link-model feature)."""
+        each link's anchor closeness under the semantic prior, a link-model feature; ``steering``:
+        the page classifier whose P steers, the judge's, :attr:`focus` when None)."""
         frontier = self.frontier
+        steering = steering or self.focus
         if frontier is None:
             return
         skip = getattr(frontier, "queued_urls", ())  # pushed, not fetched yet: no features needed
@@ -564,7 +576,7 @@ class TopicCrawl:
             docs += [(*anchor_terms(anchors[target].text), *context_words(anchors[target].context))
                      for target in linked]
             if docs:
-                shifts = anchor_judge.shifts(self.focus.classifier, self.focus.refits, docs).tolist()
+                shifts = anchor_judge.shifts(steering.classifier, steering.refits, docs).tolist()
                 for (_, f), doc, shift in zip(out, docs, shifts):
                     f.shift = shift
                     if refresh:
@@ -674,12 +686,21 @@ class TopicCrawl:
         logger.info("Semantic prior: the anchor term without it from here; %d queued links re-scored without it "
                     "(TOPICCRAWL_SEMANTIC_ANCHOR_RESCORE)", moved)
 
-    def _make_focus(self) -> PageFocus:
+    def _make_foci(self) -> None:
+        """The page classifier (:attr:`focus`), and with words and TOPICCRAWL_CLASSIFIER_STEER_SHARE
+        the looser one that steers (:attr:`steer_focus`; docs/learned.md, "A looser page classifier
+        for the link labels")."""
+        self.focus = self._make_focus(self.config.classifier_share)
+        steer = self.config.classifier_steer_share
+        if steer and self.topic.words:
+            self.steer_focus = self._make_focus(steer)
+
+    def _make_focus(self, share: float) -> PageFocus:
         cfg = self.config
         full = cfg.classifier_rank == "full" and self.topic.words  # pseudo-positives by the full-vector cosine
         return PageFocus(self.topic.beta, use_words=bool(self.topic.words), refit_every=cfg.classifier_refit_every,
                          strong_quantile=cfg.classifier_quantile, pseudo=cfg.classifier_pseudo,
-                         pseudo_share=cfg.classifier_share, wordless=cfg.classifier_wordless,
+                         pseudo_share=share, wordless=cfg.classifier_wordless,
                          unranked=cfg.classifier_unranked,
                          rank_scorer=RelevanceScorer(self.topic, restrict_to_topic=False) if full else None)
 
@@ -701,12 +722,15 @@ class TopicCrawl:
         """A fetched example (or counter-example) page: its terms, and for an example the URLs it
         links to (:attr:`example_links`)."""
         if self.focus is None:
-            self.focus = self._make_focus()
+            self._make_foci()
+        foci = (self.focus,) if self.steer_focus is None else (self.focus, self.steer_focus)
         if counter:
-            self.focus.add_counter_example(terms)
+            for focus in foci:
+                focus.add_counter_example(terms)
             self._counter_terms.append(terms)
         else:
-            self.focus.add_example(terms)
+            for focus in foci:
+                focus.add_example(terms)
             self._example_terms.append(terms)
             self.example_links.update(links)
 
@@ -871,6 +895,9 @@ class TopicCrawl:
         what ranked its pseudo-positives, with words), and ``semantic/encoded`` (texts the semantic
         prior encoded) when that is on."""
         out = self.focus.stats() if self.focus is not None else {}
+        if self.steer_focus is not None:  # the classifier that steers: classifier_steer/*
+            out["classifier_steer/share"] = self.steer_focus.pseudo_share
+            out.update({f"classifier_steer/{k.split('/', 1)[1]}": v for k, v in self.steer_focus.stats().items()})
         if self.focus is not None and self.focus.use_words and self.config.classifier_pseudo != "beta":
             out["classifier/rank"] = self._rank_rule
         out["semantic/enabled"] = int(self._encoder is not None)
@@ -897,6 +924,7 @@ class TopicCrawl:
             "metrics": self.metrics.state(),
             "harvest_rows": self.harvest_rows,
             "focus": self.focus,  # the page classifier and its training pages (pickled with JOBDIR)
+            "steer_focus": self.steer_focus,  # TOPICCRAWL_CLASSIFIER_STEER_SHARE's (None: off)
             "topic_words": self.topic.words,
             "example_links": sorted(self.example_links),
             "semantic": self.semantic_resolution,
@@ -911,6 +939,8 @@ class TopicCrawl:
         self.metrics = CrawlMetrics.from_state(state["metrics"])
         self.harvest_rows = state["harvest_rows"]
         self.focus = state.get("focus", self.focus)
+        # a resumed crawl keeps the classifiers it started with (saved before the setting existed: one)
+        self.steer_focus = state.get("steer_focus")
         self.example_links = set(state.get("example_links", ()))
         if state.get("topic_words") and not self.topic.words:  # words derived from examples
             self._use_words(dict(state["topic_words"]))

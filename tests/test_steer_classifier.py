@@ -1,0 +1,124 @@
+"""``TOPICCRAWL_CLASSIFIER_STEER_SHARE``: with words, a second page classifier with a larger
+pseudo-positive share steers the crawl (R(l)'s holder term where P is it, the link model's page
+labels, the anchor judge) while the first one reports (items' P, the self-assessed harvest rate);
+docs/learned.md, "A looser page classifier for the link labels". Real scoring of real HTML
+responses through the crawl runtime, and one crawl with a JOBDIR resume over the web lab."""
+
+from __future__ import annotations
+
+import json
+import pickle
+from dataclasses import replace
+
+import pytest
+from scrapy.http import HtmlResponse
+from scrapy.utils.test import get_crawler
+
+from conftest import run_crawl
+from topiccrawl.crawl.errors import ConfigError
+from topiccrawl.crawl.runtime import TopicCrawl
+from topiccrawl.spiders.focused import FocusedSpider
+
+STRONG = "台风 灾害 台风登陆 暴雨 洪水 台风预警 防台风 灾情 台风路径"
+WEAK = "台风 天气 气象 降雨 出行 交通 航班 提醒 城市 市民"
+OFF = "股票 基金 市场 投资 收益 银行 利率 经济 指数 财报"
+
+
+def _runtime(**settings) -> TopicCrawl:
+    crawler = get_crawler(FocusedSpider, {
+        "TOPICCRAWL_WEB": "generated:zh-disaster?pages=1000&seed=1", "TOPICCRAWL_WEB_PROXY": "http://127.0.0.1:9",
+        "TOPICCRAWL_STRATEGY": "learned", "TOPICCRAWL_HOLDER_SCORE": "probability",
+        "TOPICCRAWL_PLOT_ENABLED": False, **settings})
+    crawler.spider = crawler._create_spider(topic="台风灾害")
+    return TopicCrawl.for_crawler(crawler)
+
+
+def _page(i: int) -> HtmlResponse:
+    text = (STRONG, WEAK, WEAK, OFF, OFF, OFF, WEAK, OFF)[i % 8]
+    body = (f"<html><head><title>{text[:6]}</title></head><body><p>{text} {text} 第{i}页</p>"
+            f'<a href="/next/{i}.html">点此</a></body></html>')
+    return HtmlResponse(f"http://www.site{i % 7}.example.cn/p/{i}.html", body=body.encode(), encoding="utf-8")
+
+
+def _run(tc: TopicCrawl, n: int = 120) -> tuple[list[float | None], list[float]]:
+    """The items' reported P and the one link's score of each of ``n`` pages."""
+    reported, scores = [], []
+    for i in range(n):
+        item, (link,) = tc.process_page(_page(i), 1, None, "")
+        reported.append(item.probability)
+        scores.append(link.score)
+    return reported, scores
+
+
+def test_the_looser_classifier_steers_and_the_first_one_reports():
+    """The link scores are those of a crawl whose one classifier has the larger share; the items'
+    P and the self-assessment those of a crawl with today's one classifier."""
+    today, loose = _runtime(), _runtime(TOPICCRAWL_CLASSIFIER_SHARE="0.2")
+    both = _runtime(TOPICCRAWL_CLASSIFIER_STEER_SHARE="0.2")
+    assert today.steer_focus is None and loose.steer_focus is None
+    assert both.steer_focus is not None and both.steer_focus.pseudo_share == 0.2
+    assert both.focus.pseudo_share == today.focus.pseudo_share == 0.03
+    reported_today, scores_today = _run(today)
+    reported_loose, scores_loose = _run(loose)
+    reported_both, scores_both = _run(both)
+    assert reported_both == reported_today
+    assert scores_both == scores_loose
+    # the two shares give other P and other link scores, so the test tells them apart
+    assert reported_loose != reported_today and scores_loose != scores_today
+    assert both.focus.expected_harvest == today.focus.expected_harvest
+    assert both.steer_focus.expected_harvest == loose.focus.expected_harvest
+    assert both.steer_focus.positives_used > both.focus.positives_used
+    stats = both.learning_stats()
+    assert stats["classifier_steer/share"] == 0.2
+    assert stats["classifier_steer/pages"] == stats["classifier/pages"] == 120
+    assert stats["classifier_steer/positives"] == both.steer_focus.positives_used
+    assert not any(k.startswith("classifier_steer/") for k in today.learning_stats())
+
+
+def test_a_topic_of_examples_only_keeps_one_classifier():
+    """No words, no pseudo-positives: the two classifiers would be one."""
+    tc = _runtime(TOPICCRAWL_CLASSIFIER_STEER_SHARE="0.2")
+    tc.topic = replace(tc.topic, words={})
+    tc.focus = tc.steer_focus = None
+    tc.add_example(STRONG.split())
+    assert tc.focus is not None and tc.focus.n_examples == 1 and tc.steer_focus is None
+
+
+def test_both_classifiers_are_saved_and_a_state_of_older_code_resumes_with_one():
+    tc = _runtime(TOPICCRAWL_CLASSIFIER_STEER_SHARE="0.2")
+    _run(tc, 60)
+    state = pickle.loads(pickle.dumps(tc.state()))
+    resumed = _runtime(TOPICCRAWL_CLASSIFIER_STEER_SHARE="0.2")
+    resumed.load_state(state)
+    assert resumed.steer_focus.pages == resumed.focus.pages == 60
+    assert resumed.steer_focus.refits == tc.steer_focus.refits >= 1
+    del state["steer_focus"]  # saved before the setting existed: the crawl goes on as it started
+    older = _runtime(TOPICCRAWL_CLASSIFIER_STEER_SHARE="0.2")
+    older.load_state(state)
+    assert older.steer_focus is None and older.focus.pages == 60
+
+
+@pytest.mark.parametrize("value", ["-0.1", "1.5"])
+def test_a_share_outside_zero_to_one_is_a_config_error(value):
+    with pytest.raises(ConfigError, match=r"TOPICCRAWL_CLASSIFIER_STEER_SHARE must lie in \[0, 1\]"):
+        _runtime(TOPICCRAWL_CLASSIFIER_STEER_SHARE=value)
+
+
+def test_a_crawl_steered_by_the_looser_classifier_resumes_from_jobdir(tmp_path):
+    """``scrapy crawl focused`` over the generated web: both classifiers are reported and continue
+    after a JOBDIR resume."""
+    job = tmp_path / "job"
+    settings = {"TOPICCRAWL_WEB": "generated:zh-disaster?pages=5000&seed=11", "CONCURRENT_REQUESTS": "1",
+                "TOPICCRAWL_PLOT_ENABLED": "false", "TOPICCRAWL_CLASSIFIER_STEER_SHARE": "0.1", "JOBDIR": str(job)}
+    args = {"topic": "台风灾害", "strategy": "learned"}
+    first, out1 = run_crawl(tmp_path / "a", args={**args, "max_pages": 200}, settings=settings)
+    assert first.returncode == 0, first.stderr[-3000:]
+    before = json.loads((out1 / "stats.json").read_text(encoding="utf-8"))
+    assert before["topiccrawl/classifier_steer/share"] == 0.1
+    assert before["topiccrawl/classifier_steer/positives"] > before["topiccrawl/classifier/positives"]
+    second, out2 = run_crawl(tmp_path / "b", args={**args, "max_pages": 250}, settings=settings)
+    assert second.returncode == 0, second.stderr[-3000:]
+    after = json.loads((out2 / "stats.json").read_text(encoding="utf-8"))
+    assert "resumed" in second.stderr
+    assert after["topiccrawl/classifier_steer/pages"] == after["topiccrawl/classifier/pages"] == 250
+    assert after["topiccrawl/classifier_steer/refits"] >= before["topiccrawl/classifier_steer/refits"]
