@@ -343,6 +343,16 @@ def test_a_worker_judging_pages_by_another_score_is_refused_with_one_line(tmp_pa
     refused_with = '"semantic": {"anchor_pages": 0, "anchor_rescore": false, "encoder": "", "on": false'
     assert len(errors) == 1 and refused_with in errors[0], errors
     assert json.loads((third.out / "stats.json").read_text(encoding="utf-8"))["finish_reason"] == "redis_refused"
+    # a worker whose link labels come from a looser page classifier (TOPICCRAWL_CLASSIFIER_STEER_SHARE)
+    # would label the shared model's pages another way: refused too
+    fourth = _start(tmp_path, "fourth", redis_server.url, slow_lab.proxy_url, 40,
+                    TOPICCRAWL_CLASSIFIER_STEER_SHARE="0.1", **crawl)
+    fourth.wait(300)
+    log = fourth.log.read_text()
+    assert fourth.returncode == 0 and "Traceback" not in log, log[-3000:]
+    errors = [line for line in log.splitlines() if " ERROR: " in line]
+    assert len(errors) == 1 and '"classifier_steer_share": 0.1' in errors[0], errors
+    assert json.loads((fourth.out / "stats.json").read_text(encoding="utf-8"))["finish_reason"] == "redis_refused"
 
 
 ANCHOR = {**OPTIONS, "learned_association": "anchor", "learned_rescore_all": "4096"}

@@ -53,7 +53,8 @@ def _run(tc: TopicCrawl, n: int = 120) -> tuple[list[float | None], list[float]]
 def test_the_looser_classifier_steers_and_the_first_one_reports():
     """The link scores are those of a crawl whose one classifier has the larger share; the items'
     P and the self-assessment those of a crawl with today's one classifier."""
-    today, loose = _runtime(), _runtime(TOPICCRAWL_CLASSIFIER_SHARE="0.2")
+    one = {"TOPICCRAWL_CLASSIFIER_STEER_SHARE": "0"}
+    today, loose = _runtime(**one), _runtime(TOPICCRAWL_CLASSIFIER_SHARE="0.2", **one)
     both = _runtime(TOPICCRAWL_CLASSIFIER_STEER_SHARE="0.2")
     assert today.steer_focus is None and loose.steer_focus is None
     assert both.steer_focus is not None and both.steer_focus.pseudo_share == 0.2
