@@ -315,6 +315,20 @@ def test_two_scrapy_workers_crawl_with_one_model_and_a_late_worker_starts_from_i
           f"for {client.hlen('topiccrawl:lrn:learned:terms:n')} terms")
 
 
+def _refused(tmp_path, name: str, redis_server, slow_lab, **settings) -> str:
+    """Start a worker that must be refused: it stops at once with one ERROR line, no traceback and
+    nothing fetched; returns that line."""
+    proc = _start(tmp_path, name, redis_server.url, slow_lab.proxy_url, 40, **settings)
+    proc.wait(300)
+    log = proc.log.read_text()
+    assert proc.returncode == 0 and "Traceback" not in log, log[-3000:]
+    errors = [line for line in log.splitlines() if " ERROR: " in line]
+    assert len(errors) == 1, errors
+    after = json.loads((proc.out / "stats.json").read_text(encoding="utf-8"))
+    assert after["finish_reason"] == "redis_refused" and not _urls(proc)
+    return errors[0]
+
+
 def test_a_worker_judging_pages_by_another_score_is_refused_with_one_line(tmp_path, redis_server, slow_lab):
     # the first worker claims the crawl's model with the default page scores
     crawl = {"TOPICCRAWL_CRAWL_ID": "lrn-scores"}
@@ -322,37 +336,18 @@ def test_a_worker_judging_pages_by_another_score_is_refused_with_one_line(tmp_pa
     (stats,) = _finish([first])
     assert stats["topiccrawl/global/dp"] == 20
     # a second worker started with another TOPICCRAWL_ASSOCIATION_SCORE would feed the shared
-    # association a second scale: it stops at once, one ERROR line, no traceback, nothing fetched
-    second = _start(tmp_path, "second", redis_server.url, slow_lab.proxy_url, 40,
-                    TOPICCRAWL_ASSOCIATION_SCORE="relevance", **crawl)
-    second.wait(300)
-    log = second.log.read_text()
-    assert second.returncode == 0 and "Traceback" not in log, log[-3000:]
-    errors = [line for line in log.splitlines() if " ERROR: " in line]
-    assert len(errors) == 1 and "runs with options" in errors[0] and '"association_score": "holder"' in errors[0], errors
-    after = json.loads((second.out / "stats.json").read_text(encoding="utf-8"))
-    assert after["finish_reason"] == "redis_refused" and not _urls(second)
+    # association a second scale: refused
+    error = _refused(tmp_path, "second", redis_server, slow_lab, TOPICCRAWL_ASSOCIATION_SCORE="relevance", **crawl)
+    assert "runs with options" in error and '"association_score": "holder"' in error, error
     # each process resolves the semantic prior itself: a worker where it resolves on joins a crawl
     # whose model learned without it only to be refused the same way
-    third = _start(tmp_path, "third", redis_server.url, slow_lab.proxy_url, 40, TOPICCRAWL_SEMANTIC_ENABLED="1",
-                   TOPICCRAWL_SEMANTIC_ENCODER="static", **crawl)
-    third.wait(300)
-    log = third.log.read_text()
-    assert third.returncode == 0 and "Traceback" not in log, log[-3000:]
-    errors = [line for line in log.splitlines() if " ERROR: " in line]
-    refused_with = '"semantic": {"anchor_pages": 0, "anchor_rescore": false, "encoder": "", "on": false'
-    assert len(errors) == 1 and refused_with in errors[0], errors
-    assert json.loads((third.out / "stats.json").read_text(encoding="utf-8"))["finish_reason"] == "redis_refused"
+    error = _refused(tmp_path, "third", redis_server, slow_lab, TOPICCRAWL_SEMANTIC_ENABLED="1",
+                     TOPICCRAWL_SEMANTIC_ENCODER="static", **crawl)
+    assert '"semantic": {"anchor_pages": 0, "anchor_rescore": false, "encoder": "", "on": false' in error, error
     # a worker whose link labels come from a looser page classifier (TOPICCRAWL_CLASSIFIER_STEER_SHARE)
     # would label the shared model's pages another way: refused too
-    fourth = _start(tmp_path, "fourth", redis_server.url, slow_lab.proxy_url, 40,
-                    TOPICCRAWL_CLASSIFIER_STEER_SHARE="0.1", **crawl)
-    fourth.wait(300)
-    log = fourth.log.read_text()
-    assert fourth.returncode == 0 and "Traceback" not in log, log[-3000:]
-    errors = [line for line in log.splitlines() if " ERROR: " in line]
-    assert len(errors) == 1 and '"classifier_steer_share": 0.1' in errors[0], errors
-    assert json.loads((fourth.out / "stats.json").read_text(encoding="utf-8"))["finish_reason"] == "redis_refused"
+    error = _refused(tmp_path, "fourth", redis_server, slow_lab, TOPICCRAWL_CLASSIFIER_STEER_SHARE="0.1", **crawl)
+    assert '"classifier_steer_share": 0.1' in error, error
 
 
 ANCHOR = {**OPTIONS, "learned_association": "anchor", "learned_rescore_all": "4096"}
