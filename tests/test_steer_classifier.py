@@ -1,6 +1,6 @@
 """``TOPICCRAWL_CLASSIFIER_STEER_SHARE``: with words, a second page classifier with a larger
 pseudo-positive share steers the crawl (R(l)'s holder term where P is it, the link model's page
-labels, the anchor judge) while the first one reports (items' P, the self-assessed harvest rate);
+labels and holder features, the anchor judge) while the first one reports (items' P, the self-assessed harvest rate);
 docs/learned.md, "A looser page classifier for the link labels". Real scoring of real HTML
 responses through the crawl runtime, and one crawl with a JOBDIR resume over the web lab."""
 
