@@ -537,9 +537,8 @@ class TopicCrawl:
         anchor and context; ``holder_weight``: 1 − ∂ where R(l)'s holder term is ``relevance``, for
         a frontier that keeps the holder mean, with the page's links to queued URLs; ``closeness``:
         each link's anchor closeness under the semantic prior, a link-model feature; ``steering``:
-        the page classifier whose P steers, the judge's, :attr:`focus` when None)."""
+        the page classifier whose P steers, the judge's; None without a classifier)."""
         frontier = self.frontier
-        steering = steering or self.focus
         if frontier is None:
             return
         skip = getattr(frontier, "queued_urls", ())  # pushed, not fetched yet: no features needed
