@@ -37,6 +37,9 @@ against the true one at the last checkpoint, example pages fetched, pages/s (DP 
 time) next to a plain Scrapy BFS spider run on the same lab in the same session
 (``--plain-repeats N`` runs it N times), and each run's close reason. A Friedman test over topics
 (blocks) compares the variants' mean recall at 250 pages (or the largest checkpoint below it).
+With ``bestfirst`` among the variants, every other variant (the oracles aside) is judged against
+it per (topic, checkpoint): below or above beyond two standard errors of the difference of the mean
+recalls, the target "never below best-first beyond noise" (:func:`against_bestfirst`).
 Writes ``results.md``, ``results.json``, ``recall.png`` (recall curves, one panel per topic) and ``ratio.png`` (ratio to
 the oracle) into ``--out``; runs go to ``--out/runs/<topic>/<variant>-<rep>/`` and ``--resume``
 reuses those that finished.
@@ -320,6 +323,50 @@ def averaged(per: dict, topics: list[str], variants: list[str], checkpoints: lis
     return avg
 
 
+def against_bestfirst(per: dict, topics: list[str], variants: list[str], checkpoints: list[int]) -> list[dict]:
+    """Each variant other than best-first and the oracles against best-first, per (topic, checkpoint):
+    the two mean recalls, their difference, two standard errors of it (each side's sample sd over
+    √n) and the verdict ``"below"`` / ``"above"`` when the difference is beyond them, else
+    ``"within"`` (the target "never below best-first beyond noise", docs/benchmarks.md). Pairs where
+    either side has fewer than two crawls are left out: they have no spread to judge by."""
+    if "bestfirst" not in variants:
+        return []
+    rows = []
+    for v in variants:
+        if v == "bestfirst" or v.startswith("oracle"):
+            continue
+        for t in topics:
+            for c in checkpoints:
+                a = [x for x in per[t][v][f"recall@{c}"] if x is not None]
+                b = [x for x in per[t]["bestfirst"][f"recall@{c}"] if x is not None]
+                if len(a) < 2 or len(b) < 2:
+                    continue
+                diff = statistics.fmean(a) - statistics.fmean(b)
+                two_se = 2 * math.sqrt(statistics.variance(a) / len(a) + statistics.variance(b) / len(b))
+                verdict = "below" if diff < -two_se else "above" if diff > two_se else "within"
+                rows.append({"variant": v, "topic": t, "at": c, "mean": statistics.fmean(a),
+                             "bestfirst": statistics.fmean(b), "diff": diff, "two_se": two_se, "verdict": verdict})
+    return rows
+
+
+def against_bestfirst_lines(rows: list[dict]) -> list[str]:
+    """The pairs below best-first beyond noise, per variant, and how many of the pairs judged."""
+    if not rows:
+        return ["Not judged: best-first not crawled, or fewer than two crawls a side."]
+    lines = ["Difference of mean recall against best-first per (topic, checkpoint), judged against two "
+             "standard errors of the difference (each side's sd over √n); pairs with fewer than two crawls "
+             "a side are not judged.", ""]
+    for v in dict.fromkeys(r["variant"] for r in rows):
+        mine = [r for r in rows if r["variant"] == v]
+        below = [r for r in mine if r["verdict"] == "below"]
+        above = sum(r["verdict"] == "above" for r in mine)
+        lines.append(f"* `{v}`: below beyond noise in {len(below)} of {len(mine)} pairs, above in {above}"
+                     + (":" if below else "."))
+        lines += [f"  {r['topic']} at {r['at']} pages: {r['mean']:.3f} against {r['bestfirst']:.3f} "
+                  f"({r['diff']:+.3f}; two standard errors {r['two_se']:.3f})" for r in below]
+    return lines
+
+
 def _f(x, digits: int = 3) -> str:
     return "–" if x is None else f"{x:.{digits}f}"
 
@@ -475,6 +522,7 @@ class Session:
     avg: dict = field(default_factory=dict)
     friedman: dict = field(default_factory=dict)
     friedman_at: int = FRIEDMAN_AT
+    vs_bestfirst: list = field(default_factory=list)
 
     @property
     def names(self) -> list[str]:
@@ -599,6 +647,7 @@ def main(argv: list[str] | None = None) -> None:
     ses.friedman_at = friedman_checkpoint(ses.checkpoints)
     ses.friedman = friedman([{v: mean(ses.per[t][v][f"recall@{ses.friedman_at}"]) for v in variants}
                              for t in names], variants)
+    ses.vs_bestfirst = against_bestfirst(ses.per, names, variants, ses.checkpoints)
     args.out.mkdir(parents=True, exist_ok=True)
     plot_recall(ses.per, names, variants, args.out / "recall.png", f"{ses.title}: target recall")
     plot_ratio(ses.per, ses.avg, names, variants, ses.checkpoints, args.out / "ratio.png",
@@ -647,6 +696,8 @@ def report_lines(ses: Session) -> list[str]:
               "oracle-path's); averages are means over topics of the per-topic means.", ""]
     lines += [f"### Averaged over {len(names)} topic(s)", ""] + average_table(ses.avg, variants, checkpoints, ses.plain)
     lines += ["", "### Friedman test", ""] + friedman_lines(ses.friedman, variants, ses.friedman_at)
+    if "bestfirst" in variants:
+        lines += ["", "### Against best-first", ""] + against_bestfirst_lines(ses.vs_bestfirst)
     lines += ["", "### Throughput", "",
               f"Plain Scrapy BFS spider (bench/plain_spider.py) on the same lab, same session, {args.pages} pages: "
               f"{mean_sd(ses.plain_runs, 0) if len(ses.plain_runs) > 1 else f'{ses.plain:.0f}'} pages/s with Scrapy's "
@@ -694,6 +745,7 @@ def results_json(ses: Session) -> dict:
             "code_sha1": ses.sha, "session_s": round(ses.seconds, 1),
             "plain_pages_per_s": ses.plain, "plain_runs_pages_per_s": ses.plain_runs, "plain_ci_pages_per_s": ses.plain_ci,
             "friedman": {"at": ses.friedman_at, **ses.friedman}, "averaged": ses.avg, "per_topic": per_json,
+            "against_bestfirst": ses.vs_bestfirst,
             "runs": runs, "failures": ses.failures}
 
 

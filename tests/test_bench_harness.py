@@ -13,6 +13,8 @@ import pytest
 from bench.compare_runs import paired, topic_means
 from bench.learned_focus import (
     VARIANTS,
+    against_bestfirst,
+    against_bestfirst_lines,
     average_table,
     averaged,
     checkpoints_for,
@@ -164,6 +166,33 @@ def test_summaries_give_ratios_to_the_oracle_and_self_assessment_errors(tmp_path
     row = [c.strip() for c in table[2].split("|")]
     assert row[head.index("×oracle@250")] == "0.50" and row[head.index("×oracle-path@250")] == "0.38"
     assert "×oracle-path@100" in topic_table(per["t"], variants, [100, 250], None)[0]
+
+
+def test_against_bestfirst_flags_only_differences_beyond_two_standard_errors():
+    def side(*recalls):
+        return {"recall@100": list(recalls)}
+
+    per = {"near": {"learned": side(0.30, 0.32, 0.34), "bestfirst": side(0.31, 0.33, 0.35),
+                    "oracle": side(0.9, 0.9, 0.9), "wl": side(0.5)},
+           "far": {"learned": side(0.20, 0.21, 0.22), "bestfirst": side(0.30, 0.30, 0.31),
+                   "oracle": side(0.9, 0.9, 0.9), "wl": side(0.6)}}
+    rows = against_bestfirst(per, ["near", "far"], ["learned", "bestfirst", "oracle", "wl"], [100])
+    # the oracle is a bound, not a contender; wl's single crawl has no spread to judge by
+    assert {(r["variant"], r["topic"]) for r in rows} == {("learned", "near"), ("learned", "far")}
+    near, far = (next(r for r in rows if r["topic"] == t) for t in ("near", "far"))
+    assert near["diff"] == pytest.approx(-0.01) and near["verdict"] == "within"
+    assert far["diff"] == pytest.approx(0.21 - 0.30333333)
+    assert far["two_se"] == pytest.approx(2 * math.sqrt(0.0001 / 3 + (0.0001 / 3) / 3))
+    assert far["verdict"] == "below"
+    lines = against_bestfirst_lines(rows)
+    assert any("below beyond noise in 1 of 2 pairs" in line for line in lines)
+    assert any(line.strip().startswith("far at 100 pages: 0.210 against 0.303") for line in lines)
+    # the same crawls the other way round are "above"; without best-first nothing is judged
+    swapped = {t: {"learned": d["bestfirst"], "bestfirst": d["learned"]} for t, d in per.items()}
+    assert [r["verdict"] for r in against_bestfirst(swapped, ["near", "far"], ["learned", "bestfirst"], [100])] == [
+        "within", "above"]
+    assert against_bestfirst(per, ["far"], ["learned", "oracle"], [100]) == []
+    assert against_bestfirst_lines([])[0].startswith("Not judged")
 
 
 def test_plan_varies_only_the_seed_settings_and_strips_words_for_examples(tmp_path):
