@@ -331,6 +331,38 @@ def test_the_holder_term_takes_the_prior_only_where_asked(tmp_path, terms, stati
         assert max(a) < min(b), pages
 
 
+@pytest.mark.parametrize("holder_pages", ["1", "0"])
+def test_the_holder_term_takes_the_prior_for_the_first_pages_only(tmp_path, holder_pages, static_cache):
+    """TOPICCRAWL_SEMANTIC_HOLDER_PAGES=1: only the seed's links take the holder title's closeness;
+    /a's and /b's (parsed when a page is counted) tie by the words and /a's, queued first, go
+    first. At 0 (the whole crawl) /b's "Steam locomotive" lifts its links as without the setting."""
+    with loopback_server(_HolderWeb, hits=[]) as web:
+        proc, out = _railway_crawl(tmp_path, web, "bestfirst", 9, {
+            "TOPICCRAWL_SEMANTIC_ENABLED": "1", "TOPICCRAWL_SEMANTIC_ENCODER": "static",
+            "TOPICCRAWL_SEMANTIC_TERMS": "holder", "TOPICCRAWL_SEMANTIC_HOLDER_PAGES": holder_pages,
+            "TOPICCRAWL_SEMANTIC_CACHE_DIR": str(static_cache)})
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        pages = [p for p in web.hits if len(p) == 3]  # /a0 ... /b2
+    stats = json.loads((out / "stats.json").read_text(encoding="utf-8"))
+    assert len(pages) == 6, web.hits
+    a = [i for i, p in enumerate(pages) if p.startswith("/a")]
+    b = [i for i, p in enumerate(pages) if p.startswith("/b")]
+    if holder_pages == "1":
+        assert max(a) < min(b), pages
+        assert stats["topiccrawl/semantic/holder_pages"] == 1
+    else:
+        assert max(b) < max(a) and sum(i < min(b) for i in a) <= 1, pages
+        assert "topiccrawl/semantic/holder_pages" not in stats
+
+
+def test_the_holder_pages_setting_is_checked():
+    from topiccrawl.crawl.settings import ConfigError, TopicCrawlConfig
+
+    with pytest.raises(ConfigError, match="TOPICCRAWL_SEMANTIC_HOLDER_PAGES=-1: expected 0"):
+        TopicCrawlConfig(semantic_holder_pages=-1).validate()
+    TopicCrawlConfig(semantic_holder_pages=60).validate()
+
+
 def test_the_prior_terms_setting_is_checked():
     from topiccrawl.crawl.settings import ConfigError, TopicCrawlConfig
 

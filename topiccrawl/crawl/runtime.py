@@ -227,6 +227,8 @@ class TopicCrawl:
         #: TOPICCRAWL_SEMANTIC_ANCHOR_PAGES and _RESCORE, resolved (``auto`` may set them)
         self.semantic_anchor_pages = self.config.semantic_anchor_pages
         self.semantic_anchor_rescore = self.config.semantic_anchor_rescore
+        #: TOPICCRAWL_SEMANTIC_HOLDER_PAGES: the page count where the holder term stops taking the prior (0: never)
+        self.semantic_holder_pages = self.config.semantic_holder_pages
         self._encoder = self._semantic_encoder(self.has_examples())
         self.semantic: SemanticPrior | None = None
         #: TOPICCRAWL_CLASSIFIER_RANK, what ranks the pseudo-positives of a topic with words (reported as
@@ -467,7 +469,10 @@ class TopicCrawl:
         close: dict[str, float] | None = {} if closeness else None  # that anchor's closeness
         link_holder = holder
         prior_terms = self.semantic_terms  # TOPICCRAWL_SEMANTIC_TERMS: which terms of R(l) take the prior
-        if semantic is not None and prior_terms != "anchor":
+        # TOPICCRAWL_SEMANTIC_HOLDER_PAGES: the holder term takes the prior until that many pages are
+        # counted; links queued before keep their scores
+        if semantic is not None and prior_terms != "anchor" and (
+                not self.semantic_holder_pages or self.metrics.dp < self.semantic_holder_pages):
             link_holder = semantic.mix(holder, near[0])
         anchor_w = self.semantic_anchor_weight
         parts: dict[str, float] = {}  # with ``kept``: the prior's part of each link's R(l)
@@ -659,6 +664,8 @@ class TopicCrawl:
             if self._anchor_cut:
                 until = f" (the anchor term for the first {self._anchor_cut} pages" + (
                     ", then taken out of the links queued under it)" if self.semantic_anchor_rescore else ")")
+            if self._holder_cut:
+                until += f" (the holder term for the first {self._holder_cut} pages)"
             logger.info("Semantic prior: %s (%s encoder), weight %.2f, terms of R(l): %s%s (TOPICCRAWL_SEMANTIC_*)",
                         self.config.semantic_model, self.semantic_encoder, self.config.semantic_weight,
                         self.semantic_terms, until)
@@ -669,6 +676,12 @@ class TopicCrawl:
         """The page count where the anchor term stops taking the prior; 0 when it takes it all
         through or never (TOPICCRAWL_SEMANTIC_TERMS ``holder``)."""
         return self.semantic_anchor_pages if self.semantic_terms != "holder" else 0
+
+    @property
+    def _holder_cut(self) -> int:
+        """The page count where the holder term stops taking the prior; 0 when it takes it all
+        through or never (TOPICCRAWL_SEMANTIC_TERMS ``anchor``)."""
+        return self.semantic_holder_pages if self.semantic_terms != "anchor" else 0
 
     def _rescore_without_prior(self) -> None:
         """The anchors' prior stopped (TOPICCRAWL_SEMANTIC_ANCHOR_PAGES): the links queued under
@@ -905,6 +918,8 @@ class TopicCrawl:
             if self._anchor_cut:
                 out["semantic/anchor_pages"] = self._anchor_cut
                 out["semantic/anchor_rescore"] = int(self.semantic_anchor_rescore)
+            if self._holder_cut:
+                out["semantic/holder_pages"] = self._holder_cut
         if self.semantic is not None:
             out["semantic/encoded"] = self.semantic.encoded
         return out
@@ -952,9 +967,12 @@ class TopicCrawl:
         """What the semantic prior resolved to in this process: on or off, the encoder, the terms of
         R(l) it enters and what ranks the pseudo-positives (saved with JOBDIR, claimed on Redis)."""
         on = self._encoder is not None
-        return {"on": on, "encoder": self.semantic_encoder if on else "", "terms": self.semantic_terms if on else "",
-                "anchor_pages": self.semantic_anchor_pages if on else 0,
-                "anchor_rescore": self.semantic_anchor_rescore if on else False, "rank": self._rank_rule}
+        out = {"on": on, "encoder": self.semantic_encoder if on else "", "terms": self.semantic_terms if on else "",
+               "anchor_pages": self.semantic_anchor_pages if on else 0,
+               "anchor_rescore": self.semantic_anchor_rescore if on else False, "rank": self._rank_rule}
+        if on and self.semantic_holder_pages:  # absent when 0, as crawls saved or started before the setting
+            out["holder_pages"] = self.semantic_holder_pages
+        return out
 
     def _resume_semantic(self, saved: dict | None) -> None:
         """A JOBDIR resume under ``TOPICCRAWL_SEMANTIC_ENABLED=auto`` keeps what the crawl started
@@ -969,6 +987,7 @@ class TopicCrawl:
             self.semantic_terms, self._rank_rule = self.config.semantic_terms, saved["rank"]
             self.semantic_anchor_pages = self.config.semantic_anchor_pages
             self.semantic_anchor_rescore = self.config.semantic_anchor_rescore
+            self.semantic_holder_pages = self.config.semantic_holder_pages
             logger.info("Semantic prior: off, as when this crawl started (TOPICCRAWL_SEMANTIC_ENABLED=auto, JOBDIR)")
         elif self._encoder is None:
             logger.warning("Semantic prior: this crawl started with it (%s encoder, terms of R(l): %s) and this "
@@ -978,6 +997,7 @@ class TopicCrawl:
             self.semantic_terms = saved["terms"]
             self.semantic_anchor_pages = saved.get("anchor_pages", 0)  # saved before these were resolved: none
             self.semantic_anchor_rescore = saved.get("anchor_rescore", False)
+            self.semantic_holder_pages = saved.get("holder_pages", 0)
             logger.info("Semantic prior: terms of R(l) as when this crawl started: %s (TOPICCRAWL_SEMANTIC_ENABLED=auto, "
                         "JOBDIR)", self.semantic_terms)
 

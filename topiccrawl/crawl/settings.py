@@ -97,6 +97,7 @@ class TopicCrawlConfig:
     semantic_weight: float = 0.7
     semantic_anchor_weight: str = ""
     semantic_anchor_pages: int = 0
+    semantic_holder_pages: int = 0
     semantic_anchor_rescore: bool = False
     semantic_encoder: str = "transformer"
     semantic_cache_dir: str = ""
@@ -263,6 +264,9 @@ class TopicCrawlConfig:
             raise ConfigError("TOPICCRAWL_SEMANTIC_ANCHOR_WEIGHT must lie in [0, 1]")
         if self.semantic_anchor_pages < 0:
             raise ConfigError(f"TOPICCRAWL_SEMANTIC_ANCHOR_PAGES={self.semantic_anchor_pages}: expected 0 (the whole "
+                              "crawl) or a number of pages")
+        if self.semantic_holder_pages < 0:
+            raise ConfigError(f"TOPICCRAWL_SEMANTIC_HOLDER_PAGES={self.semantic_holder_pages}: expected 0 (the whole "
                               "crawl) or a number of pages")
         if self.semantic_anchor_rescore and not self.semantic_anchor_pages:
             raise ConfigError("TOPICCRAWL_SEMANTIC_ANCHOR_RESCORE needs TOPICCRAWL_SEMANTIC_ANCHOR_PAGES (the page "
