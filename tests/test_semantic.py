@@ -525,9 +525,10 @@ def test_the_static_model_at_hand_is_looked_for_without_the_network(tmp_path, st
                                             ("learned", "topiccrawl-tests/no-such-model")])
 def test_auto_turns_the_static_prior_on_where_it_can(tmp_path, strategy, model, static_cache, monkeypatch):
     """No semantic setting but the model and its cache: a ``learned`` crawl of an English word topic
-    takes the static prior in both terms for the first 60 pages, then re-scored out (the seed's title
-    and its 12 anchors encoded, the railway anchors fetched first); best-first, or a model not on this
-    machine, crawls without it and the log says why."""
+    takes the static prior in both terms for the first 60 pages, then re-scored out of the anchor
+    term (the seed's title and its 12 anchors encoded, the railway anchors fetched first) and left
+    out of the holder term; best-first, or a model not on this machine, crawls without it and the
+    log says why."""
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with loopback_server(_Web, hits=[]) as web:
         proc, out = _railway_crawl(tmp_path, web, strategy, 7, {
@@ -539,10 +540,11 @@ def test_auto_turns_the_static_prior_on_where_it_can(tmp_path, strategy, model, 
     if on:
         assert stats["topiccrawl/semantic/terms"] == "both" and stats["topiccrawl/semantic/encoded"] == 13
         assert stats["topiccrawl/semantic/anchor_pages"] == 60 and stats["topiccrawl/semantic/anchor_rescore"] == 1
+        assert stats["topiccrawl/semantic/holder_pages"] == 60
         assert stats["topiccrawl/classifier/rank"] == "semantic"
         assert "Semantic prior: sentence-transformers/all-MiniLM-L6-v2 (static encoder)" in proc.stderr
         assert ("terms of R(l): both (the anchor term for the first 60 pages, then taken out of the links queued "
-                "under it)") in proc.stderr
+                "under it) (the holder term for the first 60 pages)") in proc.stderr
         pages = [p for p in web.hits if p not in ("/robots.txt", "/seed")]
         assert {p[:2] for p in pages[:6]} == {"/r"}, pages
     else:

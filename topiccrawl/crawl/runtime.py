@@ -610,9 +610,9 @@ class TopicCrawl:
         (TOPICCRAWL_SEMANTIC_ENABLED's default): the static encoder for the crawls
         :func:`semantic_auto_off` allows, when the static model is at hand without the network, in
         both terms of R(l) for the first :data:`AUTO_ANCHOR_PAGES` pages (or
-        TOPICCRAWL_SEMANTIC_ANCHOR_PAGES), then in the holder term, the links queued under the
-        anchors' prior re-scored without it (TOPICCRAWL_SEMANTIC_TERMS=auto); otherwise off, with one
-        log line saying why (docs/learned.md)."""
+        TOPICCRAWL_SEMANTIC_ANCHOR_PAGES), the links queued under the anchors' prior re-scored
+        without it (TOPICCRAWL_SEMANTIC_TERMS=auto), the holder term for as many pages (or
+        TOPICCRAWL_SEMANTIC_HOLDER_PAGES); otherwise off, with one log line saying why (docs/learned.md)."""
         cfg = self.config
         mode = cfg.semantic_mode
         if mode == "off":
@@ -638,6 +638,9 @@ class TopicCrawl:
             self.semantic_terms = "both"
             self.semantic_anchor_pages = self.semantic_anchor_pages or AUTO_ANCHOR_PAGES
             self.semantic_anchor_rescore = True
+            # the holder term for the anchor term's pages too (docs/learned.md, "The title's prior in
+            # the holder term for the first pages only")
+            self.semantic_holder_pages = self.semantic_holder_pages or self.semantic_anchor_pages
         return encoder
 
     def _load_encoder(self):
