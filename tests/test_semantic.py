@@ -609,6 +609,8 @@ def test_a_jobdir_resume_keeps_the_terms_the_prior_started_with(tmp_path, static
     stats2 = json.loads((out2 / "stats.json").read_text(encoding="utf-8"))
     assert stats1["topiccrawl/semantic/terms"] == "holder" and stats2["item_scraped_count"] == 8
     assert stats2["topiccrawl/semantic/terms"] == "holder" and "topiccrawl/semantic/anchor_pages" not in stats2
+    # saved without a holder window (as before TOPICCRAWL_SEMANTIC_HOLDER_PAGES): the holder term all through
+    assert "topiccrawl/semantic/holder_pages" not in stats2
     assert stats2["topiccrawl/semantic/encoded"] == 1  # the title ("Index" on every page) only
     assert len(pages) >= 6 and {p[:2] for p in pages[:6]} == {"/o"}, pages  # the hub's links tie: page order
     assert "Semantic prior: terms of R(l) as when this crawl started: holder" in second.stderr
