@@ -791,6 +791,36 @@ def test_the_blend_is_chosen_by_the_whole_ranking_or_by_its_top():
     _check_model_option("blend_score", "ap", "auc", "f1")
 
 
+def test_the_blend_max_caps_the_models_weight():
+    """blend_max (TOPICCRAWL_LEARNED_BLEND_MAX): where the model alone ranks the links best and R(l)
+    not at all, the blend gives it the whole weight, or at most blend_max, so R(l) keeps the rest."""
+    from scipy import sparse
+
+    rng = np.random.default_rng(3)
+    y = np.arange(200) % 4 == 0
+    score = rng.random(200)  # R(l): no signal
+    model = np.where(y, 0.5, 0.3) + rng.random(200) * 0.3  # the model: most of it
+    X = sparse.csr_matrix(np.column_stack([np.zeros((200, 16 + len(NUMERIC) - 1)), score]))
+    chosen = {}
+    for cap in (1.0, 0.75, 0.3, 0.0):
+        m = LinkValueModel(n_features=16, blend_max=cap)
+        m._update_blend(X, model, y)
+        assert set(m.blend_auc_) == {w for w in LinkValueModel.BLENDS if w <= cap}
+        chosen[cap] = m.blend_
+    assert chosen == {1.0: 1.0, 0.75: 0.75, 0.3: 0.25, 0.0: 0.0}
+    with pytest.raises(ValueError, match="blend_max"):
+        LinkValueModel(blend_max=1.5)
+    assert make_learned({"learned_blend_max": "0.75"}).model.blend_max == 0.75
+    with pytest.raises(OptionError, match="TOPICCRAWL_LEARNED_BLEND_MAX=.2. is out of range"):
+        make_learned({"learned_blend_max": "2"})
+    state = LinkValueModel(blend_max=0.5).__getstate__()
+    assert state["blend_max"] == 0.5  # saved with JOBDIR: a resumed crawl keeps its cap
+    del state["blend_max"]
+    old = LinkValueModel.__new__(LinkValueModel)
+    old.__setstate__(state)  # a model saved before the option: no cap
+    assert old.blend_max == 1.0 and old.blends == LinkValueModel.BLENDS
+
+
 # -- the link model with and without its word features ---------------------------------------------------
 
 

@@ -224,8 +224,12 @@ class LinkValueModel:
                  retrain_every: int = 100, buffer_size: int = 50_000, min_positive: int = 3,
                  alpha: float = 1e-3, epochs: int = 3, random_state: int = 0, label_rule: str = "fixed",
                  first_blend: str = "none", blend_score: str = "auc", blend_label: str = "reach",
-                 words: str = "on") -> None:
+                 words: str = "on", blend_max: float = 1.0) -> None:
         check_choice("first_blend", first_blend, FIRST_BLENDS)
+        if not 0.0 <= blend_max <= 1.0:
+            raise ValueError(f"blend_max={blend_max!r}: expected a weight in [0, 1]")
+        #: the largest weight the model may take in the blend: the candidate weights above it are left out
+        self.blend_max = blend_max
         check_choice("words", words, WORD_RULES)
         self.words = words
         check_choice("blend_score", blend_score, BLEND_SCORES)
@@ -599,6 +603,11 @@ class LinkValueModel:
     #: candidate weights of the model in the blend with R(l)
     BLENDS = (0.0, 0.25, 0.5, 0.75, 1.0)
 
+    @property
+    def blends(self) -> tuple[float, ...]:
+        """The candidate weights up to :attr:`blend_max` (TOPICCRAWL_LEARNED_BLEND_MAX)."""
+        return tuple(w for w in self.BLENDS if w <= self.blend_max)
+
     #: share of the labelled links held out at the first fit (``first_blend="holdout"``)
     HOLDOUT = 0.25
 
@@ -661,12 +670,12 @@ class LinkValueModel:
         for table, values in ((self.blend_auc_, model), (self.plain_auc_, plain)):
             if values is None:
                 continue
-            for w in self.BLENDS:
+            for w in self.blends:
                 value = float(measure(y, (1.0 - w) * score + w * values))
                 old = table.get(w)  # (blend_auc_ is named for the AUC, which it held before blend_score)
                 table[w] = value if old is None else 0.5 * old + 0.5 * value
-        runs = [(w, 0, auc) for w, auc in self.blend_auc_.items()]
-        runs += [(w, 1, auc) for w, auc in self.plain_auc_.items()]
+        runs = [(w, 0, auc) for w, auc in self.blend_auc_.items() if w <= self.blend_max]
+        runs += [(w, 1, auc) for w, auc in self.plain_auc_.items() if w <= self.blend_max]
         best = max(auc for _, _, auc in runs)
         self.blend_, plain_won, _ = min(run for run in runs if run[2] >= best - 1e-9)
         if self.words == "auto":
@@ -734,6 +743,7 @@ class LinkValueModel:
         state.setdefault("first_blend", "none")  # a model saved before the option
         state.setdefault("blend_score", "auc")
         state.setdefault("blend_label", "reach")
+        state.setdefault("blend_max", 1.0)
         state.setdefault("words", "on")
         state.setdefault("words_", True)
         state.setdefault("plain_", None)

@@ -924,6 +924,7 @@ class LearnedOptions(StrategyOptions):
     learned_first_blend: str = option_field("none", choices=FIRST_BLENDS)
     learned_blend_score: str = option_field("auc", choices=BLEND_SCORES)
     learned_blend_label: str = option_field("reach", choices=BLEND_LABELS)
+    learned_blend_max: float = option_field(1.0, low=0.0, high=1.0)
     learned_words: str = option_field("on", choices=WORD_RULES)
     learned_explore_sample: int = option_field(1, low=1, high=1024)
     learned_siblings: str = option_field("off", choices=SIBLING_RULES)
@@ -942,7 +943,8 @@ class LearnedOptions(StrategyOptions):
                                retrain_every=self.learned_retrain_every, buffer_size=self.learned_buffer,
                                random_state=self.learned_seed, label_rule=self.learned_labels,
                                first_blend=self.learned_first_blend, blend_score=self.learned_blend_score,
-                               blend_label=self.learned_blend_label, words=self.learned_words)
+                               blend_label=self.learned_blend_label, words=self.learned_words,
+                               blend_max=self.learned_blend_max)
         return {"model": model, "epsilon": self.learned_epsilon, "rescore_all": self.learned_rescore_all,
                 "rescore_top": self.learned_rescore_top, "rescore_sample": self.learned_rescore_sample,
                 "seed": self.learned_seed, "explore_sample": self.learned_explore_sample,
