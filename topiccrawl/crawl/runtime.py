@@ -423,8 +423,8 @@ class TopicCrawl:
         closeness = semantic is not None and self.learns and self.config.semantic_link_feature
         # TOPICCRAWL_SEMANTIC_ANCHOR_PAGES: the anchor term takes the prior until that many pages are
         # counted; links queued before keep their scores
-        anchor_prior = semantic is not None and self.semantic_terms != "holder" and (
-            not self.semantic_anchor_pages or self.metrics.dp < self.semantic_anchor_pages)
+        anchor_prior = semantic is not None and self.semantic_terms != "holder" and self._prior_open(
+            self.semantic_anchor_pages)
         # TOPICCRAWL_SEMANTIC_ANCHOR_RESCORE: the links queued under the anchors' prior lose its part
         # of R(l) when it stops (each link's part kept until then)
         kept = self._prior_parts if anchor_prior and self.semantic_anchor_rescore else None
@@ -471,8 +471,7 @@ class TopicCrawl:
         prior_terms = self.semantic_terms  # TOPICCRAWL_SEMANTIC_TERMS: which terms of R(l) take the prior
         # TOPICCRAWL_SEMANTIC_HOLDER_PAGES: the holder term takes the prior until that many pages are
         # counted; links queued before keep their scores
-        if semantic is not None and prior_terms != "anchor" and (
-                not self.semantic_holder_pages or self.metrics.dp < self.semantic_holder_pages):
+        if semantic is not None and prior_terms != "anchor" and self._prior_open(self.semantic_holder_pages):
             link_holder = semantic.mix(holder, near[0])
         anchor_w = self.semantic_anchor_weight
         parts: dict[str, float] = {}  # with ``kept``: the prior's part of each link's R(l)
@@ -679,6 +678,11 @@ class TopicCrawl:
         """The page count where the anchor term stops taking the prior; 0 when it takes it all
         through or never (TOPICCRAWL_SEMANTIC_TERMS ``holder``)."""
         return self.semantic_anchor_pages if self.semantic_terms != "holder" else 0
+
+    def _prior_open(self, pages: int) -> bool:
+        """A term of R(l) whose prior stops once ``pages`` pages are counted (0: never) still takes it
+        (TOPICCRAWL_SEMANTIC_ANCHOR_PAGES, TOPICCRAWL_SEMANTIC_HOLDER_PAGES)."""
+        return not pages or self.metrics.dp < pages
 
     @property
     def _holder_cut(self) -> int:

@@ -674,8 +674,8 @@ class LinkValueModel:
                 value = float(measure(y, (1.0 - w) * score + w * values))
                 old = table.get(w)  # (blend_auc_ is named for the AUC, which it held before blend_score)
                 table[w] = value if old is None else 0.5 * old + 0.5 * value
-        runs = [(w, 0, auc) for w, auc in self.blend_auc_.items() if w <= self.blend_max]
-        runs += [(w, 1, auc) for w, auc in self.plain_auc_.items() if w <= self.blend_max]
+        runs = [(w, 0, auc) for w, auc in self.blend_auc_.items()]
+        runs += [(w, 1, auc) for w, auc in self.plain_auc_.items()]
         best = max(auc for _, _, auc in runs)
         self.blend_, plain_won, _ = min(run for run in runs if run[2] >= best - 1e-9)
         if self.words == "auto":
