@@ -123,3 +123,19 @@ def test_a_crawl_steered_by_the_looser_classifier_resumes_from_jobdir(tmp_path):
     assert "resumed" in second.stderr
     assert after["topiccrawl/classifier_steer/pages"] == after["topiccrawl/classifier/pages"] == 250
     assert after["topiccrawl/classifier_steer/refits"] >= before["topiccrawl/classifier_steer/refits"]
+
+
+def test_the_classifier_c_setting_reaches_the_page_classifier():
+    """``TOPICCRAWL_CLASSIFIER_C``: the page classifiers (the one that reports and the one that
+    steers) take it, it changes their P, and a C that is not positive is a one-line error."""
+    default, strong = _runtime(), _runtime(TOPICCRAWL_CLASSIFIER_C="0.1", TOPICCRAWL_CLASSIFIER_STEER_SHARE="0.2")
+    assert default.focus.classifier.C == 1.0
+    assert strong.focus.classifier.C == strong.steer_focus.classifier.C == 0.1
+    reported_default, _ = _run(default)
+    reported_strong, _ = _run(strong)
+    assert default.focus.fitted and strong.focus.fitted
+    assert reported_strong != reported_default
+    assert strong.learning_stats()["classifier/C"] == 0.1 and default.learning_stats()["classifier/C"] == 1.0
+    for bad in ("0", "-1"):
+        with pytest.raises(ConfigError, match="TOPICCRAWL_CLASSIFIER_C must be > 0"):
+            _runtime(TOPICCRAWL_CLASSIFIER_C=bad)

@@ -45,6 +45,7 @@ from topiccrawl.crawl.settings import (
 )
 from topiccrawl.learning.anchorjudge import context_words
 from topiccrawl.learning.association import EXAMPLE_LINK, anchor_terms
+from topiccrawl.learning.classifier import PageClassifier
 from topiccrawl.learning.focus import RELIABLE_AUC, RELIABLE_C, TITLE_RANK_WEIGHTS, PageFocus, title_rank
 from topiccrawl.learning.linkvalue import LinkFeatures, quick_terms, url_tokens
 from topiccrawl.learning.semantic import (
@@ -720,7 +721,7 @@ class TopicCrawl:
         return PageFocus(self.topic.beta, use_words=bool(self.topic.words), refit_every=cfg.classifier_refit_every,
                          strong_quantile=cfg.classifier_quantile, pseudo=cfg.classifier_pseudo,
                          pseudo_share=share, wordless=cfg.classifier_wordless,
-                         unranked=cfg.classifier_unranked,
+                         unranked=cfg.classifier_unranked, classifier=PageClassifier(C=cfg.classifier_c, random_state=0),
                          rank_scorer=RelevanceScorer(self.topic, restrict_to_topic=False) if full else None)
 
     # -- topics from examples -------------------------------------------------------------------
@@ -919,6 +920,8 @@ class TopicCrawl:
             out.update({f"classifier_steer/{k.split('/', 1)[1]}": v for k, v in self.steer_focus.stats().items()})
         if self.focus is not None and self.focus.use_words and self.config.classifier_pseudo != "beta":
             out["classifier/rank"] = self._rank_rule
+        if self.focus is not None:  # TOPICCRAWL_CLASSIFIER_C (a JOBDIR's classifier keeps the one it started with)
+            out["classifier/C"] = float(self.focus.classifier.C)
         out["semantic/enabled"] = int(self._encoder is not None)
         if self._encoder is not None:
             out["semantic/terms"] = self.semantic_terms

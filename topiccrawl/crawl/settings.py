@@ -74,6 +74,7 @@ class TopicCrawlConfig:
     classifier_pseudo: str = "top"
     classifier_share: float = 0.03
     classifier_steer_share: float = 0.0
+    classifier_c: float = 1.0
     classifier_wordless: str = "keep"
     classifier_unranked: str = "discard"
     classifier_rank: str = "auto"
@@ -213,6 +214,8 @@ class TopicCrawlConfig:
             raise ConfigError(f"TOPICCRAWL_ASSOCIATION_SCORE={self.association_score!r}: expected relevance or holder")
         if not 0.0 < self.classifier_share <= 1.0:
             raise ConfigError("TOPICCRAWL_CLASSIFIER_SHARE must lie in (0, 1]")
+        if not self.classifier_c > 0.0:
+            raise ConfigError("TOPICCRAWL_CLASSIFIER_C must be > 0")
         if not 0.0 <= self.classifier_steer_share <= 1.0:
             raise ConfigError("TOPICCRAWL_CLASSIFIER_STEER_SHARE must lie in [0, 1] (0: one classifier)")
         if not 0.0 <= self.classifier_quantile < 1.0:
