@@ -9,13 +9,17 @@ and of |self-assessed − true harvest rate| at the last page; then, over the to
 hold, the two means, the mean difference, on how many topics AFTER is higher / lower, and the two-sided
 Wilcoxon signed-rank p-value of the paired differences (``scipy.stats.wilcoxon``; zero differences
 dropped). A criterion for a behaviour change can then ask for a gain *and* a paired test, instead of
-a mean over a few topics that the spread between repetitions alone can move by 0.02.
+a mean over a few topics that the spread between repetitions alone can move by 0.02. Last, per
+topic with at least two crawls a side, each measure's difference of the means against two standard
+errors of it (each side's sample sd over √n, as ``bench.learned_focus`` judges a variant against
+best-first): the test for a topic crawled many times, such as a generated web (ten crawls a side).
 """
 
 from __future__ import annotations
 
 import argparse
 import glob
+import math
 import os
 import statistics
 from pathlib import Path
@@ -30,20 +34,23 @@ MEAN_LABEL = "recall@100–1000 mean"  # the mean of the four checkpoints
 
 
 def topic_means(root: str, variant: str) -> dict[str, dict]:
-    """Topic -> {checkpoint: mean recall, "mean": their mean, "err": mean |self-assessed − true|, "n": runs}."""
+    """Topic -> {checkpoint: mean recall, "mean": their mean, "err": mean |self-assessed − true|, "n": runs,
+    "runs": {each of those keys: the per-crawl values}}."""
     out = {}
     for tdir in sorted(glob.glob(os.path.join(root, "runs", "*"))):
         runs = [load_run(Path(r), variant) for r in sorted(glob.glob(os.path.join(tdir, f"{variant}-[0-9]*")))
                 if os.path.exists(os.path.join(r, "stats.json"))]
         if not runs:
             continue
-        res: dict = {"n": len(runs)}
+        per: dict = {}
         for c in CHECKPOINTS:  # a crawl that stopped before c (its frontier ran dry) keeps its last recall
-            res[c] = statistics.fmean(value_at(r["curve"], c, 2) or 0.0 for r in runs)
-        res["mean"] = statistics.fmean(res[c] for c in CHECKPOINTS)
+            per[c] = [value_at(r["curve"], c, 2) or 0.0 for r in runs]
+        per["mean"] = [statistics.fmean(v) for v in zip(*(per[c] for c in CHECKPOINTS))]
         # a strategy without the page classifier reports no self-assessed P̄: no error then
-        res["err"] = (None if any(r["expected_harvest"] is None for r in runs) else
-                      statistics.fmean(abs(r["expected_harvest"] - r["curve"][-1][1]) for r in runs))
+        per["err"] = (None if any(r["expected_harvest"] is None for r in runs) else
+                      [abs(r["expected_harvest"] - r["curve"][-1][1]) for r in runs])
+        res: dict = {k: None if v is None else statistics.fmean(v) for k, v in per.items()}
+        res.update(n=len(runs), runs=per)
         out[os.path.basename(tdir)] = res
     return out
 
@@ -62,6 +69,19 @@ def paired(before: dict, after: dict, key) -> dict:
     return {"topics": len(topics), "before": statistics.fmean(a), "after": statistics.fmean(b),
             "diff": statistics.fmean(diffs), "higher": sum(d > 1e-12 for d in diffs),
             "lower": sum(d < -1e-12 for d in diffs), "p": p}
+
+
+def spread(before: dict, after: dict, topic: str, key) -> dict | None:
+    """One topic's difference of the mean ``key`` (after − before) against two standard errors of it,
+    each side's sample sd over √n, with the verdict ``"lower"`` / ``"higher"`` beyond them, else
+    ``"within"``; None where either side has fewer than two crawls or lacks the measure."""
+    a, b = before[topic]["runs"][key], after[topic]["runs"][key]
+    if a is None or b is None or len(a) < 2 or len(b) < 2:
+        return None
+    diff = statistics.fmean(b) - statistics.fmean(a)
+    two_se = 2 * math.sqrt(statistics.variance(a) / len(a) + statistics.variance(b) / len(b))
+    verdict = "lower" if diff < -two_se else "higher" if diff > two_se else "within"
+    return {"diff": diff, "two_se": two_se, "verdict": verdict}
 
 
 def _f(value) -> str:
@@ -98,6 +118,19 @@ def main(argv=None) -> int:
             continue
         print(f"| {name} | {s['topics']} | {s['before']:.3f} | {s['after']:.3f} | {s['diff']:+.3f} | "
               f"{s['higher']} / {s['lower']} | {s['p']:.3f} |")
+    judged = {t: [spread(before, after, t, k) for k in keys] for t in common}
+    judged = {t: cells for t, cells in judged.items() if any(cells)}
+    if judged:
+        print()
+        print("Per topic, the difference of the means against two standard errors of it (each side's sd over "
+              "√n; **lower** / **higher**: beyond them):")
+        print()
+        print("| topic | " + " | ".join(f"recall@{c}" for c in CHECKPOINTS) + f" | {MEAN_LABEL} | self-assessment error |")
+        print("|---|" + "---|" * len(keys))
+        for t, cells in judged.items():
+            out = ["–" if s is None else f"{s['diff']:+.3f} (2 SE {s['two_se']:.3f})"
+                   + ("" if s["verdict"] == "within" else f" **{s['verdict']}**") for s in cells]
+            print(f"| {t} | " + " | ".join(out) + " |")
     return 0
 
 

@@ -10,7 +10,8 @@ import math
 import jieba
 import pytest
 
-from bench.compare_runs import paired, topic_means
+from bench.compare_runs import main as compare_main
+from bench.compare_runs import paired, spread, topic_means
 from bench.learned_focus import (
     VARIANTS,
     against_bestfirst,
@@ -392,6 +393,43 @@ def test_compare_runs_pairs_topic_means_and_tests_the_differences(tmp_path):
     e = paired(before, after, "err")
     # t5's rate stays 1 / 2, so its error rises to |0.9 - 0.5|: lower on five topics, higher on one
     assert e["higher"] == 1 and e["lower"] == 5 and e["diff"] == pytest.approx((5 * -0.15 + 0.15) / 6)
+
+
+def test_compare_runs_judges_a_topic_against_its_crawls_spread(tmp_path, capsys):
+    """Per topic with two or more crawls a side: the difference of the means against two standard
+    errors of it; a side with one crawl is not judged."""
+    # topic g: BEFORE found 1, 2, 3 of 10 pages by its last page, AFTER 5, 6, 7 (sd 0.1 each side)
+    for side, found in (("before", (1, 2, 3)), ("after", (5, 6, 7))):
+        for rep, n in enumerate(found):
+            write_run(tmp_path / side / "runs" / "g" / f"learned-{rep}", [(1, 0, 0.0, 0, 0.1), (2, 0, 0.0, n, 0.2)],
+                      **{"topiccrawl/classifier/expected_harvest": 0.2})
+    # topic w: close means, wide spread (1, 5 against 2, 6): within
+    for side, found in (("before", (1, 5)), ("after", (2, 6))):
+        for rep, n in enumerate(found):
+            write_run(tmp_path / side / "runs" / "w" / f"learned-{rep}", [(1, 0, 0.0, 0, 0.1), (2, 0, 0.0, n, 0.2)])
+    # topic o: one crawl after
+    for side, reps in (("before", 2), ("after", 1)):
+        for rep in range(reps):
+            write_run(tmp_path / side / "runs" / "o" / f"learned-{rep}", [(1, 0, 0.0, 0, 0.1), (2, 0, 0.0, 1, 0.2)])
+    before = topic_means(str(tmp_path / "before"), "learned")
+    after = topic_means(str(tmp_path / "after"), "learned")
+    assert before["g"]["runs"][1000] == pytest.approx([0.1, 0.2, 0.3])
+    g = spread(before, after, "g", 1000)
+    assert g["diff"] == pytest.approx(0.4) and g["verdict"] == "higher"
+    assert g["two_se"] == pytest.approx(2 * math.sqrt(0.01 / 3 + 0.01 / 3))
+    assert spread(after, before, "g", 1000)["verdict"] == "lower"
+    w = spread(before, after, "w", 100)
+    assert w["diff"] == pytest.approx(0.1) and w["two_se"] == pytest.approx(2 * math.sqrt(0.08 / 2 + 0.08 / 2))
+    assert w["verdict"] == "within"
+    assert spread(before, after, "o", 100) is None
+    # the harvest rate 1 / 2 .. 3 / 2 against a self-assessed 0.2 on g; none reported on w: no error
+    assert before["g"]["runs"]["err"] == pytest.approx([0.3, 0.8, 1.3]) and before["w"]["runs"]["err"] is None
+    assert spread(before, after, "w", "err") is None
+    assert compare_main([str(tmp_path / "before"), str(tmp_path / "after")]) == 0
+    table = capsys.readouterr().out.split("Per topic, the difference")[1]
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in table.splitlines() if line.startswith("| ")}
+    assert set(rows) == {"topic", "g", "w"}  # o has one crawl after: not judged
+    assert "+0.400 (2 SE 0.163) **higher**" in rows["g"] and "**" not in rows["w"]
 
 
 def test_a_missing_or_broken_topic_file_is_one_line(tmp_path):
