@@ -139,3 +139,28 @@ def test_the_classifier_c_setting_reaches_the_page_classifier():
     for bad in ("0", "-1"):
         with pytest.raises(ConfigError, match="TOPICCRAWL_CLASSIFIER_C must be > 0"):
             _runtime(TOPICCRAWL_CLASSIFIER_C=bad)
+
+
+def test_the_report_c_setting_reports_with_a_second_classifier_and_steers_as_without_it():
+    """``TOPICCRAWL_CLASSIFIER_REPORT_C``: the classifier that reports (items' P, the self-assessed
+    rate) takes that C; the one that steers keeps TOPICCRAWL_CLASSIFIER_C, so the link scores are
+    those of a crawl without the setting, and the reported P those of a crawl with C = report C."""
+    today, report = _runtime(), _runtime(TOPICCRAWL_CLASSIFIER_REPORT_C="0.1")
+    strong = _runtime(TOPICCRAWL_CLASSIFIER_C="0.1")
+    assert today.steer_focus is None and strong.steer_focus is None
+    assert report.focus.classifier.C == 0.1 and report.steer_focus.classifier.C == 1.0
+    reported_today, scores_today = _run(today)
+    reported, scores = _run(report)
+    reported_strong, _ = _run(strong)
+    assert report.focus.fitted and report.steer_focus.fitted
+    assert scores == scores_today  # steered as without the setting
+    assert reported == reported_strong and reported != reported_today  # reported as with C = 0.1
+    assert report.focus.expected_harvest == strong.focus.expected_harvest
+    assert report.steer_focus.expected_harvest == today.focus.expected_harvest
+    stats = report.learning_stats()
+    assert stats["classifier/C"] == 0.1 and stats["classifier_steer/C"] == 1.0
+    # the same C for both, or 0: one classifier, as today
+    for same in ("1", "0"):
+        assert _runtime(TOPICCRAWL_CLASSIFIER_REPORT_C=same).steer_focus is None
+    with pytest.raises(ConfigError, match="TOPICCRAWL_CLASSIFIER_REPORT_C must be a C > 0, or 0"):
+        _runtime(TOPICCRAWL_CLASSIFIER_REPORT_C="-1")

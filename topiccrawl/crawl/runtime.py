@@ -707,21 +707,25 @@ class TopicCrawl:
                     "(TOPICCRAWL_SEMANTIC_ANCHOR_RESCORE)", moved)
 
     def _make_foci(self) -> None:
-        """The page classifier (:attr:`focus`), and with words and TOPICCRAWL_CLASSIFIER_STEER_SHARE
-        the looser one that steers (:attr:`steer_focus`; docs/learned.md, "A looser page classifier
-        for the link labels")."""
-        self.focus = self._make_focus(self.config.classifier_share)
-        steer = self.config.classifier_steer_share
-        if steer and self.topic.words:
-            self.steer_focus = self._make_focus(steer)
+        """The page classifier (:attr:`focus`), and a second one that steers (:attr:`steer_focus`)
+        with words and TOPICCRAWL_CLASSIFIER_STEER_SHARE (a looser one: docs/learned.md, "A looser
+        page classifier for the link labels"), or when TOPICCRAWL_CLASSIFIER_REPORT_C gives the one
+        that reports another C (docs/learned.md, "The self-assessment from a second, more
+        regularised classifier"): the one that steers is then the one a crawl without it has."""
+        cfg = self.config
+        report_c = cfg.classifier_report_c or cfg.classifier_c
+        self.focus = self._make_focus(cfg.classifier_share, report_c)
+        steer = cfg.classifier_steer_share if self.topic.words else 0.0
+        if steer or report_c != cfg.classifier_c:
+            self.steer_focus = self._make_focus(steer or cfg.classifier_share, cfg.classifier_c)
 
-    def _make_focus(self, share: float) -> PageFocus:
+    def _make_focus(self, share: float, c: float) -> PageFocus:
         cfg = self.config
         full = cfg.classifier_rank == "full" and self.topic.words  # pseudo-positives by the full-vector cosine
         return PageFocus(self.topic.beta, use_words=bool(self.topic.words), refit_every=cfg.classifier_refit_every,
                          strong_quantile=cfg.classifier_quantile, pseudo=cfg.classifier_pseudo,
                          pseudo_share=share, wordless=cfg.classifier_wordless,
-                         unranked=cfg.classifier_unranked, classifier=PageClassifier(C=cfg.classifier_c, random_state=0),
+                         unranked=cfg.classifier_unranked, classifier=PageClassifier(C=c, random_state=0),
                          rank_scorer=RelevanceScorer(self.topic, restrict_to_topic=False) if full else None)
 
     # -- topics from examples -------------------------------------------------------------------
@@ -922,6 +926,8 @@ class TopicCrawl:
             out["classifier/rank"] = self._rank_rule
         if self.focus is not None:  # TOPICCRAWL_CLASSIFIER_C (a JOBDIR's classifier keeps the one it started with)
             out["classifier/C"] = float(self.focus.classifier.C)
+        if self.steer_focus is not None:
+            out["classifier_steer/C"] = float(self.steer_focus.classifier.C)
         out["semantic/enabled"] = int(self._encoder is not None)
         if self._encoder is not None:
             out["semantic/terms"] = self.semantic_terms

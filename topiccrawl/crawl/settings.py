@@ -75,6 +75,7 @@ class TopicCrawlConfig:
     classifier_share: float = 0.03
     classifier_steer_share: float = 0.0
     classifier_c: float = 1.0
+    classifier_report_c: float = 0.0
     classifier_wordless: str = "keep"
     classifier_unranked: str = "discard"
     classifier_rank: str = "auto"
@@ -216,6 +217,9 @@ class TopicCrawlConfig:
             raise ConfigError("TOPICCRAWL_CLASSIFIER_SHARE must lie in (0, 1]")
         if not self.classifier_c > 0.0:
             raise ConfigError("TOPICCRAWL_CLASSIFIER_C must be > 0")
+        if not self.classifier_report_c >= 0.0:
+            raise ConfigError("TOPICCRAWL_CLASSIFIER_REPORT_C must be a C > 0, or 0 for one classifier "
+                              "(TOPICCRAWL_CLASSIFIER_C's) that steers and reports")
         if not 0.0 <= self.classifier_steer_share <= 1.0:
             raise ConfigError("TOPICCRAWL_CLASSIFIER_STEER_SHARE must lie in [0, 1] (0: one classifier)")
         if not 0.0 <= self.classifier_quantile < 1.0:

@@ -173,7 +173,9 @@ class RedisScheduler(RedisWorker, TopicScheduler):
             # and on what the semantic prior's `auto` resolved to (each process resolves it itself)
             shared = {"holder_score": cfg.holder_score, "association_score": cfg.association_score,
                       "semantic": tc.semantic_resolution}
-            if tc.steer_focus is not None:  # the link labels' classifier (absent when off: older crawls join)
+            # the link labels' classifier (absent when off: older crawls join; TOPICCRAWL_CLASSIFIER_REPORT_C
+            # makes a second classifier too, the one that reports, each worker's own)
+            if tc.steer_focus is not None and cfg.classifier_steer_share:
                 shared["classifier_steer_share"] = cfg.classifier_steer_share
             frontier = make_redis_frontier(client, self.keys, cfg.strategy, strategy_options(crawler.settings, cfg.strategy),
                                            tc.is_truly_relevant, shared=shared, **lease)
