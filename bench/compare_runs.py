@@ -19,14 +19,13 @@ from __future__ import annotations
 
 import argparse
 import glob
-import math
 import os
 import statistics
 from pathlib import Path
 
 from scipy.stats import wilcoxon
 
-from bench.learned_focus import value_at
+from bench.learned_focus import beyond_noise, value_at
 from bench.strategies import load_run
 
 CHECKPOINTS = (100, 250, 500, 1000)
@@ -78,9 +77,7 @@ def spread(before: dict, after: dict, topic: str, key) -> dict | None:
     a, b = before[topic]["runs"][key], after[topic]["runs"][key]
     if a is None or b is None or len(a) < 2 or len(b) < 2:
         return None
-    diff = statistics.fmean(b) - statistics.fmean(a)
-    two_se = 2 * math.sqrt(statistics.variance(a) / len(a) + statistics.variance(b) / len(b))
-    verdict = "lower" if diff < -two_se else "higher" if diff > two_se else "within"
+    diff, two_se, verdict = beyond_noise(a, b)
     return {"diff": diff, "two_se": two_se, "verdict": verdict}
 
 

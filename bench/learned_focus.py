@@ -323,6 +323,15 @@ def averaged(per: dict, topics: list[str], variants: list[str], checkpoints: lis
     return avg
 
 
+def beyond_noise(before: list[float], after: list[float]) -> tuple[float, float, str]:
+    """The difference of the means (after − before), two standard errors of it (each side's sample
+    sd over √n; at least two values a side) and the verdict ``"lower"`` / ``"higher"`` beyond them,
+    else ``"within"``."""
+    diff = statistics.fmean(after) - statistics.fmean(before)
+    two_se = 2 * math.sqrt(statistics.variance(before) / len(before) + statistics.variance(after) / len(after))
+    return diff, two_se, "lower" if diff < -two_se else "higher" if diff > two_se else "within"
+
+
 def against_bestfirst(per: dict, topics: list[str], variants: list[str], checkpoints: list[int]) -> list[dict]:
     """Each variant other than best-first and the oracles against best-first, per (topic, checkpoint):
     the two mean recalls, their difference, two standard errors of it (each side's sample sd over
@@ -341,9 +350,8 @@ def against_bestfirst(per: dict, topics: list[str], variants: list[str], checkpo
                 b = [x for x in per[t]["bestfirst"][f"recall@{c}"] if x is not None]
                 if len(a) < 2 or len(b) < 2:
                     continue
-                diff = statistics.fmean(a) - statistics.fmean(b)
-                two_se = 2 * math.sqrt(statistics.variance(a) / len(a) + statistics.variance(b) / len(b))
-                verdict = "below" if diff < -two_se else "above" if diff > two_se else "within"
+                diff, two_se, side = beyond_noise(b, a)
+                verdict = {"lower": "below", "higher": "above"}.get(side, side)
                 rows.append({"variant": v, "topic": t, "at": c, "mean": statistics.fmean(a),
                              "bestfirst": statistics.fmean(b), "diff": diff, "two_se": two_se, "verdict": verdict})
     return rows
