@@ -924,10 +924,6 @@ class TopicCrawl:
             out.update({f"classifier_steer/{k.split('/', 1)[1]}": v for k, v in self.steer_focus.stats().items()})
         if self.focus is not None and self.focus.use_words and self.config.classifier_pseudo != "beta":
             out["classifier/rank"] = self._rank_rule
-        if self.focus is not None:  # TOPICCRAWL_CLASSIFIER_C (a JOBDIR's classifier keeps the one it started with)
-            out["classifier/C"] = float(self.focus.classifier.C)
-        if self.steer_focus is not None:
-            out["classifier_steer/C"] = float(self.steer_focus.classifier.C)
         out["semantic/enabled"] = int(self._encoder is not None)
         if self._encoder is not None:
             out["semantic/terms"] = self.semantic_terms

@@ -316,7 +316,8 @@ class PageFocus:
     def stats(self) -> dict:
         c = self.classifier
         out = {"classifier/refits": self.refits, "classifier/pages": self.pages,
-               "classifier/examples": len(self._examples), "classifier/positives": self.positives_used}
+               "classifier/examples": len(self._examples), "classifier/positives": self.positives_used,
+               "classifier/C": float(c.C)}  # TOPICCRAWL_CLASSIFIER_C (a JOBDIR's classifier keeps its own)
         if self.discarded:
             out["classifier/discarded"] = self.discarded
         if self.fitted:
