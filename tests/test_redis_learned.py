@@ -348,6 +348,13 @@ def test_a_worker_judging_pages_by_another_score_is_refused_with_one_line(tmp_pa
     # would label the shared model's pages another way: refused too
     error = _refused(tmp_path, "fourth", redis_server, slow_lab, TOPICCRAWL_CLASSIFIER_STEER_SHARE="0.1", **crawl)
     assert '"classifier_steer_share": 0.1' in error, error
+    # and so would one whose page classifier is regularised otherwise (TOPICCRAWL_CLASSIFIER_C); one
+    # that only reports with another C (TOPICCRAWL_CLASSIFIER_REPORT_C) labels as the first does: it joins
+    error = _refused(tmp_path, "fifth", redis_server, slow_lab, TOPICCRAWL_CLASSIFIER_C="0.1", **crawl)
+    assert '"classifier_c": 0.1' in error, error
+    (reporter,) = _finish([_start(tmp_path, "sixth", redis_server.url, slow_lab.proxy_url, 30,
+                                  TOPICCRAWL_CLASSIFIER_REPORT_C="0.1", **crawl)])
+    assert reporter["finish_reason"] != "redis_refused" and reporter["topiccrawl/global/dp"] == 30, reporter
 
 
 ANCHOR = {**OPTIONS, "learned_association": "anchor", "learned_rescore_all": "4096"}

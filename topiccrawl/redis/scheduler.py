@@ -177,6 +177,9 @@ class RedisScheduler(RedisWorker, TopicScheduler):
             # makes a second classifier too, the one that reports, each worker's own)
             if tc.steer_focus is not None and cfg.classifier_steer_share:
                 shared["classifier_steer_share"] = cfg.classifier_steer_share
+            # and its C (absent at the default, 1, so that crawls begun before the setting join)
+            if tc.focus is not None and cfg.classifier_c != 1.0:
+                shared["classifier_c"] = cfg.classifier_c
             frontier = make_redis_frontier(client, self.keys, cfg.strategy, strategy_options(crawler.settings, cfg.strategy),
                                            tc.is_truly_relevant, shared=shared, **lease)
         except ConfigError as exc:  # e.g. a WL option the Redis store lacks: refused in open()
