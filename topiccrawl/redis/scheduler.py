@@ -49,7 +49,7 @@ from topiccrawl.crawl.engine import default_callback
 from topiccrawl.crawl.meta import LOCAL_META, META_KEY
 from topiccrawl.crawl.runtime import TopicCrawl
 from topiccrawl.crawl.scheduler import TopicScheduler
-from topiccrawl.crawl.settings import ConfigError, strategy_options
+from topiccrawl.crawl.settings import ConfigError, TopicCrawlConfig, strategy_options
 from topiccrawl.redis.annealing import make_redis_frontier
 from topiccrawl.redis.connection import connect, crawl_keys, redact
 from topiccrawl.redis.dupefilter import RedisDupeFilter
@@ -177,8 +177,8 @@ class RedisScheduler(RedisWorker, TopicScheduler):
             # makes a second classifier too, the one that reports, each worker's own)
             if tc.steer_focus is not None and cfg.classifier_steer_share:
                 shared["classifier_steer_share"] = cfg.classifier_steer_share
-            # and its C (absent at the default, 1, so that crawls begun before the setting join)
-            if tc.focus is not None and cfg.classifier_c != 1.0:
+            # and its C (absent at the default, so that crawls begun before the setting join)
+            if tc.focus is not None and cfg.classifier_c != TopicCrawlConfig.classifier_c:
                 shared["classifier_c"] = cfg.classifier_c
             frontier = make_redis_frontier(client, self.keys, cfg.strategy, strategy_options(crawler.settings, cfg.strategy),
                                            tc.is_truly_relevant, shared=shared, **lease)
