@@ -88,6 +88,25 @@ def test_bom_wins_and_latin1_is_not_taken_for_gbk():
     assert decode_html("<p>café crème</p>".encode("latin-1"), None) == "<p>café crème</p>"
 
 
+ZH_T = "<html><head><title>火山噴發與岩漿災害報導</title></head><body><p>岩漿從火山口流出，火山灰瀰漫天空。</p></body></html>"
+
+
+def test_big5_without_declaration_or_with_a_wrong_header_is_not_taken_for_gbk():
+    # GB18030 decodes these Big5 bytes without an error (as mojibake): validity alone cannot choose
+    body = ZH_T.encode("big5")
+    assert body.decode("gb18030") != ZH_T
+    assert decode_html(body, None) == ZH_T
+    assert decode_html(body, "text/html; charset=utf-8") == ZH_T
+    assert decode_html(ZH.encode("gbk"), None) == ZH  # Simplified GBK still sniffed as GB18030
+
+
+def test_windows_1252_punctuation_is_not_taken_for_gbk():
+    text = "<html><head><title>The volcano’s eruption: Hawai’i’s lava</title></head><body><p>Pele’s lava flows.</p></body></html>"
+    body = text.encode("cp1252")
+    assert body.decode("gb18030") != text  # 0x92 followed by a letter is a valid GB18030 pair
+    assert decode_html(body, None) == text
+
+
 # -- extraction ------------------------------------------------------------------------------
 
 PAGE = """<!DOCTYPE html><html><head>

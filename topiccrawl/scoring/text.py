@@ -21,6 +21,7 @@ with warnings.catch_warnings():
     # semantic extra) warns about on every start: a line of noise above every one-line error
     warnings.filterwarnings("ignore", message="pkg_resources is deprecated", category=UserWarning)
     import jieba
+from charset_normalizer import from_bytes
 from lxml import etree
 from lxml import html as lxml_html
 from w3lib.encoding import html_body_declared_encoding, html_to_unicode, read_bom, resolve_encoding, to_unicode
@@ -189,7 +190,9 @@ _BOILER_ATTR = re.compile(
     r"(?:^|[\s_-])(?:nav|navbar|navigation|menu|footer|breadcrumbs?|sidebar|copyright)(?:$|[\s_-])",
     re.I,
 )
-_HTML_TYPES = ("text/html", "application/xhtml+xml", "text/xml", "application/xml")
+_HTML_TYPES = ("text/html", "application/xhtml+xml")
+_XML_TYPES = ("text/xml", "application/xml")
+_XHTML_ROOT = re.compile(rb"<html[\s>]", re.I)
 _XML_DECL = re.compile(r"^\s*<\?xml[^>]*\?>")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 _KEYWORD_SEP = re.compile(r"[,，;；、|/]")
@@ -200,15 +203,30 @@ def _garbled(text: str) -> bool:
     return text.count("\ufffd") > max(2, len(text) // 500)
 
 
+#: the charsets a body that is not UTF-8 is told apart among (:func:`_sniff`): Simplified Chinese
+#: (GB18030, a superset of GBK/GB2312), Traditional Chinese (Big5-HKSCS, a superset of Big5) and
+#: the web's default for Western pages (windows-1252, as browsers assume)
+_SNIFFED = ("gb18030", "big5hkscs", "cp1252")
+
+
 def _sniff(body: bytes) -> str:
-    """Charset of a body without BOM, header or meta: UTF-8 if valid, else GB18030, else cp1252."""
-    for enc in ("utf-8", "gb18030"):
-        try:
-            body.decode(enc)
-            return enc
-        except UnicodeDecodeError:
-            pass
-    return "cp1252"
+    """Charset of a body without BOM, header or meta: UTF-8 if valid, else the most plausible of
+    :data:`_SNIFFED` by charset-normalizer's detection (GB18030 decodes almost any byte string,
+    Big5 and windows-1252 text included, so validity alone cannot choose), else GB18030 if
+    valid, else cp1252."""
+    try:
+        body.decode("utf-8")
+        return "utf-8"
+    except UnicodeDecodeError:
+        pass
+    best = from_bytes(body, cp_isolation=list(_SNIFFED)).best()
+    if best is not None:
+        return best.encoding
+    try:
+        body.decode("gb18030")
+        return "gb18030"
+    except UnicodeDecodeError:
+        return "cp1252"
 
 
 def decode_html(body: bytes, content_type: str | None) -> str:
@@ -228,11 +246,22 @@ def decode_html(body: bytes, content_type: str | None) -> str:
     return text
 
 
-def _is_html(body: bytes, content_type: str | None) -> bool:
+def is_html(body: bytes, content_type: str | bytes | None) -> bool:
+    """Whether a response is an HTML page the crawl reads: Content-Type ``text/html`` or
+    ``application/xhtml+xml``; an XML type (``text/xml``, ``application/xml``, ``…+xml``) only when
+    the document is XHTML (an ``<html`` element in its first 1,024 bytes: RSS and Atom feeds and
+    sitemaps are not); no Content-Type, a body that is neither a PDF nor binary. Plain text, JSON,
+    PDF, images and the rest are not pages (docs/scoring.md, "Which responses are pages")."""
+    if isinstance(content_type, bytes):
+        content_type = content_type.decode("latin-1")
+    head = body[:1024]
     if content_type:
         mime = content_type.split(";", 1)[0].strip().lower()
-        return mime in _HTML_TYPES or not mime
-    head = body[:1024]
+        if mime in _HTML_TYPES or not mime:
+            return True
+        if mime in _XML_TYPES or mime.endswith("+xml"):
+            return _XHTML_ROOT.search(head) is not None
+        return False
     return not (head.startswith(b"%PDF") or (b"\x00" in head and read_bom(head)[0] is None))
 
 
@@ -268,7 +297,7 @@ def extract(body: bytes, url: str, content_type: str | None = None,
     :func:`document_terms` does (no term spans whitespace, so the terms are the same). Everything
     else is the same, the language included (read from the squeezed text's start).
     """
-    if not body or not body.strip() or not _is_html(body, content_type):
+    if not body or not body.strip() or not is_html(body, content_type):
         return Extracted()
     markup = _CONTROL.sub("", _XML_DECL.sub("", decode_html(body, content_type)))
     try:
