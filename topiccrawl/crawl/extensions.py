@@ -42,6 +42,7 @@ class TopicStats(TopicComponent):
     def __init__(self, crawler) -> None:
         super().__init__(crawler)
         self.started = time.monotonic()
+        self._dp_started = 0  # pages counted before this process (a JOBDIR resume)
         self._cpu_started: float | None = None
         self._loop: task.LoopingCall | None = None
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
@@ -50,6 +51,10 @@ class TopicStats(TopicComponent):
 
     def spider_opened(self, spider) -> None:
         self._cpu_started = time.process_time()
+        # the rate counts this process's pages: a JOBDIR resume restored the earlier runs' count
+        # when the scheduler opened, before this signal
+        self.started = time.monotonic()
+        self._dp_started = self.tc.metrics.dp
         stats = self.crawler.stats
         stats.set_value("topiccrawl/topic", self.tc.topic.name)
         stats.set_value("topiccrawl/strategy", self.tc.config.strategy)
@@ -78,7 +83,7 @@ class TopicStats(TopicComponent):
                 if holds is not None else "")
         logger.info(
             "Crawled %d pages (%.0f pages/min), harvest rate %.3f (LP %d)%s, frontier %d%s",
-            m.dp, m.dp / minutes, m.accuracy, m.lp, truth, frontier, held,
+            m.dp, (m.dp - self._dp_started) / minutes, m.accuracy, m.lp, truth, frontier, held,
         )
 
     def spider_closed(self, spider, reason) -> None:

@@ -132,12 +132,16 @@ def write_atomic(path: Path, obj) -> None:
 #: Scrapy counters a resumed crawl continues (summed over its runs, as of the last snapshot)
 CARRIED = ("downloader/", "scheduler/", "retry/", "dupefilter/", "httperror/", "robotstxt/", "offsite/",
            "log_count/", "spider_exceptions/", "item_scraped_count", "item_dropped_count",
-           "response_received_count")
+           "response_received_count", "topiccrawl/examples/")
+#: text stats a resumed crawl keeps as they were (the words derived from its example pages)
+CARRIED_TEXT = ("topiccrawl/examples/words",)
 
 
 def counters(stats) -> dict:
-    """The counters of ``stats`` a resumed crawl adds to its own (:data:`CARRIED`)."""
-    return {k: v for k, v in stats.get_stats().items() if k.startswith(CARRIED) and type(v) is int}
+    """The counters of ``stats`` a resumed crawl adds to its own (:data:`CARRIED`), and the text
+    stats it keeps (:data:`CARRIED_TEXT`)."""
+    return {k: v for k, v in stats.get_stats().items()
+            if (k.startswith(CARRIED) and type(v) is int) or (k in CARRIED_TEXT and isinstance(v, str))}
 
 
 def new_epoch() -> str:

@@ -31,6 +31,7 @@ from urllib.parse import urlsplit
 import numpy as np
 import tldextract
 from scrapy import signals
+from scrapy.http import TextResponse
 from scrapy.utils.defer import deferred_from_coro
 
 from topiccrawl.crawl.engine import wake_engine
@@ -64,10 +65,16 @@ from topiccrawl.scoring.importance import LinkGraph, PageRankCache
 from topiccrawl.scoring.metrics import CrawlMetrics
 from topiccrawl.scoring.relevance import RelevanceScorer
 from topiccrawl.scoring.tdcs import scorer_from_state
-from topiccrawl.scoring.text import Extracted, add_words, document_terms, extract, load_segmenter
+from topiccrawl.scoring.text import Extracted, add_words, document_terms, extract, is_html, load_segmenter
 from topiccrawl.scoring.topic import load_topic
 
 logger = logging.getLogger(__name__)
+
+
+def html_page(response) -> bool:
+    """Whether a response is a page the crawl reads and counts: an HTML text response
+    (:func:`~topiccrawl.scoring.text.is_html`); other responses are counted as ``topiccrawl/non_html``."""
+    return isinstance(response, TextResponse) and is_html(response.body, response.headers.get(b"Content-Type"))
 
 
 def raise_gc_threshold(threshold: int) -> int | None:
@@ -277,6 +284,9 @@ class TopicCrawl:
         #: the URLs the fetched example pages link to (a learning frontier with ``example_links``
         #: marks those pages and the links to them in its anchor association)
         self.example_links: set[str] = set()
+        #: where the example pages came from (URLs, counter-examples, examples_dir; saved with JOBDIR,
+        #: so that a resume given other examples says it keeps the first ones)
+        self.example_sources: dict | None = None
         self.lab = None
         self.corpus = None
         self.ground_truth: GroundTruth | None = None
@@ -953,6 +963,7 @@ class TopicCrawl:
             "steer_focus": self.steer_focus,  # TOPICCRAWL_CLASSIFIER_STEER_SHARE's (None: off)
             "topic_words": self.topic.words,
             "example_links": sorted(self.example_links),
+            "example_sources": self.example_sources,
             "semantic": self.semantic_resolution,
             "prior_parts": self._prior_parts,
         }
@@ -968,6 +979,7 @@ class TopicCrawl:
         # a resumed crawl keeps the classifiers it started with (saved before the setting existed: one)
         self.steer_focus = state.get("steer_focus")
         self.example_links = set(state.get("example_links", ()))
+        self.example_sources = state.get("example_sources")
         if state.get("topic_words") and not self.topic.words:  # words derived from examples
             self._use_words(dict(state["topic_words"]))
             self.scorer = scorer_from_state(state["scorer"], self.topic)

@@ -497,7 +497,10 @@ class TopicScheduler(BaseScheduler):
             if not req.dont_filter:
                 self.df.request_seen(req)
         for name, value in (data.get("stats") or {}).items():
-            self.stats.inc_value(name, value)
+            if isinstance(value, str):
+                self.stats.set_value(name, value)
+            else:
+                self.stats.inc_value(name, value)
         self._resumes = data.get("resumes", 0) + 1
         self.stats.set_value("topiccrawl/resumes", self._resumes)
         self.stats.set_value("topiccrawl/resumed_queue", len(self.frontier) - len(skip))

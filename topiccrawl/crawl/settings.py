@@ -381,6 +381,8 @@ def parse_url_list(name: str, value: str | None, offline: bool = True) -> UrlLis
             raise ConfigError(f"spider argument examples={value!r}: {bad!r} is not an http(s) URL")
         return UrlList(tuple(yes), counter=tuple(no))
     if value.startswith("truth:"):
+        if "," in value:
+            raise ConfigError(f"spider argument {name}={value!r}: truth:N stands alone; it cannot be mixed with URLs")
         if not (value[6:].isascii() and value[6:].isdigit()) or int(value[6:]) < 1:
             raise ConfigError(f"spider argument {name}={value!r}: truth:N needs a whole number N >= 1")
         if not offline:

@@ -15,9 +15,10 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable
+from pathlib import Path
 
 from topiccrawl.learning.normalize import all_stopwords
-from topiccrawl.scoring.text import tokenize
+from topiccrawl.scoring.text import is_html, tokenize
 
 _LETTER = re.compile(r"[^\W\d_]")
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -98,3 +99,39 @@ def format_words_toml(words: Iterable[tuple[str, float]], digits: int = 2) -> st
         key = word if _BARE_KEY.match(word) else json.dumps(word, ensure_ascii=False)
         lines.append(f"{key} = {max(floor, round(float(weight), digits)):.{digits}f}")
     return "\n".join(lines) + "\n"
+
+
+#: the files of an ``examples_dir`` read as saved example pages (any case)
+EXAMPLE_SUFFIXES = (".html", ".htm", ".xhtml")
+
+
+def example_files(folder: str | Path, max_bytes: int = 0) -> tuple[list[tuple[Path, bytes]], list[tuple[Path, str]]]:
+    """The saved pages of an ``examples_dir``, in name order: the files named ``*.html``, ``*.htm``
+    or ``*.xhtml`` that are readable regular files of at most ``max_bytes`` (0: any size) holding
+    HTML (:func:`~topiccrawl.scoring.text.is_html`: not a PDF, not binary), with their bytes; and
+    the files of those names left out, each with the reason (a folder, a broken link, unreadable,
+    empty, too large, not HTML). Other files are not looked at."""
+    usable: list[tuple[Path, bytes]] = []
+    skipped: list[tuple[Path, str]] = []
+    for path in sorted(Path(folder).iterdir()):
+        if path.suffix.lower() not in EXAMPLE_SUFFIXES:
+            continue
+        try:
+            if not path.is_file():
+                skipped.append((path, "not a file" if path.exists() else "a broken link"))
+                continue
+            size = path.stat().st_size
+            if max_bytes and size > max_bytes:
+                skipped.append((path, f"{size:,} bytes, over the {max_bytes:,} of DOWNLOAD_MAXSIZE"))
+                continue
+            body = path.read_bytes()
+        except OSError as exc:
+            skipped.append((path, exc.strerror or type(exc).__name__))
+            continue
+        if not body.strip():
+            skipped.append((path, "empty"))
+        elif not is_html(body, None):
+            skipped.append((path, "not HTML (a PDF or binary data)"))
+        else:
+            usable.append((path, body))
+    return usable, skipped

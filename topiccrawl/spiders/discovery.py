@@ -30,10 +30,9 @@ from pathlib import Path
 import scrapy
 from scrapy import signals
 from scrapy.exceptions import CloseSpider, DontCloseSpider
-from scrapy.http import TextResponse
 from scrapy.utils.defer import deferred_from_coro
 
-from topiccrawl.crawl.runtime import TopicCrawl
+from topiccrawl.crawl.runtime import TopicCrawl, html_page
 from topiccrawl.discovery.bandit import REWARDS
 from topiccrawl.discovery.controller import DiscoveryController
 from topiccrawl.discovery.pages import OPERATORS, DiscoveredPage, DWDBRMError
@@ -168,7 +167,8 @@ class DiscoverySpider(scrapy.Spider):
 
     # -- callbacks ----------------------------------------------------------------------------
     def _page(self, response) -> DiscoveredPage | None:
-        if not isinstance(response, TextResponse):
+        if not html_page(response):
+            self.crawler.stats.inc_value("topiccrawl/non_html")
             return None
         ex, relevance = self.tc.read_page(response)
         self._meta[response.url] = {

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import scrapy
-from scrapy.http import TextResponse
-from scrapy.utils.defer import maybe_deferred_to_future
+from scrapy.spidermiddlewares.httperror import HttpError
+from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from twisted.internet.defer import Deferred
 
 from topiccrawl.crawl.meta import LOCAL_META, META_KEY
-from topiccrawl.crawl.runtime import TopicCrawl
+from topiccrawl.crawl.runtime import TopicCrawl, html_page
+from topiccrawl.learning.examples import example_files
 from topiccrawl.scoring.text import document_terms, extract
+
+#: the close reason of a crawl whose topic has no words and none could be derived from its examples
+#: (``scrapy crawl`` then exits with status 2, as for other user mistakes)
+NO_TOPIC_WORDS = "no_topic_words"
 
 
 class FocusedSpider(scrapy.Spider):
@@ -58,7 +61,8 @@ class FocusedSpider(scrapy.Spider):
             yield request
         if self._examples_done is not None:  # the seeds wait for the examples' verdict
             await maybe_deferred_to_future(self._examples_done)
-        self._learn_from_examples()
+        if not self._learn_from_examples():
+            return
         seeds = self.tc.seed_arg(self.seed_arg)
         if not seeds:
             self.logger.error(
@@ -70,7 +74,7 @@ class FocusedSpider(scrapy.Spider):
             yield scrapy.Request(url, callback=self.parse, meta={META_KEY: {"score": 1.0, "depth": 0}})
 
     def parse(self, response):
-        if not isinstance(response, TextResponse):
+        if not html_page(response):  # a PDF, an image, JSON, a feed: not a page (docs/scoring.md)
             self.crawler.stats.inc_value("topiccrawl/non_html")
             return
         if self.tc.budget_spent:  # in flight when the budget ran out: keep it for a resume
@@ -98,14 +102,27 @@ class FocusedSpider(scrapy.Spider):
     def _example_requests(self) -> list[scrapy.Request]:
         tc = self.tc
         topic = tc.topic
-        if tc.focus is not None and tc.focus.n_examples:  # a JOBDIR resume restored them
-            return []
-        if topic.examples_dir:
-            for path in sorted(Path(topic.examples_dir).glob("*.htm*")):
-                ex = extract(path.read_bytes(), path.as_uri(), "text/html")
-                tc.add_example(document_terms(ex))
-                self.crawler.stats.inc_value("topiccrawl/examples/read")
         examples, counter_examples = tc.example_urls(self.examples_arg)
+        sources = {"examples": examples, "counter_examples": counter_examples, "examples_dir": topic.examples_dir}
+        if tc.focus is not None and tc.focus.n_examples:  # a JOBDIR resume restored them
+            if tc.example_sources is not None and tc.example_sources != sources:
+                self.logger.warning("JOBDIR: the crawl resumes with the %d example pages it started with; the "
+                                    "examples given now differ and are not used (a new JOBDIR starts a crawl with "
+                                    "them)", tc.focus.n_examples)
+            return []
+        tc.example_sources = sources
+        if topic.examples_dir:
+            usable, skipped = example_files(topic.examples_dir, self.crawler.settings.getint("DOWNLOAD_MAXSIZE"))
+            for path, body in usable:
+                terms = document_terms(extract(body, path.as_uri(), "text/html"))
+                if terms:
+                    tc.add_example(terms)
+                    self.crawler.stats.inc_value("topiccrawl/examples/read")
+                else:
+                    skipped.append((path, "no text"))
+            for path, reason in skipped:
+                self.crawler.stats.inc_value("topiccrawl/examples/skipped")
+                self.logger.warning("examples_dir: %s not used: %s", path, reason)
         urls = [(u, False) for u in examples] + [(u, True) for u in counter_examples]
         requests = [scrapy.Request(url, callback=self.parse_example, errback=self.example_failed, dont_filter=True,
                                    meta={META_KEY: {"score": 2.0, "depth": 0}, "counter_example": counter,
@@ -129,7 +146,7 @@ class FocusedSpider(scrapy.Spider):
         Kept until every example request has settled, then handed over in the order the examples
         were given (:meth:`_learn_from_examples`), not the order they arrived in."""
         counter = response.meta.get("counter_example", False)
-        if isinstance(response, TextResponse):
+        if html_page(response):
             ex, terms = self.tc.page_terms(response)
             index = response.meta.get("example_index", len(self._fetched))
             if response.meta.get("background"):
@@ -141,14 +158,21 @@ class FocusedSpider(scrapy.Spider):
                 self.crawler.stats.inc_value("topiccrawl/examples/fetched")
         else:
             self.crawler.stats.inc_value("topiccrawl/examples/not_html")
+            self.logger.warning("%s page %s is not an HTML page (Content-Type %s): not used",
+                                "background" if response.meta.get("background") else
+                                "counter-example" if counter else "example", response.url,
+                                (response.headers.get(b"Content-Type") or b"none").decode("latin-1"))
         self._example_settled()
         return []
 
     def example_failed(self, failure):
         background = failure.request.meta.get("background", False)
         self.crawler.stats.inc_value("topiccrawl/examples/background_failed" if background else "topiccrawl/examples/failed")
+        response = getattr(failure.value, "response", None)  # HttpError: say the status, not Scrapy's wording
+        why = f"HTTP status {response.status}" if isinstance(failure.value, HttpError) and response is not None \
+            else failure.value
         self.logger.warning("%s page %s could not be fetched: %s", "background" if background else "example",
-                            failure.request.url, failure.value)
+                            failure.request.url, why)
         self._example_settled()
 
     def _example_settled(self) -> None:
@@ -156,7 +180,7 @@ class FocusedSpider(scrapy.Spider):
         if self._waiting <= 0 and self._examples_done is not None and not self._examples_done.called:
             self._examples_done.callback(None)
 
-    def _learn_from_examples(self) -> None:
+    def _learn_from_examples(self) -> bool:
         tc = self.tc
         # the order given (topic file, -a examples, the truth:N pick), whatever order the pages
         # arrived in: with a few examples the classifier's folds, and so its estimates, depend on it
@@ -168,14 +192,38 @@ class FocusedSpider(scrapy.Spider):
         self._fetched = []
         if tc.example_links:
             self.crawler.stats.set_value("topiccrawl/examples/links", len(tc.example_links))
-        if tc.focus is None or not tc.focus.n_examples:
-            return
-        words = tc.learn_words()
-        tc.examples_to_frontier()
-        if words:
-            from topiccrawl.learning.examples import format_words_toml
+        if tc.focus is not None and tc.focus.n_examples:
+            words = tc.learn_words()
+            tc.examples_to_frontier()
+            if words:
+                from topiccrawl.learning.examples import format_words_toml
 
-            toml = format_words_toml(words)
-            self.crawler.stats.set_value("topiccrawl/examples/words", toml)
-            self.logger.info("topic words derived from %d example pages (copy them into a topic file):\n%s",
-                             tc.focus.n_examples, toml)
+                toml = format_words_toml(words)
+                self.crawler.stats.set_value("topiccrawl/examples/words", toml)
+                self.logger.info("topic words derived from %d example pages (copy them into a topic file):\n%s",
+                                 tc.focus.n_examples, toml)
+            elif self.crawler.stats.get_value("topiccrawl/resumes") and tc.topic.words:
+                restored = self.crawler.stats.get_value("topiccrawl/examples/words")
+                if restored:
+                    self.logger.info("topic words derived from %d example pages (restored from JOBDIR):\n%s",
+                                     tc.focus.n_examples, restored)
+        if tc.topic.words or tc.config.scorer != "vsm" or tc.config.topic_tree:
+            return True
+        # a topic without words of its own, and none derived: nothing to score a page by
+        stats = self.crawler.stats
+        used = tc.focus.n_examples if tc.focus is not None else 0
+        if used:
+            why = (f"no word sets the {used} example page{'s' if used > 1 else ''} apart from the background pages "
+                   "(the seeds and counter-examples; with two examples or more a word must be in two of them)")
+        else:
+            counts = [(stats.get_value(f"topiccrawl/examples/{k}", 0), what) for k, what in
+                      (("failed", "failed"), ("not_html", "not HTML"), ("skipped", "skipped in examples_dir"))]
+            why = "no example page could be used"
+            if any(n for n, _ in counts):
+                why += " (" + ", ".join(f"{n} {what}" for n, what in counts if n) + ")"
+        message = (f"topic {tc.topic.path or tc.topic.name}: no topic words: {why}; give other example pages, "
+                   "or a [words] table in the topic file")
+        self.logger.error("%s", message)
+        stats.set_value("topiccrawl/error", message)
+        deferred_from_coro(self.crawler.engine.close_spider_async(reason=NO_TOPIC_WORDS))
+        return False

@@ -37,6 +37,9 @@ logger = logging.getLogger(__name__)
 
 USER_ERRORS = (ConfigError, TopicError, CorpusError, GroundTruthError, FrontierError, TreeError,
                SiteFinderError, SearchBackendError, DWDBRMError, FaultSpecError)
+#: close reasons of a crawl stopped by a user mistake it found only once it ran: exit status 2
+USER_ERROR_REASONS = frozenset({"no_topic_words"})
+
 #: feed formats whose files can be appended to (one record a line)
 LINE_FORMATS = ("jsonlines", "jsonl", "jl")
 
@@ -55,6 +58,10 @@ def check_crawl_inputs(settings, spargs: dict, spidercls=None) -> None:
         topic = load_topic(cfg.topic)
         given = parse_url_list("examples", spargs.get("examples"), cfg.offline)  # audit: may label none 1
         if not topic.words and not topic.has_examples and not (given.urls or given.truth):
+            if given.counter:
+                raise TopicError(f"{topic.path or topic.name}: no [words] table and no example pages: the audit "
+                                 f"{spargs['examples'][6:].strip()!r} labels no page on topic (1), only off topic "
+                                 "(0); label some pages 1, or give [words] or other example pages")
             raise TopicError(f"{topic.path or topic.name}: no [words] table (topic word = weight) and no example "
                              "pages to learn them from (examples = [...] or examples_dir in the file, or -a examples=URL,URL)")
     elif not (cfg.topic_tree and cfg.topic_node):
@@ -142,7 +149,10 @@ def check_seeds(spidercls, spargs: dict, cfg: TopicCrawlConfig, topic) -> None:
     falls back to the offline web's entry pages (so only a live crawl needs seeds)."""
     for name in ("seeds", "examples"):
         if spargs.get(name):
-            parse_url_list(name, spargs[name], cfg.offline)
+            pages = parse_url_list(name, spargs[name], cfg.offline)
+            if pages.truth is not None and topic is not None and not topic.labels:
+                raise ConfigError(f"spider argument {name}=truth:{pages.truth}: picks truly relevant pages by the "
+                                  f"topic's evaluation labels, and {topic.path or topic.name} has none (labels = [...])")
     need = getattr(spidercls, "topiccrawl_seeds", None)
     if spargs.get("seeds") or need is None or topic is None or topic.seeds:
         return
@@ -215,4 +225,18 @@ class Command(ScrapyCrawlCommand):
                 return
             if feeds is not None:
                 self.settings.set("FEEDS", feeds, priority="cmdline")
+            if len(args) == 1 and spidercls is not None:
+                self._crawl(args[0], opts)
+                return
         super().run(args, opts)
+
+    def _crawl(self, name: str, opts) -> None:
+        """Scrapy's ``crawl``, and exit status 2 when the crawl closed on a user mistake found only
+        once it ran (:data:`USER_ERROR_REASONS`), as for those found before it."""
+        crawler = self._create_crawler(name)
+        self.crawler_process.crawl(crawler, **opts.spargs)
+        self.crawler_process.start()
+        if self.crawler_process.bootstrap_failed:
+            self.exitcode = 1
+        elif crawler.stats.get_value("finish_reason") in USER_ERROR_REASONS:
+            self.exitcode = 2

@@ -1,0 +1,154 @@
+"""Example pages a crawl cannot use (docs/learned.md, "Topics from example pages"): one clear line
+and no traceback, a crawl that stops when its examples give a topic without words nothing to
+score by, an ``examples_dir`` whose unreadable entries are skipped by name, and a JOBDIR resume
+that keeps its examples. Real ``scrapy crawl`` runs against a real HTTP server on loopback (live
+mode, the loopback host allowed) or the generated offline web."""
+
+from __future__ import annotations
+
+import json
+import os
+from http.server import BaseHTTPRequestHandler
+
+import pytest
+
+from conftest import loopback_server, run_crawl
+
+TEXT = {
+    "ex1": "volcano lava magma eruption crater basalt volcano lava",
+    "ex2": "volcano magma eruption caldera lava dome volcano crater",
+    "ex3": "lava flows from the volcano crater after the eruption magma",
+}
+ORDINARY = "the city council met on tuesday to discuss the budget for roads and schools"
+
+
+def _page(title: str, text: str, links: list[str]) -> bytes:
+    anchors = "".join(f'<a href="{u}">{u.strip("/")}</a> ' for u in links)
+    return f"<html><head><title>{title}</title></head><body><p>{text}</p>{anchors}</body></html>".encode()
+
+
+class _Site(BaseHTTPRequestHandler):
+    """/p0 … /p19 ordinary pages linking on, /ex1 … /ex3 volcano pages, /data.json JSON, else 404."""
+
+    def do_GET(self):
+        path = self.path
+        ctype, body = "text/html; charset=utf-8", None
+        if path.startswith("/p") and path[2:].isdigit() and int(path[2:]) < 20:
+            n = int(path[2:])
+            body = _page(f"page {n}", ORDINARY + " volcano" * (n % 3), [f"/p{(n + 1) % 20}", f"/p{(n + 7) % 20}"])
+        elif path.startswith("/ex") and path[3:] in ("1", "2", "3"):
+            body = _page(f"example {path[3:]}", TEXT["ex" + path[3:]], ["/p1"])
+        elif path == "/data.json":
+            ctype, body = "application/json", json.dumps({"text": TEXT["ex1"]}).encode()
+        if body is None:
+            self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def site():
+    with loopback_server(_Site) as server:
+        yield f"http://127.0.0.1:{server.server_port}"
+
+
+LIVE = {"TOPICCRAWL_WEB": "live", "TOPICCRAWL_LIVE_ALLOW_HOSTS": "127.0.0.1", "TOPICCRAWL_PLOT_ENABLED": "false",
+        "RETRY_TIMES": "0", "DOWNLOAD_TIMEOUT": "5", "CONCURRENT_REQUESTS": "1"}
+
+
+def _topic(tmp_path, site: str, *lines: str):
+    path = tmp_path / "volcano.toml"
+    path.write_text("\n".join(['name = "volcano"', 'language = "en"', f'seeds = ["{site}/p0"]', *lines]) + "\n",
+                    encoding="utf-8")
+    return path
+
+
+def _stats(out):
+    return json.loads((out / "stats.json").read_text(encoding="utf-8"))
+
+
+def test_examples_that_give_no_words_stop_the_crawl_with_one_line(tmp_path, site):
+    topic = _topic(tmp_path, site, f'examples = ["{site}/data.json", "{site}/missing"]')
+    proc, out = run_crawl(tmp_path, args={"topic": str(topic), "strategy": "learned"}, settings=LIVE)
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr
+    assert f"example page {site}/missing could not be fetched: HTTP status 404" in proc.stderr
+    assert f"example page {site}/data.json is not an HTML page (Content-Type application/json): not used" in proc.stderr
+    assert "no topic words: no example page could be used (1 failed, 1 not HTML)" in proc.stderr
+    stats = _stats(out)
+    assert stats["finish_reason"] == "no_topic_words" and stats.get("topiccrawl/dp", 0) == 0
+    assert (out / "pages.jsonl").read_text(encoding="utf-8") == ""
+
+
+def test_an_example_that_is_also_the_background_gives_no_words_and_says_why(tmp_path, site):
+    topic = _topic(tmp_path, site, f'examples = ["{site}/p0"]')  # the seed: examples and background the same
+    proc, out = run_crawl(tmp_path, args={"topic": str(topic), "strategy": "learned"}, settings=LIVE)
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert "no topic words: no word sets the 1 example page apart from the background pages" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_examples_dir_skips_what_it_cannot_read_by_name(tmp_path, site):
+    folder = tmp_path / "saved"
+    folder.mkdir()
+    (folder / "good.html").write_bytes(_page("volcano", TEXT["ex1"], []))
+    (folder / "sub.html").mkdir()
+    os.symlink(folder / "nowhere.html", folder / "broken.html")
+    (folder / "binary.htm").write_bytes(bytes(range(256)) * 4)
+    (folder / "empty.html").write_bytes(b"  \n")
+    (folder / "big.HTML").write_bytes(_page("volcano", TEXT["ex2"] * 200, []))
+    (folder / "notes.txt").write_text(TEXT["ex3"], encoding="utf-8")  # not a saved page: not looked at
+    topic = _topic(tmp_path, site, 'examples_dir = "saved"')
+    proc, out = run_crawl(tmp_path, args={"topic": str(topic), "strategy": "learned", "max_pages": 5},
+                          settings={**LIVE, "DOWNLOAD_MAXSIZE": "5000"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr
+    for name, reason in [("sub.html", "not a file"), ("broken.html", "a broken link"),
+                         ("binary.htm", "not HTML (a PDF or binary data)"), ("empty.html", "empty"),
+                         ("big.HTML", "over the 5,000 of DOWNLOAD_MAXSIZE")]:
+        assert f"examples_dir: {folder / name} not used: " in proc.stderr and reason in proc.stderr, name
+    stats = _stats(out)
+    assert stats["topiccrawl/examples/read"] == 1 and stats["topiccrawl/examples/skipped"] == 5
+    assert "volcano" in stats["topiccrawl/examples/words"]
+    assert stats["topiccrawl/dp"] == 5
+
+
+def test_truth_examples_need_the_topics_labels_and_stand_alone(tmp_path):
+    topic = tmp_path / "nolabels.toml"
+    topic.write_text('name = "nolabels"\nlanguage = "zh"\n', encoding="utf-8")
+    settings = {"TOPICCRAWL_WEB": "generated:zh-disaster?pages=1000&seed=1"}
+    proc, _ = run_crawl(tmp_path / "a", args={"topic": str(topic), "examples": "truth:5"}, settings=settings)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "examples=truth:5: picks truly relevant pages by the topic's evaluation labels, and" in proc.stderr
+    proc, _ = run_crawl(tmp_path / "b", args={"topic": "台风灾害", "examples": "truth:5,http://a.example.cn/"},
+                        settings=settings)
+    assert proc.returncode == 2 and "truth:N stands alone; it cannot be mixed with URLs" in proc.stderr
+
+
+def test_a_resume_keeps_its_examples_and_says_so_when_given_others(tmp_path, site):
+    topic = _topic(tmp_path, site, f'examples = ["{site}/ex1", "{site}/ex2", "{site}/ex3"]')
+    job = tmp_path / "job"
+    args = {"topic": str(topic), "strategy": "learned"}
+    first, out1 = run_crawl(tmp_path / "a", args={**args, "max_pages": 3}, settings={**LIVE, "JOBDIR": str(job)})
+    assert first.returncode == 0, first.stderr[-3000:]
+    before = _stats(out1)
+    assert before["topiccrawl/examples/fetched"] == 3 and before["topiccrawl/dp"] == 3
+    second, out2 = run_crawl(tmp_path / "b", args={**args, "max_pages": 6, "examples": f"{site}/ex1"},
+                             settings={**LIVE, "JOBDIR": str(job)})
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert "resumed" in second.stderr
+    assert "the crawl resumes with the 3 example pages it started with; the examples given now differ" in second.stderr
+    assert "topic words derived from 3 example pages (restored from JOBDIR)" in second.stderr
+    after = _stats(out2)
+    assert after["topiccrawl/dp"] == 6
+    assert after["topiccrawl/examples/fetched"] == 3  # carried over, not fetched again
+    assert after["topiccrawl/examples/words"] == before["topiccrawl/examples/words"]
