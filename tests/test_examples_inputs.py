@@ -152,3 +152,12 @@ def test_a_resume_keeps_its_examples_and_says_so_when_given_others(tmp_path, sit
     assert after["topiccrawl/dp"] == 6
     assert after["topiccrawl/examples/fetched"] == 3  # carried over, not fetched again
     assert after["topiccrawl/examples/words"] == before["topiccrawl/examples/words"]
+
+
+def test_an_audit_that_labels_no_page_on_topic_says_so_for_a_topic_without_words(tmp_path, site):
+    audit = tmp_path / "audit.csv"
+    audit.write_text(f"order,url,title,label\n1,{site}/p1,page 1,0\n2,{site}/p2,page 2,0\n", encoding="utf-8")
+    topic = _topic(tmp_path, site)
+    proc, _ = run_crawl(tmp_path, args={"topic": str(topic), "examples": f"audit:{audit}"}, settings=LIVE)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "labels no page on topic (1), only off topic (0)" in proc.stderr
