@@ -57,6 +57,17 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def reply(handler, status: int, body: bytes = b"", content_type: str | None = "text/html; charset=utf-8") -> None:
+    """Answer a ``BaseHTTPRequestHandler`` request: ``status``, Content-Type (none when None),
+    Content-Length and ``body``."""
+    handler.send_response(status)
+    if content_type is not None:
+        handler.send_header("Content-Type", content_type)
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
 @contextmanager
 def loopback_server(handler, **attrs):
     """A real ``ThreadingHTTPServer`` of ``handler`` on a free loopback port, serving in a thread;

@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler
 
 import pytest
 
-from conftest import loopback_server, run_crawl
+from conftest import loopback_server, reply, run_crawl
 
 TEXT = {
     "ex1": "volcano lava magma eruption crater basalt volcano lava",
@@ -41,15 +41,9 @@ class _Site(BaseHTTPRequestHandler):
         elif path == "/data.json":
             ctype, body = "application/json", json.dumps({"text": TEXT["ex1"]}).encode()
         if body is None:
-            self.send_response(404)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-            return
-        self.send_response(200)
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+            reply(self, 404, content_type=None)
+        else:
+            reply(self, 200, body, ctype)
 
     def log_message(self, *args):
         pass

@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler
 
 import pytest
 
-from conftest import loopback_server, run_crawl
+from conftest import loopback_server, reply, run_crawl
 
 WORDS = "volcano lava magma eruption volcano lava"
 HTML = "<html><head><title>{title}</title></head><body><p>{text}</p>{links}</body></html>"
@@ -54,16 +54,9 @@ class _Site(BaseHTTPRequestHandler):
     def do_GET(self):
         self.server.hits.append(self.path)
         if self.path != "/" and self.path not in LINKED:
-            self.send_response(404)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-            return
-        body = _body(self.path)
-        self.send_response(200)
-        self.send_header("Content-Type", LINKED.get(self.path, "text/html; charset=utf-8"))
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+            reply(self, 404, content_type=None)
+        else:
+            reply(self, 200, _body(self.path), LINKED.get(self.path, "text/html; charset=utf-8"))
 
     def log_message(self, *args):
         pass
