@@ -28,7 +28,8 @@ def _page(title: str, text: str, links: list[str]) -> bytes:
 
 
 class _Site(BaseHTTPRequestHandler):
-    """/p0 … /p19 ordinary pages linking on, /ex1 … /ex3 volcano pages, /data.json JSON, else 404."""
+    """/p0 … /p19 ordinary pages linking on, /ex1 … /ex3 volcano pages, /data.json JSON, /blank a page
+    without text, else 404."""
 
     def do_GET(self):
         path = self.path
@@ -40,6 +41,8 @@ class _Site(BaseHTTPRequestHandler):
             body = _page(f"example {path[3:]}", TEXT["ex" + path[3:]], ["/p1"])
         elif path == "/data.json":
             ctype, body = "application/json", json.dumps({"text": TEXT["ex1"]}).encode()
+        elif path == "/blank":
+            body = b"<html><head></head><body><script>render()</script></body></html>"
         if body is None:
             reply(self, 404, content_type=None)
         else:
@@ -71,16 +74,26 @@ def _stats(out):
 
 
 def test_examples_that_give_no_words_stop_the_crawl_with_one_line(tmp_path, site):
-    topic = _topic(tmp_path, site, f'examples = ["{site}/data.json", "{site}/missing"]')
-    proc, out = run_crawl(tmp_path, args={"topic": str(topic), "strategy": "learned"}, settings=LIVE)
+    topic = _topic(tmp_path, site, f'examples = ["{site}/data.json", "{site}/missing", "{site}/blank"]')
+    job = tmp_path / "job"
+    proc, out = run_crawl(tmp_path / "a", args={"topic": str(topic), "strategy": "learned"},
+                          settings={**LIVE, "JOBDIR": str(job)})
     assert proc.returncode == 2, proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr
     assert f"example page {site}/missing could not be fetched: HTTP status 404" in proc.stderr
     assert f"example page {site}/data.json is not an HTML page (Content-Type application/json): not used" in proc.stderr
-    assert "no topic words: no example page could be used (1 failed, 1 not HTML)" in proc.stderr
+    assert f"example page {site}/blank has no text: not used" in proc.stderr
+    assert "no topic words: no example page could be used (1 failed, 1 not HTML, 1 without text)" in proc.stderr
     stats = _stats(out)
     assert stats["finish_reason"] == "no_topic_words" and stats.get("topiccrawl/dp", 0) == 0
     assert (out / "pages.jsonl").read_text(encoding="utf-8") == ""
+    # its JOBDIR, resumed with examples that work, takes them: the crawl goes on from the start
+    examples = ",".join(f"{site}/ex{i}" for i in (1, 2, 3))
+    proc, out = run_crawl(tmp_path / "b", args={"topic": str(topic), "strategy": "learned", "examples": examples,
+                                                "max_pages": 4}, settings={**LIVE, "JOBDIR": str(job)})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "topic words derived from 3 example pages" in proc.stderr and "examples given now differ" not in proc.stderr
+    assert _stats(out)["topiccrawl/dp"] == 4
 
 
 def test_an_example_that_is_also_the_background_gives_no_words_and_says_why(tmp_path, site):
@@ -106,10 +119,12 @@ def test_examples_dir_skips_what_it_cannot_read_by_name(tmp_path, site):
                           settings={**LIVE, "DOWNLOAD_MAXSIZE": "5000"})
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr
+    lines = proc.stderr.splitlines()
     for name, reason in [("sub.html", "not a file"), ("broken.html", "a broken link"),
                          ("binary.htm", "not HTML (a PDF or binary data)"), ("empty.html", "empty"),
-                         ("big.HTML", "over the 5,000 of DOWNLOAD_MAXSIZE")]:
-        assert f"examples_dir: {folder / name} not used: " in proc.stderr and reason in proc.stderr, name
+                         ("big.HTML", "bytes, over the 5,000 of DOWNLOAD_MAXSIZE")]:
+        line = next((x for x in lines if f"examples_dir: {folder / name} not used: " in x), "")
+        assert reason in line, (name, line)
     stats = _stats(out)
     assert stats["topiccrawl/examples/read"] == 1 and stats["topiccrawl/examples/skipped"] == 5
     assert "volcano" in stats["topiccrawl/examples/words"]
@@ -136,6 +151,8 @@ def test_a_resume_keeps_its_examples_and_says_so_when_given_others(tmp_path, sit
     assert first.returncode == 0, first.stderr[-3000:]
     before = _stats(out1)
     assert before["topiccrawl/examples/fetched"] == 3 and before["topiccrawl/dp"] == 3
+    same, _ = run_crawl(tmp_path / "same", args={**args, "max_pages": 4}, settings={**LIVE, "JOBDIR": str(job)})
+    assert same.returncode == 0 and "resumed" in same.stderr and "examples given now differ" not in same.stderr
     second, out2 = run_crawl(tmp_path / "b", args={**args, "max_pages": 6, "examples": f"{site}/ex1"},
                              settings={**LIVE, "JOBDIR": str(job)})
     assert second.returncode == 0, second.stderr[-3000:]

@@ -23,8 +23,9 @@ LINKED = {
     "/sitemap.xml": "application/xml",
     "/data.json": "application/json",
     "/notes.txt": "text/plain",
+    "/feed-untyped.xml": None,  # no Content-Type: an XML document, not XHTML
 }
-NOT_PAGES = {"/feed.xml", "/feed-text.xml", "/sitemap.xml", "/data.json", "/notes.txt"}
+NOT_PAGES = {"/feed.xml", "/feed-text.xml", "/sitemap.xml", "/data.json", "/notes.txt", "/feed-untyped.xml"}
 BIG5_TITLE = "火山噴發與岩漿災害報導"
 
 
@@ -39,7 +40,7 @@ def _body(path: str) -> bytes:
                 f"</title></head><body><p>{WORDS}</p></body></html>").encode()
     if path == "/big5.html":
         return HTML.format(title=BIG5_TITLE, text="火山噴發。岩漿從火山口流出，火山灰瀰漫天空。", links="").encode("big5")
-    if path in ("/feed.xml", "/feed-text.xml"):
+    if path in ("/feed.xml", "/feed-text.xml", "/feed-untyped.xml"):
         return (f'<?xml version="1.0"?><rss><channel><title>Volcano feed</title><item><title>{WORDS}</title>'
                 "<link>/page2.html</link></item></channel></rss>").encode()
     if path == "/sitemap.xml":

@@ -773,6 +773,15 @@ class TopicCrawl:
         the web (site boilerplate) are not topic words."""
         self._background_terms.append(terms)
 
+    def forget_examples(self) -> None:
+        """Start the example pages over: a JOBDIR saved by a crawl that stopped because its examples
+        gave a topic without words no words (nothing was crawled) takes the examples given now."""
+        self.focus = self.steer_focus = None
+        self._make_foci()
+        self._example_terms, self._counter_terms, self._background_terms = [], [], []
+        self.example_links = set()
+        self.example_sources = None
+
     def learn_words(self, k: int = 30) -> list[tuple[str, float]]:
         """Derive weighted topic words from the example pages (counter-examples as background);
         a topic without words of its own is scored with them from now on."""

@@ -110,10 +110,15 @@ def example_files(folder: str | Path, max_bytes: int = 0) -> tuple[list[tuple[Pa
     or ``*.xhtml`` that are readable regular files of at most ``max_bytes`` (0: any size) holding
     HTML (:func:`~topiccrawl.scoring.text.is_html`: not a PDF, not binary), with their bytes; and
     the files of those names left out, each with the reason (a folder, a broken link, unreadable,
-    empty, too large, not HTML). Other files are not looked at."""
+    empty, too large, not HTML; the folder itself when it cannot be listed). Other files are not
+    looked at."""
     usable: list[tuple[Path, bytes]] = []
     skipped: list[tuple[Path, str]] = []
-    for path in sorted(Path(folder).iterdir()):
+    try:
+        paths = sorted(Path(folder).iterdir())
+    except OSError as exc:  # unreadable, or gone since the topic was loaded: the folder itself is left out
+        return usable, [(Path(folder), exc.strerror or type(exc).__name__)]
+    for path in paths:
         if path.suffix.lower() not in EXAMPLE_SUFFIXES:
             continue
         try:

@@ -250,8 +250,9 @@ def is_html(body: bytes, content_type: str | bytes | None) -> bool:
     """Whether a response is an HTML page the crawl reads: Content-Type ``text/html`` or
     ``application/xhtml+xml``; an XML type (``text/xml``, ``application/xml``, ``…+xml``) only when
     the document is XHTML (an ``<html`` element in its first 1,024 bytes: RSS and Atom feeds and
-    sitemaps are not); no Content-Type, a body that is neither a PDF nor binary. Plain text, JSON,
-    PDF, images and the rest are not pages (docs/scoring.md, "Which responses are pages")."""
+    sitemaps are not); no Content-Type, a body that is neither a PDF, nor binary, nor an XML
+    document other than XHTML. Plain text, JSON, PDF, images and the rest are not pages
+    (docs/scoring.md, "Which responses are pages")."""
     if isinstance(content_type, bytes):
         content_type = content_type.decode("latin-1")
     head = body[:1024]
@@ -262,6 +263,8 @@ def is_html(body: bytes, content_type: str | bytes | None) -> bool:
         if mime in _XML_TYPES or mime.endswith("+xml"):
             return _XHTML_ROOT.search(head) is not None
         return False
+    if head.lstrip(b"\xef\xbb\xbf \t\r\n")[:5].lower() == b"<?xml":  # an XML document: HTML only as XHTML
+        return _XHTML_ROOT.search(head) is not None
     return not (head.startswith(b"%PDF") or (b"\x00" in head and read_bom(head)[0] is None))
 
 

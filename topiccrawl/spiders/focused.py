@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import scrapy
+from scrapy.exceptions import CloseSpider
 from scrapy.spidermiddlewares.httperror import HttpError
-from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
+from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred
 
 from topiccrawl.crawl.meta import LOCAL_META, META_KEY
@@ -51,6 +54,8 @@ class FocusedSpider(scrapy.Spider):
         #: fetched example and background pages waiting for the last one: (request index, kind, terms,
         #: the URLs an example links to)
         self._fetched: list[tuple[int, str, list[str], list[str]]] = []
+        #: this run's example pages not used, by why (failed, not_html, no_text, skipped)
+        self._unused: Counter[str] = Counter()
 
     @property
     def tc(self) -> TopicCrawl:
@@ -62,7 +67,7 @@ class FocusedSpider(scrapy.Spider):
         if self._examples_done is not None:  # the seeds wait for the examples' verdict
             await maybe_deferred_to_future(self._examples_done)
         if not self._learn_from_examples():
-            return
+            raise CloseSpider(NO_TOPIC_WORDS)  # the engine closes the crawl with this reason
         seeds = self.tc.seed_arg(self.seed_arg)
         if not seeds:
             self.logger.error(
@@ -104,6 +109,10 @@ class FocusedSpider(scrapy.Spider):
         topic = tc.topic
         examples, counter_examples = tc.example_urls(self.examples_arg)
         sources = {"examples": examples, "counter_examples": counter_examples, "examples_dir": topic.examples_dir}
+        if tc.focus is not None and tc.focus.n_examples and not tc.topic.words and not tc.metrics.dp:
+            # a JOBDIR saved when the examples gave a topic without words none (the crawl stopped
+            # before its seeds): the examples given now are fetched instead
+            tc.forget_examples()
         if tc.focus is not None and tc.focus.n_examples:  # a JOBDIR resume restored them
             if tc.example_sources is not None and tc.example_sources != sources:
                 self.logger.warning("JOBDIR: the crawl resumes with the %d example pages it started with; the "
@@ -122,6 +131,7 @@ class FocusedSpider(scrapy.Spider):
                     skipped.append((path, "no text"))
             for path, reason in skipped:
                 self.crawler.stats.inc_value("topiccrawl/examples/skipped")
+                self._unused["skipped"] += 1
                 self.logger.warning("examples_dir: %s not used: %s", path, reason)
         urls = [(u, False) for u in examples] + [(u, True) for u in counter_examples]
         requests = [scrapy.Request(url, callback=self.parse_example, errback=self.example_failed, dont_filter=True,
@@ -146,28 +156,41 @@ class FocusedSpider(scrapy.Spider):
         Kept until every example request has settled, then handed over in the order the examples
         were given (:meth:`_learn_from_examples`), not the order they arrived in."""
         counter = response.meta.get("counter_example", False)
+        background = response.meta.get("background", False)
+        kind = "background" if background else "counter-example" if counter else "example"
+        terms: list[str] = []
         if html_page(response):
             ex, terms = self.tc.page_terms(response)
-            index = response.meta.get("example_index", len(self._fetched))
-            if response.meta.get("background"):
-                self._fetched.append((index, "background", terms, []))
+            if not terms:
+                self._not_used("no_text", kind, "%s page %s has no text: not used", kind, response.url)
+            elif background:
+                self._fetched.append((response.meta.get("example_index", len(self._fetched)), "background", terms, []))
                 self.crawler.stats.inc_value("topiccrawl/examples/background")
             else:
                 links = [] if counter else [a.url for a in ex.anchors]
-                self._fetched.append((index, "counter" if counter else "example", terms, links))
+                self._fetched.append((response.meta.get("example_index", len(self._fetched)),
+                                      "counter" if counter else "example", terms, links))
                 self.crawler.stats.inc_value("topiccrawl/examples/fetched")
         else:
-            self.crawler.stats.inc_value("topiccrawl/examples/not_html")
-            self.logger.warning("%s page %s is not an HTML page (Content-Type %s): not used",
-                                "background" if response.meta.get("background") else
-                                "counter-example" if counter else "example", response.url,
-                                (response.headers.get(b"Content-Type") or b"none").decode("latin-1"))
+            self._not_used("not_html", kind, "%s page %s is not an HTML page (Content-Type %s): not used", kind,
+                           response.url, (response.headers.get(b"Content-Type") or b"none").decode("latin-1"))
         self._example_settled()
         return []
+
+    def _not_used(self, why: str, kind: str, message: str, *args) -> None:
+        """A fetched example, counter-example or background page that is not used: counted
+        (``topiccrawl/examples/<why>``, ``…/background_<why>``; this run's examples apart, for the
+        stop's message) and named in a warning."""
+        self.crawler.stats.inc_value(f"topiccrawl/examples/{'background_' if kind == 'background' else ''}{why}")
+        if kind == "example":
+            self._unused[why] += 1
+        self.logger.warning(message, *args)
 
     def example_failed(self, failure):
         background = failure.request.meta.get("background", False)
         self.crawler.stats.inc_value("topiccrawl/examples/background_failed" if background else "topiccrawl/examples/failed")
+        if not background and not failure.request.meta.get("counter_example", False):
+            self._unused["failed"] += 1
         response = getattr(failure.value, "response", None)  # HttpError: say the status, not Scrapy's wording
         why = f"HTTP status {response.status}" if isinstance(failure.value, HttpError) and response is not None \
             else failure.value
@@ -216,8 +239,9 @@ class FocusedSpider(scrapy.Spider):
             why = (f"no word sets the {used} example page{'s' if used > 1 else ''} apart from the background pages "
                    "(the seeds and counter-examples; with two examples or more a word must be in two of them)")
         else:
-            counts = [(stats.get_value(f"topiccrawl/examples/{k}", 0), what) for k, what in
-                      (("failed", "failed"), ("not_html", "not HTML"), ("skipped", "skipped in examples_dir"))]
+            counts = [(self._unused[k], what) for k, what in (("failed", "failed"), ("not_html", "not HTML"),
+                                                               ("no_text", "without text"),
+                                                               ("skipped", "skipped in examples_dir"))]
             why = "no example page could be used"
             if any(n for n, _ in counts):
                 why += " (" + ", ".join(f"{n} {what}" for n, what in counts if n) + ")"
@@ -225,5 +249,4 @@ class FocusedSpider(scrapy.Spider):
                    "or a [words] table in the topic file")
         self.logger.error("%s", message)
         stats.set_value("topiccrawl/error", message)
-        deferred_from_coro(self.crawler.engine.close_spider_async(reason=NO_TOPIC_WORDS))
         return False
