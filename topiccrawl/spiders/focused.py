@@ -130,9 +130,7 @@ class FocusedSpider(scrapy.Spider):
                 else:
                     skipped.append((path, "no text"))
             for path, reason in skipped:
-                self.crawler.stats.inc_value("topiccrawl/examples/skipped")
-                self._unused["skipped"] += 1
-                self.logger.warning("examples_dir: %s not used: %s", path, reason)
+                self._not_used("skipped", "example", "examples_dir: %s not used: %s", path, reason)
         urls = [(u, False) for u in examples] + [(u, True) for u in counter_examples]
         requests = [scrapy.Request(url, callback=self.parse_example, errback=self.example_failed, dont_filter=True,
                                    meta={META_KEY: {"score": 2.0, "depth": 0}, "counter_example": counter,
@@ -158,18 +156,17 @@ class FocusedSpider(scrapy.Spider):
         counter = response.meta.get("counter_example", False)
         background = response.meta.get("background", False)
         kind = "background" if background else "counter-example" if counter else "example"
-        terms: list[str] = []
         if html_page(response):
             ex, terms = self.tc.page_terms(response)
+            index = response.meta.get("example_index", len(self._fetched))
             if not terms:
                 self._not_used("no_text", kind, "%s page %s has no text: not used", kind, response.url)
             elif background:
-                self._fetched.append((response.meta.get("example_index", len(self._fetched)), "background", terms, []))
+                self._fetched.append((index, "background", terms, []))
                 self.crawler.stats.inc_value("topiccrawl/examples/background")
             else:
                 links = [] if counter else [a.url for a in ex.anchors]
-                self._fetched.append((response.meta.get("example_index", len(self._fetched)),
-                                      "counter" if counter else "example", terms, links))
+                self._fetched.append((index, "counter" if counter else "example", terms, links))
                 self.crawler.stats.inc_value("topiccrawl/examples/fetched")
         else:
             self._not_used("not_html", kind, "%s page %s is not an HTML page (Content-Type %s): not used", kind,
@@ -178,7 +175,7 @@ class FocusedSpider(scrapy.Spider):
         return []
 
     def _not_used(self, why: str, kind: str, message: str, *args) -> None:
-        """A fetched example, counter-example or background page that is not used: counted
+        """An example, counter-example or background page that is not used: counted
         (``topiccrawl/examples/<why>``, ``…/background_<why>``; this run's examples apart, for the
         stop's message) and named in a warning."""
         self.crawler.stats.inc_value(f"topiccrawl/examples/{'background_' if kind == 'background' else ''}{why}")
@@ -233,7 +230,6 @@ class FocusedSpider(scrapy.Spider):
         if tc.topic.words or tc.config.scorer != "vsm" or tc.config.topic_tree:
             return True
         # a topic without words of its own, and none derived: nothing to score a page by
-        stats = self.crawler.stats
         used = tc.focus.n_examples if tc.focus is not None else 0
         if used:
             why = (f"no word sets the {used} example page{'s' if used > 1 else ''} apart from the background pages "
@@ -248,5 +244,5 @@ class FocusedSpider(scrapy.Spider):
         message = (f"topic {tc.topic.path or tc.topic.name}: no topic words: {why}; give other example pages, "
                    "or a [words] table in the topic file")
         self.logger.error("%s", message)
-        stats.set_value("topiccrawl/error", message)
+        self.crawler.stats.set_value("topiccrawl/error", message)
         return False
