@@ -13,6 +13,12 @@ a mean over a few topics that the spread between repetitions alone can move by 0
 topic with at least two crawls a side, each measure's difference of the means against two standard
 errors of it (each side's sample sd over √n, as ``bench.learned_focus`` judges a variant against
 best-first): the test for a topic crawled many times, such as a generated web (ten crawls a side).
+
+``--bestfirst`` (BEFORE holding ``bestfirst-<rep>`` runs too) lists the candidate's new losses to
+best-first: the (topic, checkpoint) pairs where AFTER is below best-first beyond two standard errors
+of the difference while BEFORE is not, and AFTER's mean is lower than BEFORE's by more than
+``--margin`` (0.01). A pair where both sides' crawls agree exactly has two standard errors of 0, so
+beyond-noise alone would count a pair whose mean did not move; the margin keeps those out.
 """
 
 from __future__ import annotations
@@ -81,6 +87,25 @@ def spread(before: dict, after: dict, topic: str, key) -> dict | None:
     return {"diff": diff, "two_se": two_se, "verdict": verdict}
 
 
+def new_losses(before: dict, after: dict, best: dict, margin: float = 0.01) -> list[dict]:
+    """The (topic, checkpoint) pairs AFTER loses to best-first that BEFORE did not: AFTER below
+    ``best`` beyond two standard errors, BEFORE not, and AFTER's mean below BEFORE's by more than
+    ``margin``. Pairs with fewer than two crawls on any side are not judged."""
+    out = []
+    for t in (t for t in after if t in before and t in best):
+        for c in CHECKPOINTS:
+            a, b, bf = before[t]["runs"][c], after[t]["runs"][c], best[t]["runs"][c]
+            if min(len(a), len(b), len(bf)) < 2:
+                continue
+            diff, two_se, side = beyond_noise(bf, b)
+            if side != "lower" or beyond_noise(bf, a)[2] == "lower":
+                continue
+            if statistics.fmean(b) < statistics.fmean(a) - margin:
+                out.append({"topic": t, "at": c, "after": statistics.fmean(b), "before": statistics.fmean(a),
+                            "bestfirst": statistics.fmean(bf), "diff": diff, "two_se": two_se})
+    return out
+
+
 def _f(value) -> str:
     return "–" if value is None else f"{value:.3f}"
 
@@ -91,6 +116,9 @@ def main(argv=None) -> int:
     ap.add_argument("after")
     ap.add_argument("--variant", default="learned", help="variant name in BEFORE (and AFTER)")
     ap.add_argument("--variant-after", help="variant name in AFTER, when it differs")
+    ap.add_argument("--bestfirst", action="store_true",
+                    help="list AFTER's new losses to BEFORE's bestfirst runs (see above)")
+    ap.add_argument("--margin", type=float, default=0.01, help="for --bestfirst (default 0.01)")
     args = ap.parse_args(argv)
     before = topic_means(args.before, args.variant)
     after = topic_means(args.after, args.variant_after or args.variant)
@@ -128,6 +156,17 @@ def main(argv=None) -> int:
             out = ["–" if s is None else f"{s['diff']:+.3f} (2 SE {s['two_se']:.3f})"
                    + ("" if s["verdict"] == "within" else f" **{s['verdict']}**") for s in cells]
             print(f"| {t} | " + " | ".join(out) + " |")
+    if args.bestfirst:
+        best = topic_means(args.before, "bestfirst")
+        if not best:
+            raise SystemExit(f"no bestfirst runs in {args.before}")
+        lost = new_losses(before, after, best, args.margin)
+        print()
+        print(f"New losses to best-first (AFTER below it beyond two standard errors, BEFORE not, AFTER's mean "
+              f"lower than BEFORE's by more than {args.margin}): {len(lost)}" + (":" if lost else "."))
+        for r in lost:
+            print(f"* {r['topic']} at {r['at']} pages: {r['before']:.3f} → {r['after']:.3f}, best-first "
+                  f"{r['bestfirst']:.3f} ({r['diff']:+.3f}; two standard errors {r['two_se']:.3f})")
     return 0
 
 

@@ -24,7 +24,8 @@ loader refuses a file with neither words nor examples, the copy lists that same 
 the same pick), ``oracle`` and ``oracle-path`` (the stronger bound: truly relevant targets first,
 then the fewest links to a relevant page not fetched yet; docs/benchmarks.md, "A stronger oracle").
 Repetition r sets the variant's RNG seed setting to r (``TOPICCRAWL_WL_SEED``,
-``TOPICCRAWL_LEARNED_SEED``; r = 0 is the default configuration); nothing else changes between
+``TOPICCRAWL_LEARNED_SEED``; r = 0 is the default configuration; ``--first-seed N`` numbers the
+repetitions from N, for crawls that must not repeat an earlier session's seeds); nothing else changes between
 repetitions (the ``truth:5`` pick has a fixed seed), so the variants without a seed setting repeat
 identically up to Scrapy's concurrency timing (16 responses in flight arrive in varying order).
 ``--settings NAME=VALUE`` / ``--args NAME=VALUE`` (repeatable) go to every run.
@@ -219,11 +220,12 @@ class Job:
 
 
 def plan(topics: dict[str, tuple[str, str]], variants: list[str], repeats: int, settings: list[str],
-         args: list[str], out: Path) -> list[Job]:
+         args: list[str], out: Path, first: int = 0) -> list[Job]:
     """Every (rep, topic, variant) run, repetitions outermost so a partial session has whole reps.
-    ``topics``: name -> (topic argument, topic argument without words)."""
+    ``topics``: name -> (topic argument, topic argument without words); repetitions are numbered
+    ``first`` .. ``first + repeats - 1`` (the seed and the folder name)."""
     jobs = []
-    for rep in range(repeats):
+    for rep in range(first, first + repeats):
         for name, (with_words, without_words) in topics.items():
             for v in variants:
                 var = VARIANTS[v]
@@ -574,6 +576,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--variants", default=DEFAULT_VARIANTS, help=f"from {', '.join(VARIANTS)}")
     ap.add_argument("--pages", type=int, default=1000)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--first-seed", type=int, default=0,
+                    help="number the repetitions (their seed setting and folder) from N (default 0)")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--data-dir", default=os.environ.get("TOPICCRAWL_DATA_DIR"),
                     help="folder holding wikispeedia/ (default: $TOPICCRAWL_DATA_DIR)")
@@ -594,6 +598,8 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(f"unknown variant {unknown[0]!r}: choose from {', '.join(VARIANTS)}")
     if args.pages < 1 or args.repeats < 1 or args.plain_repeats < 1:
         raise SystemExit("--pages, --repeats and --plain-repeats must be >= 1")
+    if args.first_seed < 0:
+        raise SystemExit("--first-seed must be >= 0")
     spec = corpus_spec(args)
     if spec is None:
         return
@@ -629,7 +635,7 @@ def main(argv: list[str] | None = None) -> None:
                     load_topic(str(copy))
             topics[topic.name] = (arg, str(copy))
             ses.topics[topic.name] = topic
-        jobs = plan(topics, variants, args.repeats, args.settings, args.spider_args, args.out)
+        jobs = plan(topics, variants, args.repeats, args.settings, args.spider_args, args.out, args.first_seed)
         ses.sha = [code_sha1()]
         print(f"{len(jobs)} crawls: {len(topics)} topic(s) × {len(variants)} variant(s) × {args.repeats} rep(s), "
               f"{args.pages} pages each, on {spec}", file=sys.stderr, flush=True)
@@ -685,7 +691,9 @@ def report_lines(ses: Session) -> list[str]:
     changed = len(set(ses.sha)) > 1
     lines = [f"## Learned focus: {ses.title}", "",
              f"Lab `{ses.spec}` ({ses.lab_pages} pages); {len(names)} topic(s); {args.pages} pages per crawl; "
-             f"{args.repeats} repetition(s); spider `focused`; {args.jobs} crawl(s) at once; "
+             f"{args.repeats} repetition(s)"
+             + (f" (seeds {args.first_seed}–{args.first_seed + args.repeats - 1})" if args.first_seed else "")
+             + "; spider `focused`; {args.jobs} crawl(s) at once; "
              f"session {ses.seconds / 60:.1f} min; code {ses.sha[0]}"
              + (f" at the start, {ses.sha[-1]} at the end (the sources changed during the session)" if changed else "")
              + "."]
@@ -745,7 +753,8 @@ def results_json(ses: Session) -> dict:
              "accuracy": {c: value_at(r["self_curve"], c, 1) for c in checkpoints},
              "expected_harvest": {c: value_at(r["self_curve"], c, 2) for c in checkpoints}}
             for t in ses.names for v in ses.variants for r in ses.per[t][v]["runs"]]
-    return {"corpus": args.corpus, "spec": ses.spec, "pages": args.pages, "repeats": args.repeats, "jobs": args.jobs,
+    return {"corpus": args.corpus, "spec": ses.spec, "pages": args.pages, "repeats": args.repeats,
+            "first_seed": args.first_seed, "jobs": args.jobs,
             "checkpoints": checkpoints, "settings": args.settings, "spider_args": args.spider_args,
             "variants": {v: {"strategy": VARIANTS[v].strategy, "seed_setting": VARIANTS[v].seed_setting,
                              "args": list(VARIANTS[v].args), "words": VARIANTS[v].words} for v in ses.variants},

@@ -11,7 +11,7 @@ import jieba
 import pytest
 
 from bench.compare_runs import main as compare_main
-from bench.compare_runs import paired, spread, topic_means
+from bench.compare_runs import new_losses, paired, spread, topic_means
 from bench.learned_focus import (
     VARIANTS,
     against_bestfirst,
@@ -210,6 +210,10 @@ def test_plan_varies_only_the_seed_settings_and_strips_words_for_examples(tmp_pa
     assert by["learned-both", 1].topic_arg == "t.toml" and by["learned-both", 1].args == by["learned-examples", 1].args
     assert by["learned-both", 1].settings == by["learned-examples", 1].settings
     assert by["wl", 1].out == tmp_path / "runs" / "t" / "wl-1"
+    # repetitions numbered from another first seed: fresh seeds and folders, nothing else changes
+    later = plan({"t": ("t.toml", "t-nowords.toml")}, ["wl"], 2, [], [], tmp_path, first=3)
+    assert [j.rep for j in later] == [3, 4] and later[0].settings == ("TOPICCRAWL_WL_SEED=3",)
+    assert later[1].out == tmp_path / "runs" / "t" / "wl-4"
 
 
 def test_topic_copy_without_words_keeps_name_labels_and_seeds(tmp_path):
@@ -430,6 +434,32 @@ def test_compare_runs_judges_a_topic_against_its_crawls_spread(tmp_path, capsys)
     rows = {line.split(" | ")[0].lstrip("| "): line for line in table.splitlines() if line.startswith("| ")}
     assert set(rows) == {"topic", "g", "w"}  # o has one crawl after: not judged
     assert "+0.400 (2 SE 0.163) **higher**" in rows["g"] and "**" not in rows["w"]
+
+
+def test_compare_runs_lists_only_new_losses_to_bestfirst(tmp_path, capsys):
+    """A pair counts when AFTER is below best-first beyond noise, BEFORE is not, and AFTER's mean
+    moved down by more than the margin; a pair whose mean did not move (zero spread) does not."""
+    found = {  # topic: (best-first, BEFORE, AFTER) pages of 10 found by the last page, three crawls each
+        "lost": ((5, 5, 5), (5, 6, 5), (4, 4, 4)),  # AFTER drops below: counted
+        "old": ((5, 5, 5), (4, 4, 4), (3, 3, 3)),  # BEFORE was already below: not new
+        "same": ((6, 6, 6), (5, 6, 4), (5, 5, 5)),  # same mean, AFTER's spread 0: not counted
+        "noisy": ((5, 5, 5), (5, 5, 5), (2, 5, 8)),  # AFTER lower but within its spread
+    }
+    for t, sides in found.items():
+        for (side, variant), counts in zip((("before", "bestfirst"), ("before", "learned"), ("after", "learned")), sides):
+            for rep, n in enumerate(counts):
+                write_run(tmp_path / side / "runs" / t / f"{variant}-{rep}", [(1, 0, 0.0, 0, 0.1), (2, 0, 0.0, n, 0.2)])
+    before = topic_means(str(tmp_path / "before"), "learned")
+    after = topic_means(str(tmp_path / "after"), "learned")
+    best = topic_means(str(tmp_path / "before"), "bestfirst")
+    lost = new_losses(before, after, best)
+    assert sorted({r["topic"] for r in lost}) == ["lost"] and [r["at"] for r in lost] == [100, 250, 500, 1000]
+    assert lost[0]["after"] == pytest.approx(0.4) and lost[0]["before"] == pytest.approx(16 / 30)
+    # a margin wider than the drop (0.133) leaves nothing
+    assert new_losses(before, after, best, margin=0.2) == []
+    assert compare_main([str(tmp_path / "before"), str(tmp_path / "after"), "--bestfirst"]) == 0
+    out = capsys.readouterr().out
+    assert "New losses to best-first" in out and out.count("* lost at ") == 4 and "same at" not in out
 
 
 def test_a_missing_or_broken_topic_file_is_one_line(tmp_path):
