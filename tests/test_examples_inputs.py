@@ -165,6 +165,28 @@ def test_a_resume_keeps_its_examples_and_says_so_when_given_others(tmp_path, sit
     assert after["topiccrawl/examples/words"] == before["topiccrawl/examples/words"]
 
 
+def test_a_resume_says_so_when_the_pages_of_its_examples_dir_changed(tmp_path, site):
+    folder = tmp_path / "saved"
+    folder.mkdir()
+    for name in ("ex1", "ex2"):
+        (folder / f"{name}.html").write_bytes(_page("volcano", TEXT[name], []))
+    topic = _topic(tmp_path, site, 'examples_dir = "saved"')
+    job = tmp_path / "job"
+    args = {"topic": str(topic), "strategy": "learned"}
+    first, out1 = run_crawl(tmp_path / "a", args={**args, "max_pages": 3}, settings={**LIVE, "JOBDIR": str(job)})
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert _stats(out1)["topiccrawl/examples/read"] == 2
+    same, _ = run_crawl(tmp_path / "same", args={**args, "max_pages": 4}, settings={**LIVE, "JOBDIR": str(job)})
+    assert same.returncode == 0 and "resumed" in same.stderr and "not used (a new JOBDIR" not in same.stderr
+    # the same folder name, other pages in it
+    (folder / "ex2.html").write_bytes(_page("volcano", TEXT["ex3"], []))
+    changed, out2 = run_crawl(tmp_path / "b", args={**args, "max_pages": 5}, settings={**LIVE, "JOBDIR": str(job)})
+    assert changed.returncode == 0, changed.stderr[-3000:]
+    assert ("the crawl resumes with the 2 example pages it started with; the pages saved in examples_dir "
+            "changed since and are not used") in changed.stderr
+    assert _stats(out2)["topiccrawl/dp"] == 5
+
+
 def test_an_audit_that_labels_no_page_on_topic_says_so_for_a_topic_without_words(tmp_path, site):
     audit = tmp_path / "audit.csv"
     audit.write_text(f"order,url,title,label\n1,{site}/p1,page 1,0\n2,{site}/p2,page 2,0\n", encoding="utf-8")

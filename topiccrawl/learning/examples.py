@@ -10,6 +10,7 @@ for a topic's ``[words]`` table (:func:`format_words_toml`). Deterministic; pure
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -140,3 +141,21 @@ def example_files(folder: str | Path, max_bytes: int = 0) -> tuple[list[tuple[Pa
         else:
             usable.append((path, body))
     return usable, skipped
+
+
+def folder_digest(folder: str | Path) -> str:
+    """A SHA-256 of an ``examples_dir``'s saved pages: the names and bytes of its files named
+    ``*.html``, ``*.htm`` or ``*.xhtml``, in name order (one that cannot be read counts by name and
+    error). A JOBDIR resume compares it to tell a folder whose pages changed from the same folder."""
+    digest = hashlib.sha256()
+    try:
+        paths = sorted(p for p in Path(folder).iterdir() if p.suffix.lower() in EXAMPLE_SUFFIXES)
+    except OSError as exc:
+        return f"unlisted: {exc.strerror or type(exc).__name__}"
+    for path in paths:
+        digest.update(path.name.encode("utf-8", "surrogateescape") + b"\0")
+        try:
+            digest.update(hashlib.sha256(path.read_bytes()).digest() if path.is_file() else b"-")
+        except OSError as exc:
+            digest.update((exc.strerror or type(exc).__name__).encode())
+    return digest.hexdigest()

@@ -12,7 +12,7 @@ from twisted.internet.defer import Deferred
 
 from topiccrawl.crawl.meta import LOCAL_META, META_KEY
 from topiccrawl.crawl.runtime import TopicCrawl, html_page
-from topiccrawl.learning.examples import example_files
+from topiccrawl.learning.examples import example_files, folder_digest
 from topiccrawl.scoring.text import document_terms, extract
 
 #: the close reason of a crawl whose topic has no words and none could be derived from its examples
@@ -108,16 +108,20 @@ class FocusedSpider(scrapy.Spider):
         tc = self.tc
         topic = tc.topic
         examples, counter_examples = tc.example_urls(self.examples_arg)
-        sources = {"examples": examples, "counter_examples": counter_examples, "examples_dir": topic.examples_dir}
+        sources = {"examples": examples, "counter_examples": counter_examples, "examples_dir": topic.examples_dir,
+                   "examples_dir_pages": folder_digest(topic.examples_dir) if topic.examples_dir else None}
         if tc.focus is not None and tc.focus.n_examples and not tc.topic.words and not tc.metrics.dp:
             # a JOBDIR saved when the examples gave a topic without words none (the crawl stopped
             # before its seeds): the examples given now are fetched instead
             tc.forget_examples()
         if tc.focus is not None and tc.focus.n_examples:  # a JOBDIR resume restored them
-            if tc.example_sources is not None and tc.example_sources != sources:
-                self.logger.warning("JOBDIR: the crawl resumes with the %d example pages it started with; the "
-                                    "examples given now differ and are not used (a new JOBDIR starts a crawl with "
-                                    "them)", tc.focus.n_examples)
+            old = tc.example_sources or {}  # a key a JOBDIR of an older release lacks is not compared
+            changed = [k for k, v in sources.items() if k in old and old[k] != v]
+            if changed:
+                what = ("the pages saved in examples_dir changed since" if changed == ["examples_dir_pages"]
+                        else "the examples given now differ")
+                self.logger.warning("JOBDIR: the crawl resumes with the %d example pages it started with; %s and "
+                                    "are not used (a new JOBDIR starts a crawl with them)", tc.focus.n_examples, what)
             return []
         tc.example_sources = sources
         if topic.examples_dir:
