@@ -1,10 +1,12 @@
 """Scrapyd jobs keep their outputs, and secrets stay out of logs and errors.
 
-* Scrapyd runs every job with ``SCRAPY_JOB=<job id>`` in its environment and its own working
-  directory; two jobs of one spider used to share (and overwrite) ``out/<spider>``. With
-  ``TOPICCRAWL_OUTPUT_DIR`` left at its default each job now writes ``out/<spider>/<job id>``, and
-  the log names the absolute path. The jobs run as Scrapyd runs them: ``scrapy crawl`` in a
-  working directory of their own with ``SCRAPY_SETTINGS_MODULE`` and ``SCRAPY_JOB`` set.
+* Scrapyd runs every job with the spider argument ``_job=<job id>`` (Scrapyd before 1.5 also set
+  ``SCRAPY_JOB=<job id>`` in its environment) in its own working directory; two jobs of one spider
+  used to share (and overwrite) ``out/<spider>``. With ``TOPICCRAWL_OUTPUT_DIR`` left at its
+  default each job now writes ``out/<spider>/<job id>``, and the log names the absolute path. The
+  jobs run as Scrapyd 1.6 runs them: ``scrapy crawl … -a _job=<id>`` in a working directory of
+  their own with ``SCRAPY_SETTINGS_MODULE`` set; tests/test_scrapyd.py runs one through a real
+  Scrapyd.
 * The Redis URL (with its password) can come from a file (``TOPICCRAWL_REDIS_URL_FILE``) or the
   environment variable ``TOPICCRAWL_REDIS_URL`` instead of ``-s``/``setting=`` (visible in ``ps``
   and in Scrapyd's log); whatever the form of the password (``:pw@``, ``?password=``), it never
@@ -23,13 +25,18 @@ from redis_fixture import PASSWORD, redis_server_auth  # noqa: F401
 WEB = "generated:zh-disaster?pages=2000&seed=4"
 
 
-def _scrapyd_job(tmp_path, job: str, *extra: str):
+def _scrapyd_job(tmp_path, job: str, *extra: str, old_scrapyd: bool = False):
+    """``scrapy crawl`` as Scrapyd 1.6 starts a job (``-a _job=<id>``); ``old_scrapyd``: as Scrapyd
+    before 1.5 could be met, the id in ``$SCRAPY_JOB`` only."""
     cwd = tmp_path / "scrapyd-workdir"
     cwd.mkdir(exist_ok=True)
-    env = {**os.environ, "SCRAPY_JOB": job, "SCRAPY_SETTINGS_MODULE": "topiccrawl.settings",
-           "SCRAPY_PROJECT": "topiccrawl", "TOPICCRAWL_CACHE": str(tmp_path / "cache"),
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
-    cmd = [bin_path("scrapy"), "crawl", "focused", "-a", "max_pages=20", "-a", f"_job={job}",
+    env = {k: v for k, v in os.environ.items() if k != "SCRAPY_JOB"}
+    env.update({"SCRAPY_SETTINGS_MODULE": "topiccrawl.settings", "SCRAPY_PROJECT": "topiccrawl",
+                "TOPICCRAWL_CACHE": str(tmp_path / "cache"),
+                "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))})
+    if old_scrapyd:
+        env["SCRAPY_JOB"] = job
+    cmd = [bin_path("scrapy"), "crawl", "focused", "-a", "max_pages=20", *(() if old_scrapyd else ("-a", f"_job={job}")),
            "-s", f"TOPICCRAWL_WEB={WEB}", "-s", "TOPICCRAWL_PLOT_ENABLED=false", *extra]
     return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=180), cwd
 
@@ -50,6 +57,10 @@ def test_two_scrapyd_jobs_keep_their_own_outputs(tmp_path):
     proc, cwd = _scrapyd_job(tmp_path, "job-c3", "-s", "TOPICCRAWL_OUTPUT_DIR=mine/%(name)s-%(job)s")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert (cwd / "mine" / "focused-job-c3" / "stats.json").is_file()
+    # the job id in the environment only, as older Scrapyd set it
+    proc, cwd = _scrapyd_job(tmp_path, "job-d4", old_scrapyd=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (cwd / "out" / "focused" / "job-d4" / "stats.json").is_file()
 
 
 def _redis_crawl(tmp_path, name, settings, env=None):

@@ -96,10 +96,11 @@ def test_deploy_egg_and_schedule_job(scrapyd, tmp_path):
     assert {"focused"} <= set(added["spiders"] if isinstance(added["spiders"], list) else
                               _get(f"{url}/listspiders.json?project=topiccrawl")["spiders"])
 
-    focused_out, discovery_out = tmp_path / "focused-out", tmp_path / "dwdbrm-out"
+    discovery_out = tmp_path / "dwdbrm-out"
+    # the output folder left at its default: one folder per job, under Scrapyd's working directory
     focused = _schedule(url, "focused", {"topic": "台风灾害", "strategy": "bestfirst"}, [
         "TOPICCRAWL_WEB=generated:zh-disaster?pages=3000&seed=2", "TOPICCRAWL_MAX_PAGES=40",
-        f"TOPICCRAWL_OUTPUT_DIR={focused_out}", "TOPICCRAWL_PLOT_ENABLED=false"])
+        "TOPICCRAWL_PLOT_ENABLED=false"])
     discovery = _schedule(url, "dwdbrm", {"seeds": "truth:3", "pages": "40"}, [
         "TOPICCRAWL_WEB=generated:zh-realestate?pages=3000&seed=2",
         f"TOPICCRAWL_OUTPUT_DIR={discovery_out}", "TOPICCRAWL_PLOT_ENABLED=false"])
@@ -109,6 +110,8 @@ def test_deploy_egg_and_schedule_job(scrapyd, tmp_path):
     pages = _items(home, focused)
     assert len(pages) == 40, log[-3000:]
     assert all(p["strategy"] == "bestfirst" for p in pages)
+    focused_out = home / "out" / "focused" / focused
+    assert f"output directory: {focused_out}" in log
     stats = json.loads((focused_out / "stats.json").read_text(encoding="utf-8"))
     assert stats["topiccrawl/dp"] == 40
     assert stats["finish_reason"] == "topiccrawl_max_pages"

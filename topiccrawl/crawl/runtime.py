@@ -118,27 +118,35 @@ def _domain_of_host(host: str) -> str:
     return host if ext.domain.replace(".", "").isdigit() else ".".join(host.split(".")[-2:])
 
 
-#: the environment variable Scrapyd sets to the id of the job it runs
+#: the environment variable Scrapyd before 1.5 set to the id of the job it runs; from 1.5 on it
+#: passes the id only as the spider argument ``_job``
 SCRAPYD_JOB_ENV = "SCRAPY_JOB"
 
 
-def output_template(settings) -> str:
-    """``TOPICCRAWL_OUTPUT_DIR``; under Scrapyd (``$SCRAPY_JOB`` set) and left at its default, one
-    folder per job, ``<default>/%(job)s``, so that two jobs of one spider keep their own outputs."""
+def scrapyd_job(job_arg: str | None = None) -> str | None:
+    """The id of the Scrapyd job this crawl runs as: the spider argument ``_job`` Scrapyd passes,
+    else ``$SCRAPY_JOB`` (older Scrapyd); None outside Scrapyd."""
+    return str(job_arg) if job_arg else os.environ.get(SCRAPYD_JOB_ENV) or None
+
+
+def output_template(settings, job: str | None = None) -> str:
+    """``TOPICCRAWL_OUTPUT_DIR``; under Scrapyd (``job``: :func:`scrapyd_job`) and left at its
+    default, one folder per job, ``<default>/%(job)s``, so that two jobs of one spider keep their
+    own outputs."""
     template = str(settings.get("TOPICCRAWL_OUTPUT_DIR") or TopicCrawlConfig.output_dir)
     priority = settings.getpriority("TOPICCRAWL_OUTPUT_DIR") if hasattr(settings, "getpriority") else None
-    if os.environ.get(SCRAPYD_JOB_ENV) and not priority:  # unset, or the add-on's default
+    if job and not priority:  # unset, or the add-on's default
         template = os.path.join(template, "%(job)s")
     return template
 
 
-def output_path(template: str, spider: str, started: datetime) -> Path:
+def output_path(template: str, spider: str, started: datetime, job: str | None = None) -> Path:
     """``template`` with ``%(name)s`` (the spider), ``%(time)s`` (the start, UTC) and ``%(job)s``
-    (Scrapyd's job id; the start time outside Scrapyd) filled in, made absolute. A one-line
+    (``job``, Scrapyd's job id; the start time outside Scrapyd) filled in, made absolute. A one-line
     :class:`ConfigError` for another placeholder."""
     time = started.strftime("%Y%m%dT%H%M%S")
     try:
-        path = template % {"name": spider, "time": time, "job": os.environ.get(SCRAPYD_JOB_ENV) or time}
+        path = template % {"name": spider, "time": time, "job": job or time}
     except (KeyError, ValueError, TypeError) as exc:
         raise ConfigError(f"TOPICCRAWL_OUTPUT_DIR={template!r}: bad placeholder ({exc}); "
                           "expected %(name)s, %(time)s or %(job)s") from None
@@ -366,8 +374,10 @@ class TopicCrawl:
     def output_dir(self) -> Path:
         """The crawl's output folder, absolute (:func:`output_path`)."""
         if self._output_dir is None:
-            name = getattr(self.crawler.spider, "name", None) or self.crawler.spidercls.name
-            self._output_dir = output_path(output_template(self.crawler.settings), name, self.started)
+            spider = getattr(self.crawler, "spider", None)
+            name = getattr(spider, "name", None) or self.crawler.spidercls.name
+            job = scrapyd_job(getattr(spider, "_job", None))
+            self._output_dir = output_path(output_template(self.crawler.settings, job), name, self.started, job)
         return self._output_dir
 
     def seed_arg(self, arg: str | None) -> list[str]:

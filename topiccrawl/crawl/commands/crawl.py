@@ -21,7 +21,7 @@ from urllib.parse import unquote, urlsplit
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 
 from topiccrawl.crawl.errors import redact_text
-from topiccrawl.crawl.runtime import OVERRIDABLE, check_output_dir, output_path, output_template
+from topiccrawl.crawl.runtime import OVERRIDABLE, check_output_dir, output_path, output_template, scrapyd_job
 from topiccrawl.crawl.settings import ConfigError, TopicCrawlConfig, parse_url_list, strategy_options
 from topiccrawl.discovery.pages import DWDBRMError
 from topiccrawl.discovery.search import SearchBackendError
@@ -88,7 +88,8 @@ def check_crawl_inputs(settings, spargs: dict, spidercls=None) -> None:
             parse_faults(cfg.web_faults)
     if spidercls is not None:
         check_seeds(spidercls, spargs, cfg, topic)
-        check_output_dir(output_path(output_template(settings), spidercls.name, datetime.now(timezone.utc)))
+        job = scrapyd_job(spargs.get("_job"))
+        check_output_dir(output_path(output_template(settings, job), spidercls.name, datetime.now(timezone.utc), job))
         if settings.get("JOBDIR"):  # a JOBDIR written by another spider, topic or web is refused
             from topiccrawl.crawl.jobdir import check_jobdir
 
