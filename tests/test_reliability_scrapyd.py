@@ -1,7 +1,7 @@
 """Scrapyd jobs keep their outputs, and secrets stay out of logs and errors.
 
-* Scrapyd runs every job with the spider argument ``_job=<job id>`` (Scrapyd before 1.5 also set
-  ``SCRAPY_JOB=<job id>`` in its environment) in its own working directory; two jobs of one spider
+* Scrapyd runs every job with the spider argument ``_job=<job id>`` (before 1.5 it also set
+  ``SCRAPY_JOB``, in 1.4 ``SCRAPYD_JOB``, in the job's environment) in its own working directory; two jobs of one spider
   used to share (and overwrite) ``out/<spider>``. With ``TOPICCRAWL_OUTPUT_DIR`` left at its
   default each job now writes ``out/<spider>/<job id>``, and the log names the absolute path. The
   jobs run as Scrapyd 1.6 runs them: ``scrapy crawl … -a _job=<id>`` in a working directory of
@@ -26,11 +26,11 @@ WEB = "generated:zh-disaster?pages=2000&seed=4"
 
 
 def _scrapyd_job(tmp_path, job: str, *extra: str, old_scrapyd: bool = False):
-    """``scrapy crawl`` as Scrapyd 1.6 starts a job (``-a _job=<id>``); ``old_scrapyd``: as Scrapyd
-    before 1.5 could be met, the id in ``$SCRAPY_JOB`` only."""
+    """``scrapy crawl`` as Scrapyd 1.6 starts a job (``-a _job=<id>``); ``old_scrapyd``: the id in
+    ``$SCRAPY_JOB`` only (what Scrapyd before 1.4 set in the environment)."""
     cwd = tmp_path / "scrapyd-workdir"
     cwd.mkdir(exist_ok=True)
-    env = {k: v for k, v in os.environ.items() if k != "SCRAPY_JOB"}
+    env = {k: v for k, v in os.environ.items() if k not in ("SCRAPY_JOB", "SCRAPYD_JOB")}
     env.update({"SCRAPY_SETTINGS_MODULE": "topiccrawl.settings", "SCRAPY_PROJECT": "topiccrawl",
                 "TOPICCRAWL_CACHE": str(tmp_path / "cache"),
                 "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))})

@@ -118,15 +118,17 @@ def _domain_of_host(host: str) -> str:
     return host if ext.domain.replace(".", "").isdigit() else ".".join(host.split(".")[-2:])
 
 
-#: the environment variable Scrapyd before 1.5 set to the id of the job it runs; from 1.5 on it
-#: passes the id only as the spider argument ``_job``
-SCRAPYD_JOB_ENV = "SCRAPY_JOB"
+#: the environment variables older Scrapyd set to the id of the job it runs (``SCRAPY_JOB`` before
+#: 1.4, ``SCRAPYD_JOB`` in 1.4); Scrapyd passes it as the spider argument ``_job`` in every version
+SCRAPYD_JOB_ENV = ("SCRAPYD_JOB", "SCRAPY_JOB")
 
 
 def scrapyd_job(job_arg: str | None = None) -> str | None:
     """The id of the Scrapyd job this crawl runs as: the spider argument ``_job`` Scrapyd passes,
-    else ``$SCRAPY_JOB`` (older Scrapyd); None outside Scrapyd."""
-    return str(job_arg) if job_arg else os.environ.get(SCRAPYD_JOB_ENV) or None
+    else the environment variable an older Scrapyd set; None outside Scrapyd."""
+    if job_arg:
+        return str(job_arg)
+    return next((os.environ[v] for v in SCRAPYD_JOB_ENV if os.environ.get(v)), None)
 
 
 def output_template(settings, job: str | None = None) -> str:
