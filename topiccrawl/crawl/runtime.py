@@ -996,9 +996,15 @@ class TopicCrawl:
         self.pagerank = PageRankCache.from_state(state["pagerank"], self.graph)
         self.metrics = CrawlMetrics.from_state(state["metrics"])
         self.harvest_rows = state["harvest_rows"]
-        self.focus = state.get("focus", self.focus)
-        # a resumed crawl keeps the classifiers it started with (saved before the setting existed: one)
-        self.steer_focus = state.get("steer_focus")
+        if state.get("focus") is None and self.focus is not None:
+            # started without the page classifier (another strategy, or the classifier off) and
+            # resumed with it: a new one, which learns from the pages of this run on
+            logger.warning("JOBDIR: the crawl started without the page classifier; a new one learns from the "
+                           "pages fetched from now on (its self-assessed harvest rate covers those only)")
+        else:
+            self.focus = state.get("focus", self.focus)
+            # a resumed crawl keeps the classifiers it started with (saved before the setting existed: one)
+            self.steer_focus = state.get("steer_focus")
         self.example_links = set(state.get("example_links", ()))
         self.example_sources = state.get("example_sources")
         if state.get("topic_words") and not self.topic.words:  # words derived from examples
