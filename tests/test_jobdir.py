@@ -60,3 +60,20 @@ def test_a_crawl_resumed_as_learned_gets_a_page_classifier(tmp_path):
     assert stats["topiccrawl/classifier/expected_harvest"] is not None
     pages = [json.loads(line) for line in (out2 / "pages.jsonl").read_text(encoding="utf-8").splitlines()]
     assert len(pages) == 30 and all(p["probability"] is not None for p in pages)
+
+
+def test_a_resume_carries_the_crawls_own_counters_not_those_its_state_gives():
+    from scrapy.statscollectors import MemoryStatsCollector
+    from scrapy.utils.test import get_crawler
+
+    from topiccrawl.crawl.jobdir import counters
+
+    stats = MemoryStatsCollector(get_crawler())
+    for key, value in {"topiccrawl/non_html": 3, "topiccrawl/classifier/guarded_pages": 4,
+                       "topiccrawl/refused_private": 1, "downloader/request_count": 9,
+                       "topiccrawl/dp": 10, "topiccrawl/truth/total_relevant": 50,
+                       "topiccrawl/examples/words": "volcano lava"}.items():
+        stats.set_value(key, value)
+    assert counters(stats) == {"topiccrawl/non_html": 3, "topiccrawl/classifier/guarded_pages": 4,
+                               "topiccrawl/refused_private": 1, "downloader/request_count": 9,
+                               "topiccrawl/examples/words": "volcano lava"}

@@ -996,3 +996,24 @@ def test_the_blend_is_validated_against_reaching_or_relevant_targets():
         chosen[label] = m.blend_
     assert chosen["reach"] >= 0.5 and chosen["target"] == 0.0, chosen
     _check_model_option("blend_label", "target", "reach", "hops")
+
+
+def test_state_round_trip_keeps_the_counters_of_every_statistic():
+    """A resumed crawl's learned/* statistics cover every run: the holder and judge counters are
+    saved with the rest (they restarted at 0 on resume)."""
+    def fresh():
+        return LearnedFrontier(holder_refresh=True, holder_mean=True, anchor_judge=0.5, judge_refresh=True)
+
+    f = fresh()
+    f._holder_refreshed, f._holders_followed, f._judge_followed, f._judge_refreshed = 7, 5, 3, 2
+    keys = ("learned/holder_refreshed", "learned/holders_followed", "learned/judge_followed", "learned/judge_refreshed")
+    assert [f.stats()[k] for k in keys] == [7, 5, 3, 2]
+    g = fresh()
+    g.load_state(pickle.loads(pickle.dumps(f.state())))
+    assert [g.stats()[k] for k in keys] == [7, 5, 3, 2]
+    # a state saved before these were: they start from 0
+    old = pickle.loads(pickle.dumps(f.state()))
+    del old["learned"]["tallies"]
+    h = fresh()
+    h.load_state(old)
+    assert [h.stats()[k] for k in keys] == [0, 0, 0, 0]

@@ -132,7 +132,11 @@ def write_atomic(path: Path, obj) -> None:
 #: Scrapy counters a resumed crawl continues (summed over its runs, as of the last snapshot)
 CARRIED = ("downloader/", "scheduler/", "retry/", "dupefilter/", "httperror/", "robotstxt/", "offsite/",
            "log_count/", "spider_exceptions/", "item_scraped_count", "item_dropped_count",
-           "response_received_count", "topiccrawl/examples/")
+           "response_received_count", "topiccrawl/examples/",
+           # the crawl's own counters of responses and pages (not those its state gives at close)
+           "topiccrawl/non_html", "topiccrawl/outside_corpus", "topiccrawl/refused_private",
+           "topiccrawl/redirect_refiltered", "topiccrawl/classifier/guarded_pages",
+           "topiccrawl/semantic/closeness_links", "topiccrawl/dispatch/page_link_timeouts")
 #: text stats a resumed crawl keeps as they were (the words derived from its example pages)
 CARRIED_TEXT = ("topiccrawl/examples/words",)
 

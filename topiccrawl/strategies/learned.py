@@ -854,6 +854,9 @@ class LearnedFrontier(FrontierBase):
                 "inflight": list(self._inflight.items()),
                 "hosts": {d: tuple(v) for d, v in self._hosts.items()},
                 "counts": (self._good, self._seen, self._explored, self._rescored, self._retrains, self._next_uid),
+                # the statistics' other counters, so that a resumed crawl's cover every run
+                "tallies": {"holder_refreshed": self._holder_refreshed, "holders_followed": self._holders_followed,
+                            "judge_followed": self._judge_followed, "judge_refreshed": self._judge_refreshed},
                 "guard": ([list(a) for a in self._arms], list(self._arm_pops), list(self._armed.items())),
             },
         }
@@ -880,6 +883,11 @@ class LearnedFrontier(FrontierBase):
         self._queued_urls = {link.url for link in state["links"]} | set(self._inflight)
         (self._good, self._seen, self._explored, self._rescored, self._retrains,
          self._next_uid) = learned["counts"]
+        tallies = learned.get("tallies", {})  # a state saved before them: from 0
+        self._holder_refreshed = tallies.get("holder_refreshed", 0)
+        self._holders_followed = tallies.get("holders_followed", 0)
+        self._judge_followed = tallies.get("judge_followed", 0)
+        self._judge_refreshed = tallies.get("judge_refreshed", 0)
         self._kids = {h: set(k) for h, k in learned.get("siblings", {}).items()}
         self._psum = self.model.probability_sum() if self.siblings else 0.0
         self._held = {}
