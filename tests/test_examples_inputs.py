@@ -87,6 +87,11 @@ def test_examples_that_give_no_words_stop_the_crawl_with_one_line(tmp_path, site
     stats = _stats(out)
     assert stats["finish_reason"] == "no_topic_words" and stats.get("topiccrawl/dp", 0) == 0
     assert (out / "pages.jsonl").read_text(encoding="utf-8") == ""
+    # resumed with no examples at all: it stops again, one line, nothing to score by
+    proc, _ = run_crawl(tmp_path / "again", args={"topic": str(topic), "strategy": "learned"},
+                        settings={**LIVE, "JOBDIR": str(job)})
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert "no topic words" in proc.stderr
     # its JOBDIR, resumed with examples that work, takes them: the crawl goes on from the start
     examples = ",".join(f"{site}/ex{i}" for i in (1, 2, 3))
     proc, out = run_crawl(tmp_path / "b", args={"topic": str(topic), "strategy": "learned", "examples": examples,
@@ -163,6 +168,33 @@ def test_a_resume_keeps_its_examples_and_says_so_when_given_others(tmp_path, sit
     assert after["topiccrawl/dp"] == 6
     assert after["topiccrawl/examples/fetched"] == 3  # carried over, not fetched again
     assert after["topiccrawl/examples/words"] == before["topiccrawl/examples/words"]
+
+
+def test_a_topic_without_words_resumes_without_its_examples_given_again(tmp_path, site):
+    topic = _topic(tmp_path, site)  # no words, no examples in the file: -a examples gives them
+    job = tmp_path / "job"
+    examples = ",".join(f"{site}/ex{i}" for i in (1, 2, 3))
+    first, out1 = run_crawl(tmp_path / "a", args={"topic": str(topic), "strategy": "learned", "examples": examples,
+                                                  "max_pages": 3}, settings={**LIVE, "JOBDIR": str(job)})
+    assert first.returncode == 0, first.stderr[-3000:]
+    second, out2 = run_crawl(tmp_path / "b", args={"topic": str(topic), "strategy": "learned", "max_pages": 5},
+                             settings={**LIVE, "JOBDIR": str(job)})
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert "topic words derived from 3 example pages (restored from JOBDIR)" in second.stderr
+    assert _stats(out2)["topiccrawl/dp"] == 5
+    assert _stats(out2)["topiccrawl/examples/words"] == _stats(out1)["topiccrawl/examples/words"]
+    # without a JOBDIR to resume, the same command is still one line before the crawl
+    fresh, _ = run_crawl(tmp_path / "c", args={"topic": str(topic), "strategy": "learned"}, settings=LIVE)
+    assert fresh.returncode == 2 and "no [words] table" in fresh.stderr and "Traceback" not in fresh.stderr
+    # a JOBDIR whose examples gave no words, resumed without examples: it stops again, one line
+    other = tmp_path / "job2"
+    stopped, _ = run_crawl(tmp_path / "d", args={"topic": str(topic), "strategy": "learned",
+                                                 "examples": f"{site}/data.json"}, settings={**LIVE, "JOBDIR": str(other)})
+    assert stopped.returncode == 2, stopped.stderr[-3000:]
+    again, _ = run_crawl(tmp_path / "e", args={"topic": str(topic), "strategy": "learned"},
+                         settings={**LIVE, "JOBDIR": str(other)})
+    assert again.returncode == 2 and "Traceback" not in again.stderr, again.stderr[-3000:]
+    assert "no topic words" in again.stderr
 
 
 def test_a_resume_says_so_when_the_pages_of_its_examples_dir_changed(tmp_path, site):

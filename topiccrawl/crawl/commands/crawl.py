@@ -57,7 +57,7 @@ def check_crawl_inputs(settings, spargs: dict, spidercls=None) -> None:
     if cfg.scorer == "vsm" and not cfg.topic_tree:
         topic = load_topic(cfg.topic)
         given = parse_url_list("examples", spargs.get("examples"), cfg.offline)  # audit: may label none 1
-        if not topic.words and not topic.has_examples and not (given.urls or given.truth):
+        if not topic.words and not topic.has_examples and not (given.urls or given.truth) and not resuming(settings):
             if given.counter:
                 raise TopicError(f"{topic.path or topic.name}: no [words] table and no example pages: the audit "
                                  f"{spargs['examples'][6:].strip()!r} labels no page on topic (1), only off topic "
@@ -100,6 +100,16 @@ def check_crawl_inputs(settings, spargs: dict, spidercls=None) -> None:
         from topiccrawl.redis import check_redis
 
         check_redis(cfg.redis_url)  # unreachable / wrong password: one line before the crawl
+
+
+def resuming(settings) -> bool:
+    """A JOBDIR that holds a crawl to resume: its state has the words derived from the examples it
+    started with (a crawl stopped before any were derived says so itself, with close reason
+    ``no_topic_words``)."""
+    from topiccrawl.crawl.jobdir import JOB_FILE
+
+    jobdir = settings.get("JOBDIR")
+    return bool(jobdir) and (Path(jobdir) / JOB_FILE).is_file()
 
 
 def check_truth(cfg: TopicCrawlConfig, topic) -> None:
