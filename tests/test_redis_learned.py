@@ -11,6 +11,7 @@ import random
 import numpy as np
 import pytest
 
+from conftest import free_port, run_crawl
 from redis_fixture import StartGate, redis_server, start_worker  # noqa: F401
 from topiccrawl.crawl.settings import ConfigError
 from topiccrawl.learning.association import TermAssociation
@@ -497,3 +498,17 @@ def test_queued_links_move_by_the_deltas_they_are_given_as_in_memory(redis_serve
     assert solo.shift_scores({}) == 0 and solo.shift_scores({"http://s0.test/p0": 0.0}) == 0
     # without the shifts the order is another: the test sees them
     assert crawl(_frontier(client, "solo", crawl="sh-off", options=ANCHOR), shift=False)[0] != redis_order
+
+
+@pytest.mark.parametrize("setting", ["TOPICCRAWL_LEARNED_HOLDER_MEAN=true", "TOPICCRAWL_LEARNED_SIBLINGS=yield",
+                                     "TOPICCRAWL_LEARNED_GUARD=thompson", "TOPICCRAWL_LEARNED_ANCHOR_JUDGE=0.5"])
+def test_a_learned_option_the_redis_store_lacks_is_one_line_before_the_crawl(tmp_path, setting):
+    """Checked before Redis is even reached (the URL points at a closed port): exit 2, one line."""
+    name, value = setting.split("=")
+    proc, out = run_crawl(tmp_path, args={"topic": "台风灾害", "strategy": "learned", "max_pages": 5},
+                          settings={"TOPICCRAWL_STORE": "redis", "TOPICCRAWL_REDIS_URL": f"redis://127.0.0.1:{free_port()}/0",
+                                    "TOPICCRAWL_WEB": "generated:zh-disaster?pages=1000&seed=1", name: value})
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert proc.stderr.strip().splitlines()[-1] == (f"error: {name} is not available with TOPICCRAWL_STORE=redis yet "
+                                                    "(in memory only, docs/learned.md)")
+    assert "Traceback" not in proc.stderr and not (out / "stats.json").exists()

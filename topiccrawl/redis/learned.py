@@ -153,6 +153,24 @@ def unpack_weights(model: LinkValueModel, weights: str, meta: dict) -> None:
     model.activate()
 
 
+def check_redis_options(options) -> None:
+    """A one-line :class:`FrontierError` for a ``TOPICCRAWL_LEARNED_*`` option the Redis store does
+    not have yet (``scrapy crawl`` checks it before the crawl starts)."""
+    options = LearnedOptions.coerce(options)
+    if options.learned_siblings != "off":
+        raise FrontierError("TOPICCRAWL_LEARNED_SIBLINGS is not available with TOPICCRAWL_STORE=redis yet "
+                            "(in memory only, docs/learned.md)")
+    if options.learned_guard != "off":
+        raise FrontierError("TOPICCRAWL_LEARNED_GUARD is not available with TOPICCRAWL_STORE=redis yet "
+                            "(in memory only, docs/learned.md)")
+    if options.learned_holder_mean:
+        raise FrontierError("TOPICCRAWL_LEARNED_HOLDER_MEAN is not available with TOPICCRAWL_STORE=redis yet "
+                            "(in memory only, docs/learned.md)")
+    if options.learned_anchor_judge not in (0.0, LearnedOptions.learned_anchor_judge):  # the default: off here
+        raise FrontierError("TOPICCRAWL_LEARNED_ANCHOR_JUDGE is not available with TOPICCRAWL_STORE=redis yet "
+                            "(in memory only, docs/learned.md)")
+
+
 class RedisLearnedFrontier(RedisFrontier):
     """``learned`` over Redis (module docstring); the arguments are those of
     :class:`~topiccrawl.strategies.learned.LearnedFrontier` plus RedisFrontier's lease arguments.
@@ -223,18 +241,7 @@ class RedisLearnedFrontier(RedisFrontier):
         scheduler's ``TOPICCRAWL_HOLDER_SCORE`` and ``TOPICCRAWL_ASSOCIATION_SCORE``: the page score
         the link model and the shared association are fed), claimed with them."""
         options = LearnedOptions.coerce(options)
-        if options.learned_siblings != "off":
-            raise FrontierError("TOPICCRAWL_LEARNED_SIBLINGS is not available with TOPICCRAWL_STORE=redis yet "
-                                "(in memory only, docs/learned.md)")
-        if options.learned_guard != "off":
-            raise FrontierError("TOPICCRAWL_LEARNED_GUARD is not available with TOPICCRAWL_STORE=redis yet "
-                                "(in memory only, docs/learned.md)")
-        if options.learned_holder_mean:
-            raise FrontierError("TOPICCRAWL_LEARNED_HOLDER_MEAN is not available with TOPICCRAWL_STORE=redis yet "
-                                "(in memory only, docs/learned.md)")
-        if options.learned_anchor_judge not in (0.0, LearnedOptions.learned_anchor_judge):  # the default: off here
-            raise FrontierError("TOPICCRAWL_LEARNED_ANCHOR_JUDGE is not available with TOPICCRAWL_STORE=redis yet "
-                                "(in memory only, docs/learned.md)")
+        check_redis_options(options)
         memory = make_learned(options)
         return cls(client, keys, model=memory.model, epsilon=memory.epsilon, rescore_all=memory.rescore_all,
                    rescore_top=memory.rescore_top, rescore_sample=memory.rescore_sample, seed=options.learned_seed,

@@ -55,6 +55,7 @@ from topiccrawl.redis.connection import connect, crawl_keys, redact
 from topiccrawl.redis.dupefilter import RedisDupeFilter
 from topiccrawl.redis.frontier import RedisFrontier
 from topiccrawl.redis.graph import SharedLinkGraph
+from topiccrawl.strategies.base import FrontierError
 from topiccrawl.strategies.simple import Link
 
 logger = logging.getLogger(__name__)
@@ -182,7 +183,7 @@ class RedisScheduler(RedisWorker, TopicScheduler):
                 shared["classifier_c"] = cfg.classifier_c
             frontier = make_redis_frontier(client, self.keys, cfg.strategy, strategy_options(crawler.settings, cfg.strategy),
                                            tc.is_truly_relevant, shared=shared, **lease)
-        except ConfigError as exc:  # e.g. a WL option the Redis store lacks: refused in open()
+        except (ConfigError, FrontierError) as exc:  # e.g. a WL option the Redis store lacks: refused in open()
             self.refused = str(exc)
             frontier = RedisFrontier(client, self.keys, "bfs", **lease)
         super().__init__(crawler, df, jobdir, stats, frontier=frontier)

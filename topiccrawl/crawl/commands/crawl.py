@@ -71,7 +71,11 @@ def check_crawl_inputs(settings, spargs: dict, spidercls=None) -> None:
         check(**spargs)
     if cfg.strategy not in STRATEGIES:
         raise FrontierError(f"unknown strategy {cfg.strategy!r}; expected one of: {', '.join(STRATEGIES)}")
-    strategy_options(settings, cfg.strategy)  # a bad TOPICCRAWL_<STRATEGY>_* value: one line, before the crawl
+    options = strategy_options(settings, cfg.strategy)  # a bad TOPICCRAWL_<STRATEGY>_* value: one line, before the crawl
+    if cfg.store == "redis" and cfg.strategy == "learned":  # an option the Redis store lacks: the same
+        from topiccrawl.redis.learned import check_redis_options
+
+        check_redis_options(options)
     if cfg.semantic_mode == "on":  # a missing package or model: one line before the crawl (auto never stops it)
         from topiccrawl.learning.semantic import SemanticError, load_encoder
 
