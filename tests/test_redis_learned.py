@@ -113,6 +113,8 @@ def test_two_workers_share_labels_and_one_model_version(redis_server):
     assert a.model.labels().tolist() == b.model.labels().tolist()
     assert meta["by_worker"]["a"] > 0 and meta["by_worker"]["b"] > 0  # trained on both workers' pages
     assert a.stats()["learned/trained_here"] >= 1 and b.stats()["learned/trained_here"] == 0
+    # the stats written at the close say who held the trainer lease until it left
+    assert a.stats()["learned/trainer"] is True and b.stats()["learned/trainer"] is False
     # the signal the words cannot see was learned: a "gold" link is worth more than a plain one
     gold, plain = (LinkFeatures(anchor=[w, "item"], url=["s1", "test", "#4"], score=0.3, depth=1,
                                 distance=a.model.k + 1) for w in ("gold", "plain"))
@@ -294,6 +296,7 @@ def test_two_scrapy_workers_crawl_with_one_model_and_a_late_worker_starts_from_i
     assert min(s["topiccrawl/learned/pages"] for s in stats) >= 300
     assert max(s["topiccrawl/learned/pages"] for s in stats) == len(labelled)
     assert sum(s["topiccrawl/learned/trained_here"] for s in stats) >= 1
+    assert any(s["topiccrawl/learned/trainer"] for s in stats)  # the lease's holder, until it stopped
     assert all(s["finish_reason"] == "topiccrawl_max_pages" for s in stats)
     # the anchor association (on by default) counted every worker's pages in one set of statistics
     assert max(s["topiccrawl/learned/association_pages"] for s in stats) >= 300

@@ -225,6 +225,7 @@ class RedisLearnedFrontier(RedisFrontier):
         self._good = self._seen = 0
         self._by_worker: Counter[str] = Counter()  # pages applied, per fetching worker
         self.trainer = False
+        self._trainer_when_left: bool | None = None  # whether it held the lease when it stopped
         self._stale = False  # a publish was refused: load the published model whatever its version
         self._trained = 0
         self._retrain_ms = 0.0
@@ -597,7 +598,9 @@ class RedisLearnedFrontier(RedisFrontier):
     def leave(self) -> None:
         """This worker stops: its last labels are sent, the newest model loaded, the trainer
         lease given up (another worker takes over at once)."""
+        held = self.trainer or bool(self._trainer_when_left)  # a second leave() keeps the first's answer
         self._step(lease=-1)
+        self._trainer_when_left = held
 
     # -- reporting ---------------------------------------------------------------------------------
     def stats(self) -> dict:
@@ -618,7 +621,8 @@ class RedisLearnedFrontier(RedisFrontier):
             "learned/explored": int(explored or 0),
             "learned/rescored": int(rescored or 0),
             **({"learned/holder_refreshed": int(refreshed or 0)} if self.holder_refresh else {}),
-            "learned/trainer": self.trainer,
+            # after leave(): whether it was the trainer until then (it gave the lease up)
+            "learned/trainer": self.trainer if self._trainer_when_left is None else self._trainer_when_left,
             "learned/trained_here": self._trained,
             "learned/start_version": self.start_version,
             "learned/model_pages": int(self._model_meta.get("pages", 0)),
