@@ -84,6 +84,10 @@ def test_margin_zero_never_holds_and_bad_settings_are_refused():
         TopicCrawlConfig(dispatch_seeds="all").validate()
     with pytest.raises(ConfigError, match="DISPATCH_SEEDS=answered is not available with TOPICCRAWL_STORE=redis"):
         TopicCrawlConfig(dispatch_seeds="answered", store="redis").validate()
+    # the Redis store's learned queue cannot hold back yet: patient is refused, not silently eager
+    with pytest.raises(ConfigError, match="DISPATCH=patient is not available for strategy learned with TOPICCRAWL_STORE"):
+        TopicCrawlConfig(dispatch="patient", strategy="learned", store="redis").validate()
+    TopicCrawlConfig(dispatch="patient", strategy="bestfirst", store="redis").validate()
     assert TopicCrawlConfig(web="live").dispatch_scope_resolved == "slot"
     assert TopicCrawlConfig().dispatch_scope_resolved == "crawl"
 
@@ -98,6 +102,8 @@ def test_margin_zero_never_holds_and_bad_settings_are_refused():
     ({"strategy": "learned", "dispatch": "eager"}, False, ("eager", 0)),  # an explicit choice wins
     ({"strategy": "bestfirst", "dispatch": "patient"}, True, ("patient", 0)),  # the whole crawl
     ({"strategy": "learned", "dispatch": "patient", "dispatch_patient_pages": 30}, True, ("patient", 30)),
+    ({"strategy": "learned", "dispatch": "auto", "store": "redis"}, False, ("eager", 0)),  # auto: Redis learned
+    ({"strategy": "bestfirst", "dispatch": "patient", "store": "redis"}, False, ("patient", 0)),
 ])
 def test_the_dispatch_mode_a_crawl_runs_under(settings, examples, expected):
     config = TopicCrawlConfig(**settings)

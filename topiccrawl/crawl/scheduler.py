@@ -54,9 +54,10 @@ def dispatch_mode(config, has_examples: bool) -> tuple[str, int]:
     """``TOPICCRAWL_DISPATCH`` resolved: ``("eager", 0)`` or ``("patient", pages)``, patient until
     ``pages`` pages are counted (0: the whole crawl). ``auto`` is patient for the first
     :data:`AUTO_PATIENT_PAGES` pages (or ``TOPICCRAWL_DISPATCH_PATIENT_PAGES``) of a ``learned``
-    crawl whose topic has no example pages, eager otherwise (docs/learned.md, "Patient only at the start")."""
+    crawl whose topic has no example pages on the memory store, eager otherwise (docs/learned.md,
+    "Patient only at the start"; the Redis store's learned queue cannot hold back yet)."""
     if config.dispatch == "auto":
-        if config.strategy == "learned" and not has_examples:
+        if config.strategy == "learned" and not has_examples and config.store != "redis":
             return "patient", config.dispatch_patient_pages or AUTO_PATIENT_PAGES
         return "eager", 0
     return config.dispatch, config.dispatch_patient_pages if config.dispatch == "patient" else 0

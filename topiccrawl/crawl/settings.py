@@ -237,6 +237,9 @@ class TopicCrawlConfig:
         if self.dispatch_seeds == "answered" and self.store == "redis":
             raise ConfigError("TOPICCRAWL_DISPATCH_SEEDS=answered is not available with TOPICCRAWL_STORE=redis "
                               "(memory scheduler only)")
+        if self.dispatch == "patient" and self.store == "redis" and self.strategy == "learned":
+            raise ConfigError("TOPICCRAWL_DISPATCH=patient is not available for strategy learned with "
+                              "TOPICCRAWL_STORE=redis yet (memory scheduler only)")
         if self.dispatch_page_links not in ("auto", "streamed", "together", "after-seeds"):
             raise ConfigError(f"TOPICCRAWL_DISPATCH_PAGE_LINKS={self.dispatch_page_links!r}: "
                               "expected auto, streamed, together or after-seeds")
