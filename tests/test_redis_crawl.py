@@ -6,11 +6,12 @@ from __future__ import annotations
 import json
 import signal
 import socket
+import subprocess
 import time
 
 import pytest
 
-from conftest import run_crawl
+from conftest import REPO, bin_path, run_crawl
 from redis_fixture import PASSWORD, StartGate, redis_server, redis_server_auth, start_gate, start_worker  # noqa: F401
 from topiccrawl.redis import crawl_keys
 from topiccrawl.weblab.api import WebLab
@@ -202,3 +203,29 @@ def test_password_url_works_and_bad_redis_is_one_line(tmp_path, redis_server_aut
         assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
         errors = [l for l in proc.stderr.splitlines() if l.startswith("error:")]
         assert len(errors) == 1 and "Redis" in errors[0] and "not-the-pw" not in proc.stderr, proc.stderr[-2000:]
+
+
+def test_a_restarted_worker_appends_to_its_feed_instead_of_overwriting_it(tmp_path, redis_server, lab):
+    """The same command run again on a crawl id with pages counted (a worker restarted after a
+    pause): its -O JSON-lines feed keeps the earlier run's pages; a JSON array feed is one line."""
+    settings = {"TOPICCRAWL_STORE": "redis", "TOPICCRAWL_REDIS_URL": redis_server.url, "TOPICCRAWL_CRAWL_ID": "again",
+                "TOPICCRAWL_WEB": WEB, "TOPICCRAWL_WEB_PROXY": lab.proxy_url, "TOPICCRAWL_PLOT_ENABLED": "false",
+                "TOPICCRAWL_IDLE_TIMEOUT": "30"}
+    args = {"topic": "台风灾害", "strategy": "bfs"}
+    first, out = run_crawl(tmp_path, args={**args, "max_pages": 10}, settings=settings)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert len(_urls(out)) == 10
+    second, out = run_crawl(tmp_path, args={**args, "max_pages": 25}, settings=settings)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert "joining crawl id 'again' in Redis (10 pages counted): appending to feed" in second.stderr
+    urls = _urls(out)
+    assert len(urls) == 25 and len(set(urls)) == 25  # the first run's 10 pages are still there
+    # a feed that cannot be appended to: one line, nothing crawled, the file as it was
+    array = out / "pages.json"
+    array.write_text("[]", encoding="utf-8")
+    cmd = [bin_path("scrapy"), "crawl", "focused", "-a", "topic=台风灾害", "-a", "strategy=bfs", "-a", "max_pages=30",
+           "-O", str(array)] + [x for k, v in {**settings, "TOPICCRAWL_OUTPUT_DIR": str(out)}.items() for x in ("-s", f"{k}={v}")]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert "crawl id 'again' in Redis has 25 pages counted, and overwriting its feed would lose" in proc.stderr
+    assert array.read_text(encoding="utf-8") == "[]"

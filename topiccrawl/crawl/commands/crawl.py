@@ -5,8 +5,9 @@ missing corpus directory, an unknown spider argument, seeds that are not URLs (o
 spider needs them), an output directory or feed that cannot be written, ``-O`` onto the feed of a
 crawl resumed from JOBDIR in a non-line format, or an unreachable Redis (``TOPICCRAWL_STORE=redis``)
 are user mistakes: they get one line on stderr and exit status 2, before any crawl starts, instead
-of a traceback from inside the engine. A resumed crawl (JOBDIR holding a previous run) appends to
-its ``-O`` JSON-lines feed instead of overwriting the pages of the runs before.
+of a traceback from inside the engine. A resumed crawl (JOBDIR holding a previous run), or a worker
+started again on a Redis crawl with pages counted, appends to its ``-O`` JSON-lines feed instead
+of overwriting the pages of the runs before.
 """
 
 from __future__ import annotations
@@ -210,15 +211,49 @@ def resume_feeds(settings) -> dict | None:
     feeds = settings.getdict("FEEDS")
     if not jobdir or not feeds or not Path(jobdir).is_dir() or not any(Path(jobdir).iterdir()):
         return None
+    return _appending(feeds, f"JOBDIR {jobdir} holds a crawl to resume", f"resuming from JOBDIR {jobdir}")
+
+
+def rejoin_feeds(settings, spargs: dict, spider: str) -> dict | None:
+    """``FEEDS`` for a worker that joins a Redis crawl with pages counted already (a restarted
+    worker, or one added later): a ``-O`` feed file that exists and is not empty is appended to
+    (JSON lines) rather than overwritten, so the pages this worker's earlier run wrote stay in it;
+    another format is a :class:`ConfigError`, as for :func:`resume_feeds`. None when nothing
+    changes."""
+    feeds = settings.getdict("FEEDS")
+    cfg = TopicCrawlConfig.from_settings(settings, {k: spargs.get(k) for k in OVERRIDABLE})
+    if cfg.store != "redis" or not any(options and options.get("overwrite") for options in feeds.values()):
+        return None
+    kept = {uri: options for uri, options in feeds.items()
+            if (path := local_feed_path(str(uri))) is not None and path.is_file() and path.stat().st_size}
+    if not kept:
+        return None
+    from topiccrawl.redis.connection import connect, crawl_keys
+
+    crawl_id = cfg.crawl_id or spider
+    client = connect(cfg.redis_url, timeout=5.0)
+    try:
+        dp = int(client.hget(crawl_keys(crawl_id)["stats"], "dp") or 0)
+    finally:
+        client.close()
+    if not dp:
+        return None
+    return {**feeds, **_appending(kept, f"crawl id {crawl_id!r} in Redis has {dp} pages counted",
+                                  f"joining crawl id {crawl_id!r} in Redis ({dp} pages counted)")}
+
+
+def _appending(feeds: dict, why: str, doing: str) -> dict:
+    """``feeds`` with every ``-O`` (overwrite) JSON-lines feed turned into an append; another
+    format is a :class:`ConfigError` naming ``why``."""
     changed = {}
     for uri, options in feeds.items():
         options = dict(options or {})
         if options.get("overwrite"):
             if str(options.get("format", "")).lower() not in LINE_FORMATS:
-                raise ConfigError(f"-O {uri}: JOBDIR {jobdir} holds a crawl to resume, and overwriting its feed would "
-                                  "lose the pages of the earlier runs; use -o to append, or a .jsonl feed")
+                raise ConfigError(f"-O {uri}: {why}, and overwriting its feed would lose the pages of the earlier "
+                                  "runs; use -o to append, or a .jsonl feed")
             options["overwrite"] = False
-            logger.info("resuming from JOBDIR %s: appending to feed %s instead of overwriting it", jobdir, uri)
+            logger.info("%s: appending to feed %s instead of overwriting it", doing, uri)
         changed[uri] = options
     return changed
 
@@ -233,6 +268,8 @@ class Command(ScrapyCrawlCommand):
                     spidercls = None  # Scrapy reports the unknown spider itself
                 check_crawl_inputs(self.settings, opts.spargs, spidercls)
                 feeds = resume_feeds(self.settings)
+                if feeds is None and spidercls is not None:
+                    feeds = rejoin_feeds(self.settings, opts.spargs, spidercls.name)
                 check_feeds(feeds or self.settings.getdict("FEEDS"))
             except USER_ERRORS as exc:
                 print(f"error: {redact_text(str(exc))}", file=sys.stderr)
