@@ -515,3 +515,19 @@ def test_a_learned_option_the_redis_store_lacks_is_one_line_before_the_crawl(tmp
     assert proc.stderr.strip().splitlines()[-1] == (f"error: {name} is not available with TOPICCRAWL_STORE=redis yet "
                                                     "(in memory only, docs/learned.md)")
     assert "Traceback" not in proc.stderr and not (out / "stats.json").exists()
+
+
+def test_a_new_trainer_retrains_every_n_pages_of_the_crawl_not_at_once(redis_server):
+    """The worker that takes the trainer lease over counts the pages since the published version,
+    not since it started: no retrain at its next page (retrain every 20 pages here)."""
+    client = redis_server.client()
+    a, b = _frontier(client, "a"), _frontier(client, "b")
+    _seed(a)
+    _crawl([a, b], 41)
+    meta = a.model_meta()
+    assert a.trainer and meta["version"] >= 1 and meta["pages"] >= 40
+    a.leave()
+    _crawl([b], 5)
+    assert b.trainer and b.model_meta()["version"] == meta["version"]  # 5 pages after it: not due
+    _crawl([b], 25)
+    assert b.model_meta()["version"] > meta["version"] and b.model_meta()["trainer"] == "b"

@@ -531,6 +531,11 @@ class LinkValueModel:
     def retrain_due(self) -> bool:
         return self._pending_pages >= self.retrain_every
 
+    def trained_pages_ago(self, pages: int) -> None:
+        """The page count of :attr:`retrain_due` for a model trained elsewhere ``pages`` pages ago
+        (a version another Redis worker published)."""
+        self._pending_pages = max(0, int(pages))
+
     @property
     def fitted(self) -> bool:
         return self.coef_ is not None

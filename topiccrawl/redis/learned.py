@@ -511,6 +511,8 @@ class RedisLearnedFrontier(RedisFrontier):
         meta = json.loads(meta)
         unpack_weights(self.model, weights, meta)
         self._model_meta = meta
+        # the next retrain is RETRAIN_EVERY pages after this version's, whoever trains it
+        self.model.trained_pages_ago(self.model.n_pages - int(meta.get("pages", 0)))
 
     def _train(self) -> None:
         """Retrain on the shared buffer, publish the version, re-score the shared queue."""
