@@ -110,6 +110,8 @@ def test_two_workers_share_labels_and_one_model_version(redis_server):
     # every worker applied every label: the same graph and replay buffer
     assert a.model.n_pages == b.model.n_pages == 120
     assert a.model.n_examples == b.model.n_examples > 120
+    # the same relevant pages reported by both (b, not the trainer, relabels for its stats)
+    assert a.stats()["learned/relevant_pages"] == b.stats()["learned/relevant_pages"]
     assert a.model.labels().tolist() == b.model.labels().tolist()
     assert meta["by_worker"]["a"] > 0 and meta["by_worker"]["b"] > 0  # trained on both workers' pages
     assert a.stats()["learned/trained_here"] >= 1 and b.stats()["learned/trained_here"] == 0

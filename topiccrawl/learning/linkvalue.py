@@ -543,13 +543,18 @@ class LinkValueModel:
     def labels(self) -> np.ndarray:
         """v(l) of the links in the replay buffer, from the current graph (relabelled first by
         ``label_rule`` when pages or probabilities changed since the last relabel)."""
-        if self.label_rule != "fixed" and self._dirty:
-            self.relabel(self.label_rule)
+        self.refresh_labels()
         if not self._buffer:
             return np.zeros(0)
         targets = np.fromiter((t for _, t in self._buffer), dtype=np.int64, count=len(self._buffer))
         d = np.frombuffer(bytes(self._dist), dtype=np.uint8)[targets].astype(np.float64)
         return np.where(d <= self.k, self.gamma ** np.minimum(d, self.k), 0.0)
+
+    def refresh_labels(self) -> None:
+        """Relabel the pages by ``label_rule`` when pages or probabilities changed since the last
+        relabel (:meth:`labels` does it first; a Redis worker that does not train, before its stats)."""
+        if self.label_rule != "fixed" and self._dirty:
+            self.relabel(self.label_rule)
 
     def retrain(self) -> bool:
         """One online update over the replay buffer; True when the model is (now) fitted. Resets

@@ -609,6 +609,7 @@ class RedisLearnedFrontier(RedisFrontier):
         """The memory strategy's ``learned/*`` statistics (explored and rescored: all workers'),
         and this worker's part: trainer, retrains here, the version it joined at."""
         m = self.model
+        m.refresh_labels()  # only the trainer relabels as it trains: every worker reports the same count
         explored, rescored, refreshed = self.r.hmget(self.learned_keys["state"], "explored", "rescored",
                                                      "holder_refreshed")
         return {
