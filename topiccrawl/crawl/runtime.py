@@ -1002,7 +1002,7 @@ class TopicCrawl:
             logger.warning("JOBDIR: the crawl started without the page classifier; a new one learns from the "
                            "pages fetched from now on (its self-assessed harvest rate covers those only)")
         else:
-            self.focus = state.get("focus", self.focus)
+            self.focus = state.get("focus")
             # a resumed crawl keeps the classifiers it started with (saved before the setting existed: one)
             self.steer_focus = state.get("steer_focus")
         self.example_links = set(state.get("example_links", ()))

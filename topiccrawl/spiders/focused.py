@@ -159,7 +159,7 @@ class FocusedSpider(scrapy.Spider):
         were given (:meth:`_learn_from_examples`), not the order they arrived in."""
         counter = response.meta.get("counter_example", False)
         background = response.meta.get("background", False)
-        kind = "background" if background else "counter-example" if counter else "example"
+        kind = _kind(response.meta)
         if html_page(response):
             ex, terms = self.tc.page_terms(response)
             index = response.meta.get("example_index", len(self._fetched))
@@ -188,15 +188,11 @@ class FocusedSpider(scrapy.Spider):
         self.logger.warning(message, *args)
 
     def example_failed(self, failure):
-        background = failure.request.meta.get("background", False)
-        self.crawler.stats.inc_value("topiccrawl/examples/background_failed" if background else "topiccrawl/examples/failed")
-        if not background and not failure.request.meta.get("counter_example", False):
-            self._unused["failed"] += 1
+        kind = _kind(failure.request.meta)
         response = getattr(failure.value, "response", None)  # HttpError: say the status, not Scrapy's wording
         why = f"HTTP status {response.status}" if isinstance(failure.value, HttpError) and response is not None \
             else failure.value
-        self.logger.warning("%s page %s could not be fetched: %s", "background" if background else "example",
-                            failure.request.url, why)
+        self._not_used("failed", kind, "%s page %s could not be fetched: %s", kind, failure.request.url, why)
         self._example_settled()
 
     def _example_settled(self) -> None:
@@ -250,3 +246,10 @@ class FocusedSpider(scrapy.Spider):
         self.logger.error("%s", message)
         self.crawler.stats.set_value("topiccrawl/error", message)
         return False
+
+
+def _kind(meta: dict) -> str:
+    """What a request of the example phase fetches: ``background``, ``counter-example`` or ``example``."""
+    if meta.get("background", False):
+        return "background"
+    return "counter-example" if meta.get("counter_example", False) else "example"
