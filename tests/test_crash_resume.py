@@ -71,9 +71,12 @@ def _no_crawl_left():
             proc.wait(30)
 
 
-def _crawl(tmp: Path, name: str, settings: dict, *, new_session: bool = False) -> tuple[subprocess.Popen, Path]:
+def _crawl(tmp: Path, name: str, settings: dict, *, new_session: bool = False,
+           feed: Path | None = None) -> tuple[subprocess.Popen, Path]:
     log = tmp / f"{name}.log"
     cmd = [bin_path("scrapy"), "crawl", "focused", "-a", "topic=台风灾害", "-a", f"max_pages={BUDGET}"]
+    if feed is not None:
+        cmd += ["-O", str(feed)]
     merged = {"TOPICCRAWL_WEB": WEB, "TOPICCRAWL_OUTPUT_DIR": str(tmp / "out"), "TOPICCRAWL_PROGRESS_INTERVAL": "0",
               "TOPICCRAWL_PLOT_ENABLED": "false", "CONCURRENT_REQUESTS": str(CONCURRENT), **settings}
     for k, v in merged.items():
@@ -159,12 +162,13 @@ def _outlinks(counted: list[str]) -> set[str]:
 def test_ten_kill_9_lose_no_link_and_refetch_at_most_the_requests_in_flight(tmp_path):
     access = tmp_path / "access.log"
     job = tmp_path / "job"
+    feed = tmp_path / "pages.jsonl"  # -O: each resume appends to it
     with LoggedLab(WEB, access) as lab:
         settings = {"JOBDIR": str(job), "TOPICCRAWL_WEB_PROXY": lab.proxy_url, "TOPICCRAWL_CHECKPOINT_INTERVAL": "0.5"}
         inflight = []
         for run, after in enumerate(KILLS):
             start = len(_pages(access))
-            proc, log = _crawl(tmp_path, f"run{run}", settings)
+            proc, log = _crawl(tmp_path, f"run{run}", settings, feed=feed)
             if after == 0:
                 _wait_for(lambda log=log: "resumed" in log.read_text(encoding="utf-8", errors="replace"), proc,
                           what="the resume")
@@ -175,7 +179,7 @@ def test_ten_kill_9_lose_no_link_and_refetch_at_most_the_requests_in_flight(tmp_
             assert not _children(proc.pid)
             if run:
                 inflight += [int(n) for n in INFLIGHT.findall(log.read_text(encoding="utf-8", errors="replace"))]
-        proc, log = _crawl(tmp_path, "last", settings)
+        proc, log = _crawl(tmp_path, "last", settings, feed=feed)
         assert proc.wait(180) == 0, log.read_text(encoding="utf-8", errors="replace")[-3000:]
         text = log.read_text(encoding="utf-8", errors="replace")
         inflight += [int(n) for n in INFLIGHT.findall(text)]
@@ -196,6 +200,13 @@ def test_ten_kill_9_lose_no_link_and_refetch_at_most_the_requests_in_flight(tmp_
     assert max(inflight) <= 3 * CONCURRENT, inflight  # what was in the engine, not the whole queue
     lost = _outlinks(counted) - set(requested) - _queued(job)
     assert not lost, f"{len(lost)} links lost, e.g. {sorted(lost)[:5]}"
+
+    # the feed holds every counted page: a line is on disk before the journal counts its page (a
+    # kill between the two writes that page's line twice, at most once per kill)
+    lines = [json.loads(line)["url"] for line in _lines(feed)]
+    assert set(lines) == set(counted), (f"{len(set(counted) - set(lines))} counted pages missing from the feed, "
+                                        f"{len(set(lines) - set(counted))} not counted")
+    assert len(lines) - len(set(lines)) <= len(KILLS), Counter(lines).most_common(3)
 
 
 def test_the_web_lab_dies_with_its_crawler_and_ignores_the_terminals_ctrl_c(tmp_path):

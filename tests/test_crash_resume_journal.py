@@ -53,6 +53,7 @@ def test_a_resume_queues_what_was_pushed_skips_what_was_done_and_refetches_only_
         engine.take(link)
     engine.finish(a)  # a 404: through the engine, never counted
     journal.count(b.url, 0.7)  # b counted (still in the scraper)
+    journal.through(b.url)  # its item through the pipelines: its feed line is written
     journal.settle()
     # kill -9 here: c is in the engine, d still queued
     replay = jd.Replay(jd.read_journal(tmp_path / jd.JOURNAL_FILE, "epoch-1"), ())
@@ -60,6 +61,29 @@ def test_a_resume_queues_what_was_pushed_skips_what_was_done_and_refetches_only_
     assert set(replay.inflight()) == {jd.key(c)}  # b is counted: fetching it again would count it twice
     assert replay.counted == [(b.url, 0.7)]
     assert not replay.gone
+
+
+def test_a_page_counted_before_its_feed_line_is_fetched_again(tmp_path):
+    """Killed between the count and the item's feed line: the page is not counted in the journal
+    and its request is in flight, so the resume fetches and counts it again (its line written)."""
+    engine = Engine()
+    journal = _journal(tmp_path, engine)
+    a, b = _link(0, "http://a.test/a"), _link(1, "http://a.test/b")
+    for link in (a, b):
+        journal.push(link)
+        journal.pop(link)
+        engine.take(link)
+    journal.count(a.url, 0.4)
+    journal.through(a.url)
+    journal.count(b.url, 0.7)  # the harvest pipeline counted b; the kill comes before its line
+    journal.settle()
+    assert journal.pending == {b.url: 0.7}
+    replay = jd.Replay(jd.read_journal(tmp_path / jd.JOURNAL_FILE, "epoch-1"), ())
+    assert replay.counted == [(a.url, 0.4)]
+    assert set(replay.inflight()) == {jd.key(b)}
+    journal.through_all()  # a clean close: every pending count is written
+    replay = jd.Replay(jd.read_journal(tmp_path / jd.JOURNAL_FILE, "epoch-1"), ())
+    assert replay.counted == [(a.url, 0.4), (b.url, 0.7)] and not replay.inflight()
 
 
 def test_links_of_the_snapshot_done_since_are_skipped_and_those_in_flight_fetched_first(tmp_path):

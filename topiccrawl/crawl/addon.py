@@ -48,7 +48,7 @@ ITEM_PIPELINES = {
     "topiccrawl.crawl.pipelines.ImportancePipeline": 300,
     "topiccrawl.crawl.pipelines.HarvestPipeline": 400,
 }
-EXTENSIONS = {"topiccrawl.crawl.extensions.TopicStats": 500}
+EXTENSIONS = {"topiccrawl.crawl.extensions.TopicStats": 500, "topiccrawl.crawl.feeds.FeedFlush": 510}
 
 
 def scheduler_for(store: str, spidercls) -> str:

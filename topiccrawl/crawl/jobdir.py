@@ -12,12 +12,17 @@ one pickled record each, headed by the snapshot's *epoch* (a random token writte
 * ``push`` — a link entered the frontier (its request packed as in the queue);
 * ``chosen`` — a request was put before the frontier (a start request, a request kept over budget);
 * ``pop`` — a link was handed to the engine;
-* ``count`` — a page was counted (URL, R(P)), written when the harvest pipeline counts it (it
-  calls the frontier's ``feedback``);
+* ``count`` — a page was counted (URL, R(P)): the harvest pipeline counts it (it calls the
+  frontier's ``feedback``), and the record is written when its item is through the pipelines —
+  after its feed line is flushed (:mod:`topiccrawl.crawl.feeds`), or when the item is dropped;
 * ``done`` — a request handed out left the engine (the downloader and the spider are through).
 
 Records are flushed at each ``pop``, ``count`` and ``done``, so a kill -9 (or an out-of-memory
 kill) loses at most an unfinished tail, and a resume knows every request that may have been sent.
+A page killed between its count and its feed line is not counted in the journal: its request is
+in flight, fetched and counted again on resume, so no feed loses it (a kill between the flushed
+line and the record writes that page's line twice). A snapshot waits while a counted page's record
+is pending (its count is in the crawl state the snapshot saves).
 Resuming replays the journal over the snapshot: the links pushed since are queued again, the pages
 counted since are counted again (once per URL), the links handed out and done are skipped when
 the strategy reaches them, and the ones handed out and not done — the requests in flight at the
@@ -215,6 +220,8 @@ class Journal:
         #: handed out, counted, and still in the engine: done as far as a resume goes
         self.counted: set[tuple] = set()
         self._seq_of = {url: seq for seq, url in self.outstanding}
+        #: pages counted whose item is not through the pipelines yet: URL -> relevance
+        self.pending: dict[str, float] = {}
 
     def _write(self, record) -> None:
         pickle.dump(record, self.fh, protocol=PROTOCOL)
@@ -233,12 +240,26 @@ class Journal:
         self.fh.flush()  # before the request leaves: a resume knows every request that may be in flight
 
     def count(self, url: str, relevance: float) -> None:
-        """The page ``url`` was counted (written when the harvest pipeline counts it)."""
+        """The page ``url`` was counted (the harvest pipeline): its record waits for the item
+        (:meth:`through`)."""
+        self.pending[url] = relevance
+
+    def through(self, url: str) -> None:
+        """The item of ``url`` left the pipelines (its feed line flushed, or dropped): write the
+        ``count`` record of its page, if it was counted."""
+        relevance = self.pending.pop(url, None)
+        if relevance is None or self.fh is None:
+            return
         seq = self._seq_of.get(url)
         if seq is not None:
             self.counted.add((seq, url))
         self._write(("count", seq, url, relevance))
         self.fh.flush()
+
+    def through_all(self) -> None:
+        """Write every pending ``count`` record (the crawl closes: the items are through)."""
+        for url in list(self.pending):
+            self.through(url)
 
     def settle(self) -> None:
         """Write ``done`` for every handed-out request no longer in the engine (the downloader's

@@ -27,6 +27,8 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from itemadapter import ItemAdapter
+from scrapy import signals
 from scrapy.core.scheduler import BaseScheduler
 from scrapy.utils.job import job_dir
 from scrapy.utils.misc import build_from_crawler, load_object
@@ -128,7 +130,18 @@ class TopicScheduler(BaseScheduler):
         self.packer.spider = spider
         self.seeds_first = getattr(spider, "topiccrawl_queue", "frontier") == "frontier"
         self._restore()
+        if self._journal is not None:  # connected after the feed exporter and FeedFlush (extensions)
+            for signal in (signals.item_scraped, signals.item_dropped, signals.item_error):
+                self.crawler.signals.connect(self._item_through, signal=signal)
         return self.df.open()
+
+    def _item_through(self, item) -> None:
+        """An item left the pipelines (exported and flushed, dropped, or failed): the journal
+        writes its page's ``count`` record now (:mod:`topiccrawl.crawl.jobdir`)."""
+        if self._journal is not None and self._journal.pending:
+            url = ItemAdapter(item).get("url")
+            if isinstance(url, str):
+                self._journal.through(url)
 
     def close(self, reason: str):
         self.publish_stats()
@@ -366,6 +379,8 @@ class TopicScheduler(BaseScheduler):
             return
         started = time.monotonic()
         if self._journal is not None:
+            if final:  # the items are through (or never will be): their pages are counted
+                self._journal.through_all()
             self._journal.settle()
         self.publish_stats()
         self._prune_inflight()
@@ -520,6 +535,8 @@ class TopicScheduler(BaseScheduler):
             return
         try:
             self._journal.settle()
+            if self._journal.pending:  # a counted page's feed line is not written yet: next time
+                return
             if time.monotonic() - self._saved_at >= max(self.tc.config.checkpoint_interval, 10 * self._save_cost):
                 self._save(final=False)
         except OSError as exc:  # a full disk: the crawl goes on, the last snapshot and journal stay valid

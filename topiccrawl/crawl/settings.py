@@ -53,6 +53,7 @@ class TopicCrawlConfig:
     checkpoints: list[int] = field(default_factory=lambda: [100, 250, 500, 1000, 5000, 10000, 15000])
     progress_interval: float = 10.0
     checkpoint_interval: float = 30.0
+    feed_flush_enabled: bool = True
     live_allow_private: bool = False
     live_allow_hosts: str = ""
     trap_guard_enabled: bool = True
