@@ -40,6 +40,7 @@ SCHEDULERS = {
 DOWNLOADER_MIDDLEWARES = {
     "topiccrawl.crawl.middlewares.WebRoutingMiddleware": 740,
     "topiccrawl.crawl.middlewares.PrivateAddressMiddleware": 745,
+    "topiccrawl.crawl.middlewares.BodyFaultMiddleware": 580,
     "topiccrawl.crawl.middlewares.FaultStatsMiddleware": 950,
     "topiccrawl.crawl.middlewares.RetryRedirectFilterMiddleware": 960,
 }

@@ -173,11 +173,10 @@ class FaultStatsMiddleware(TopicComponent):
     Sits next to the download handler (order 950), so it sees each attempt before RetryMiddleware
     and RedirectMiddleware: a URL retried twice after a timeout counts 3 timeouts. Kinds:
     ``timeout``, ``5xx``, ``reset``, ``refused``, ``dns``, ``truncated`` (data loss),
-    ``partial``, ``badlength`` (HTML cut before ``</html>``), ``slow_response``, ``slow_body``,
-    ``redirect_loop``, ``redirect_limit``, ``large``, ``too_large``, ``wrong_charset``,
-    ``decode_error``, ``other`` (docs/resilience.md). Redirect cycles are cut here (IgnoreRequest);
-    everything else continues unchanged, except that a wrong charset in ``Content-Type`` is
-    replaced by the one the page declares.
+    ``partial``, ``slow_response``, ``slow_body``, ``redirect_loop``, ``redirect_limit``,
+    ``large``, ``too_large``, ``other`` (docs/resilience.md); the body's own faults are
+    :class:`BodyFaultMiddleware`'s. Redirect cycles are cut here (IgnoreRequest); everything else
+    continues unchanged.
     """
 
     def __init__(self, crawler) -> None:
@@ -212,10 +211,6 @@ class FaultStatsMiddleware(TopicComponent):
                 self._count("truncated" if flag == "dataloss" else flag)
         if self.warnsize and len(response.body) > self.warnsize:
             self._count("large")
-        if isinstance(response, HtmlResponse) and status == 200 and request.method != "HEAD":
-            if b"Content-Length" in response.headers and b"</html" not in response.body[-2048:].lower():
-                self._count("badlength")
-            response = self._charset(response)
         return response
 
     def _redirect(self, request, response) -> None:
@@ -227,6 +222,37 @@ class FaultStatsMiddleware(TopicComponent):
             raise IgnoreRequest(f"redirect loop: {request.url} -> {target}")
         if request.meta.get("redirect_times", 0) >= self.max_redirects:
             self._count("redirect_limit")
+
+    def process_exception(self, request, exception):
+        self.headers_at.pop(request, None)
+        kind = _exception_kind(exception)
+        if kind:
+            self._count(kind)
+        return None
+
+
+class BodyFaultMiddleware(TopicComponent):
+    """The faults of an HTML body, counted like :class:`FaultStatsMiddleware`'s: ``badlength``
+    (a ``Content-Length`` page cut before ``</html>``), ``wrong_charset`` (the header's charset
+    replaced by the page's own) and ``decode_error``. Order 580: after ``HttpCompressionMiddleware``
+    (590) has decompressed the body (before it, a compressed answer is a plain ``Response``, not
+    HTML to check), before ``RetryMiddleware`` (550), so each attempt is counted."""
+
+    def __init__(self, crawler) -> None:
+        super().__init__(crawler)
+        self.stats = crawler.stats
+
+    def _count(self, kind: str) -> None:
+        self.stats.inc_value(FAULT_PREFIX + kind)
+
+    def process_response(self, request, response):
+        if not isinstance(response, HtmlResponse) or response.status != 200 or request.method == "HEAD":
+            return response
+        if response.headers.get(b"Content-Encoding", b"identity").lower() not in (b"identity", b""):
+            return response  # an encoding Scrapy could not undo (or compression off): not HTML to check
+        if b"Content-Length" in response.headers and b"</html" not in response.body[-2048:].lower():
+            self._count("badlength")
+        return self._charset(response)
 
     def _charset(self, response):
         """A declared header charset that cannot decode the body while the page's own
@@ -243,13 +269,6 @@ class FaultStatsMiddleware(TopicComponent):
             return response.replace(headers=headers, encoding=resolve_encoding(meta))
         self._count("decode_error")
         return response
-
-    def process_exception(self, request, exception):
-        self.headers_at.pop(request, None)
-        kind = _exception_kind(exception)
-        if kind:
-            self._count(kind)
-        return None
 
 
 def _decodes(body: bytes, charset: str) -> bool:

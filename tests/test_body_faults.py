@@ -1,0 +1,70 @@
+"""The body's faults (``badlength``, ``wrong_charset``, ``decode_error``) are counted on the page as
+decompressed: a real HTTP server on loopback serves every page gzip-encoded, as most of the live
+web does. Checked before decompression, a gzip page was a plain ``Response`` and never checked: a
+cut page went uncounted and a wrong charset header stayed."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from http.server import BaseHTTPRequestHandler
+
+import pytest
+
+from conftest import loopback_server, run_crawl
+
+LINKS = '<a href="/a">台风</a> <a href="/b">灾害</a> <a href="/cut">台风预警</a> <a href="/gbk">台风路径</a>'
+PAGES = {
+    "/": f"<html><head><title>台风首页</title></head><body>台风灾害 {LINKS}</body></html>".encode(),
+    "/a": "<html><head><title>台风 a</title></head><body>台风灾害 a</body></html>".encode(),
+    "/b": "<html><head><title>灾害 b</title></head><body>台风灾害 b</body></html>".encode(),
+    # a page whose HTML stops short (the lab's badlength: the declared length is what was sent)
+    "/cut": "<html><head><title>台风预警</title></head><body>台风灾害 预警 ".encode(),
+    # GBK bytes, declared utf-8 in the header and gbk in the page
+    "/gbk": ('<html><head><meta charset="gbk"><title>台风路径图</title></head>'
+             "<body>台风灾害 路径</body></html>").encode("gbk"),
+}
+
+
+class _GzipWeb(BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.server.hits.append(self.path)
+        page = PAGES.get(self.path)
+        if page is None:  # robots.txt and anything else
+            self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        body = gzip.compress(page)
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Encoding", "gzip")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def web():
+    with loopback_server(_GzipWeb, hits=[]) as server:
+        yield server
+
+
+def test_gzip_pages_are_checked_after_decompression(tmp_path, web):
+    proc, out = run_crawl(tmp_path, args={"topic": "台风灾害", "seeds": f"http://localhost:{web.server_port}/",
+                                          "strategy": "bfs", "max_pages": 10},
+                          settings={"TOPICCRAWL_WEB": "live", "TOPICCRAWL_LIVE_ALLOW_HOSTS": "localhost",
+                                    "TOPICCRAWL_PLOT_ENABLED": "false", "RETRY_TIMES": "0",
+                                    "DOWNLOAD_TIMEOUT": "5"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert sorted(p for p in web.hits if p != "/robots.txt") == sorted(PAGES), web.hits
+    stats = json.loads((out / "stats.json").read_text(encoding="utf-8"))
+    faults = {k.rsplit("/", 1)[1]: v for k, v in stats.items() if k.startswith("topiccrawl/faults/")}
+    assert faults == {"badlength": 1, "wrong_charset": 1}, faults  # /cut, /gbk; no other page
+    titles = {json.loads(line)["url"].rsplit("/", 1)[1]: json.loads(line)["title"]
+              for line in (out / "pages.jsonl").read_text(encoding="utf-8").splitlines()}
+    assert titles["gbk"] == "台风路径图"  # decoded with the page's own charset
+    assert stats["topiccrawl/dp"] == len(PAGES)
