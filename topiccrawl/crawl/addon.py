@@ -73,6 +73,9 @@ class TopicCrawlAddon:
         # nowhere, use the snapshot it ships. Set by the user, it is left alone.
         os.environ.setdefault(PSL_URLS_ENV, "")
         mask_secrets_in_logs()  # e.g. "Error storing … feed in: ftp://user:***@host/…"
+        from topiccrawl.crawl.middlewares import quiet_download_errors
+
+        quiet_download_errors()  # a DNS failure or a refused connection: one line, no traceback
         for name, value in DEFAULTS.items():
             settings.set(name, value, priority="default")
         if not settings.getbool("TOPICCRAWL_ENABLED", True):

@@ -41,6 +41,7 @@ from scrapy.exceptions import (
     DownloadTimeoutError,
     IgnoreRequest,
     NotConfigured,
+    NotSupported,
     ResponseDataLossError,
 )
 from scrapy.http import HtmlResponse
@@ -288,6 +289,41 @@ _EXCEPTION_KINDS = (
     ((DownloadFailedError, ResponseFailed, ResponseNeverReceived, txerror.ConnectionLost,
       txerror.ConnectionDone, ConnectionError), "reset"),
 )
+
+
+class DownloadErrorFilter(logging.Filter):
+    """A logging filter for Scrapy's "Error downloading" lines (the scraper's, when a request
+    without an errback fails for good, and the robots.txt middleware's): a failure of the network
+    or the page (the kinds above, a URL scheme Scrapy cannot fetch such as a redirect to
+    ``mailto:``) is not a program error, so its traceback is replaced by the exception's own
+    one-line message. Other records pass unchanged."""
+
+    TYPES = (*(t for types, _ in _EXCEPTION_KINDS for t in types), NotSupported)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if exc is None or not isinstance(exc, self.TYPES):
+            return True
+        try:
+            message = record.getMessage()
+        except Exception:  # a malformed record: the handler reports it
+            return True
+        reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        record.msg = message if reason in message or str(exc) and str(exc) in message else f"{message}: {reason}"
+        record.args, record.exc_info, record.exc_text = (), None, None
+        return True
+
+
+#: the loggers of Scrapy's "Error downloading" lines
+DOWNLOAD_ERROR_LOGGERS = ("scrapy.core.scraper", "scrapy.downloadermiddlewares.robotstxt")
+
+
+def quiet_download_errors() -> None:
+    """Install :class:`DownloadErrorFilter` on Scrapy's download-error loggers (once per process)."""
+    for name in DOWNLOAD_ERROR_LOGGERS:
+        log = logging.getLogger(name)
+        if not any(isinstance(f, DownloadErrorFilter) for f in log.filters):
+            log.addFilter(DownloadErrorFilter())
 
 
 def _exception_kind(exc: Exception) -> str | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 import scrapy
-from scrapy.exceptions import CloseSpider
+from scrapy.exceptions import CloseSpider, IgnoreRequest
 from scrapy.spidermiddlewares.httperror import HttpError
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred
@@ -76,7 +76,24 @@ class FocusedSpider(scrapy.Spider):
             )
             return
         for url in seeds:
-            yield scrapy.Request(url, callback=self.parse, meta={META_KEY: {"score": 1.0, "depth": 0}})
+            yield scrapy.Request(url, callback=self.parse, errback=self.seed_failed,
+                                 meta={META_KEY: {"score": 1.0, "depth": 0}})
+
+    def seed_failed(self, failure):
+        """A seed that could not be fetched (retries spent): one warning saying why, counted in
+        ``topiccrawl/seeds_failed``; a request a topiccrawl middleware refused has its own line."""
+        value = failure.value
+        response = getattr(value, "response", None)
+        if isinstance(value, HttpError) and response is not None:
+            why = f"HTTP status {response.status}"
+        elif isinstance(value, IgnoreRequest):
+            if "robots.txt" not in str(value):  # refused by a topiccrawl middleware, which said why
+                return
+            why = "its site's robots.txt disallows it (ROBOTSTXT_OBEY=True)"
+        else:
+            why = str(value) or type(value).__name__
+        self.crawler.stats.inc_value("topiccrawl/seeds_failed")
+        self.logger.warning("seed %s could not be fetched: %s", failure.request.url, why)
 
     def parse(self, response):
         if not html_page(response):  # a PDF, an image, JSON, a feed: not a page (docs/scoring.md)
