@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import threading
 from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -57,12 +58,22 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def reply(handler, status: int, body: bytes = b"", content_type: str | None = "text/html; charset=utf-8") -> None:
+class QuietHandler(BaseHTTPRequestHandler):
+    """A ``BaseHTTPRequestHandler`` that logs nothing (a test server's requests are its own)."""
+
+    def log_message(self, *args):
+        pass
+
+
+def reply(handler, status: int, body: bytes = b"", content_type: str | None = "text/html; charset=utf-8",
+          headers: dict[str, str] | None = None) -> None:
     """Answer a ``BaseHTTPRequestHandler`` request: ``status``, Content-Type (none when None),
-    Content-Length and ``body``."""
+    the other ``headers``, Content-Length and ``body``."""
     handler.send_response(status)
     if content_type is not None:
         handler.send_header("Content-Type", content_type)
+    for name, value in (headers or {}).items():
+        handler.send_header(name, value)
     handler.send_header("Content-Length", str(len(body)))
     handler.end_headers()
     handler.wfile.write(body)

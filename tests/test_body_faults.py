@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import gzip
 import json
-from http.server import BaseHTTPRequestHandler
 
 import pytest
 
-from conftest import loopback_server, run_crawl
+from conftest import QuietHandler, loopback_server, reply, run_crawl
 
 LINKS = '<a href="/a">台风</a> <a href="/b">灾害</a> <a href="/cut">台风预警</a> <a href="/gbk">台风路径</a>'
 PAGES = {
@@ -26,25 +25,14 @@ PAGES = {
 }
 
 
-class _GzipWeb(BaseHTTPRequestHandler):
+class _GzipWeb(QuietHandler):
     def do_GET(self):
         self.server.hits.append(self.path)
         page = PAGES.get(self.path)
         if page is None:  # robots.txt and anything else
-            self.send_response(404)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-            return
-        body = gzip.compress(page)
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Encoding", "gzip")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
+            reply(self, 404, content_type=None)
+        else:
+            reply(self, 200, gzip.compress(page), headers={"Content-Encoding": "gzip"})
 
 
 @pytest.fixture

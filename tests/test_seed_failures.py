@@ -9,36 +9,27 @@ import json
 import logging
 import socket
 import sys
-from http.server import BaseHTTPRequestHandler
 
 import pytest
 from scrapy.exceptions import CannotResolveHostError
 
-from conftest import loopback_server, run_crawl
+from conftest import QuietHandler, loopback_server, reply, run_crawl
 from topiccrawl.crawl.middlewares import DownloadErrorFilter
 
 PAGE = "<html><head><title>台风</title></head><body>台风灾害</body></html>".encode()
 
 
-class _Web(BaseHTTPRequestHandler):
+class _Web(QuietHandler):
     """robots.txt disallows /private/; /gone is a 404; every other path is a small page."""
 
     def do_GET(self):
         self.server.hits.append(self.path)
         if self.path == "/robots.txt":
-            body, status, kind = b"User-agent: *\nDisallow: /private/\n", 200, "text/plain"
+            reply(self, 200, b"User-agent: *\nDisallow: /private/\n", "text/plain")
         elif self.path == "/gone":
-            body, status, kind = b"not here", 404, "text/plain"
+            reply(self, 404, b"not here", "text/plain")
         else:
-            body, status, kind = PAGE, 200, "text/html; charset=utf-8"
-        self.send_response(status)
-        self.send_header("Content-Type", kind)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
+            reply(self, 200, PAGE)
 
 
 @pytest.fixture
