@@ -39,6 +39,9 @@ their anchors' words alone, the holder term keeping the prior), ``semtie=E`` add
 anchor term instead of mixing it in (E small: the prior only breaks the words' ties; docs/learned.md,
 "The anchors' closeness as a tie-break"), ``semcentre`` takes an anchor's closeness less the mean
 closeness of its page's anchors (at least 0) in the anchor term (the title's is unchanged), and
+``interleave=K`` takes every K-th pick by R(l) without the prior while the prior is on (until
+``anchoroff``'s or ``semoff``'s N: a share of the first pages in the words' own order; docs/learned.md,
+"Where `learned` falls below best-first on the development topics"), and
 ``semcheck=N=T`` does so only when the ROC AUC of the N fetched pages' titles' closeness to the topic
 against R(P) ≥ β is below T (docs/learned.md, "Where the prior ranks links well"; not with
 ``holdermean``).
@@ -156,9 +159,11 @@ def crawl(pages: dict, seeds: list[str], topic_path: str, rule: str, budget: int
     every = int(every) if every else 1
     name, *options = name.split("+")
     opts = frozenset(options)
-    off_at, check, anchor_off = None, None, None
+    off_at, check, anchor_off, interleave = None, None, None, 0
     for o in options:
-        if o.startswith("anchoroff="):
+        if o.startswith("interleave="):
+            interleave = int(o.split("=")[1])
+        elif o.startswith("anchoroff="):
             anchor_off = int(o.split("=")[1])
         elif o.startswith("semoff="):
             off_at = int(o.split("=")[1])
@@ -214,6 +219,9 @@ def crawl(pages: dict, seeds: list[str], topic_path: str, rule: str, budget: int
                 paths.refresh()
             url = min(queue, key=lambda u: (paths.hops(u), -queue[u][0], queue[u][1]))
             paths.fetched(url)
+        elif (interleave and semantic is not None and fetched < (anchor_off or off_at or budget)
+              and fetched % interleave == interleave - 1):  # ``interleave=K``: every K-th pick by the words
+            url = min(queue, key=lambda u: (-(queue[u][8] + queue[u][3]), queue[u][1]))
         else:
             url = min(queue, key=lambda u: (-(queue[u][0] + queue[u][3]), queue[u][1]))
         del queue[url]
