@@ -91,3 +91,12 @@ class TopicCrawlAddon:
                                     ("ITEM_PIPELINES", ITEM_PIPELINES), ("EXTENSIONS", EXTENSIONS)):
             for path, order in components.items():
                 settings.setdefault_in_component_priority_dict(setting, load_object(path), order)
+        # Scrapy 2.19's robots.txt middleware lets the third and later requests waiting for a host's
+        # robots.txt through unchecked (topiccrawl/crawl/middlewares.py): replaced, unless the user
+        # set Scrapy's own in DOWNLOADER_MIDDLEWARES
+        scrapy_robots = load_object("scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware")
+        settings.setdefault_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", scrapy_robots, None)
+        if not any(load_object(path) is scrapy_robots and order is not None
+                   for path, order in settings.getdict("DOWNLOADER_MIDDLEWARES").items()):
+            settings.setdefault_in_component_priority_dict(
+                "DOWNLOADER_MIDDLEWARES", load_object("topiccrawl.crawl.middlewares.SharedRobotsTxtMiddleware"), 100)

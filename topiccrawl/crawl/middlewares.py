@@ -33,6 +33,7 @@ from urllib.parse import urljoin, urlsplit
 from weakref import WeakKeyDictionary
 
 from scrapy import signals
+from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
 from scrapy.exceptions import (
     CannotResolveHostError,
     DownloadCancelledError,
@@ -47,7 +48,9 @@ from scrapy.exceptions import (
 from scrapy.http import HtmlResponse
 from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
 from scrapy.utils.defer import maybe_deferred_to_future
+from scrapy.utils.httpobj import urlparse_cached
 from twisted.internet import error as txerror
+from twisted.internet.defer import Deferred
 from twisted.web.client import ResponseFailed, ResponseNeverReceived
 from w3lib.encoding import html_body_declared_encoding, resolve_encoding
 
@@ -79,6 +82,27 @@ class WebRoutingMiddleware(TopicComponent):
         # always the current lab: a request restored from JOBDIR carries the previous run's port
         request.meta["proxy"] = self.tc.proxy_url
         return None
+
+
+class SharedRobotsTxtMiddleware(RobotsTxtMiddleware):
+    """Scrapy's ``RobotsTxtMiddleware`` with its parser handed to every request that waited for it.
+
+    In Scrapy 2.19 the requests to a host whose robots.txt is still being fetched each await the
+    host's one ``Deferred`` through ``Deferred.asFuture``, whose callback consumes the result: the
+    first waiter gets the parser, every later one ``None`` — and ``None`` means "no robots.txt, fetch
+    anything". So with ``ROBOTSTXT_OBEY = True`` a crawl fetched disallowed pages whenever three or
+    more requests to a host went out before its robots.txt had arrived. Here a waiter given ``None``
+    takes what the middleware stored for the host once the fetch ended (the parser, or ``None``
+    when robots.txt could not be fetched: Scrapy's "allow everything"). The add-on installs it in
+    place of Scrapy's (order 100, the same)."""
+
+    async def robot_parser(self, request):
+        parser = await super().robot_parser(request)
+        if parser is None:
+            stored = self._parsers.get(urlparse_cached(request).netloc)
+            if not isinstance(stored, Deferred):
+                return stored
+        return parser
 
 
 class PrivateAddressMiddleware(TopicComponent):
