@@ -57,5 +57,6 @@ def test_overwrite_of_a_json_array_feed_on_resume_is_refused(tmp_path):
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     last = proc.stderr.strip().splitlines()[-1]
-    assert last.startswith("error: -O ") and "use -o to append" in last and "Traceback" not in proc.stderr
+    assert last.startswith("error: -O ") and "use a .jsonl feed, or -O another file" in last, last
+    assert "second json document" in last and "Traceback" not in proc.stderr  # -o would break it
     assert feed.read_text(encoding="utf-8") == "[]"

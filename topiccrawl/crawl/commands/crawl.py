@@ -251,7 +251,8 @@ def _appending(feeds: dict, why: str, doing: str) -> dict:
         if options.get("overwrite"):
             if str(options.get("format", "")).lower() not in LINE_FORMATS:
                 raise ConfigError(f"-O {uri}: {why}, and overwriting its feed would lose the pages of the earlier "
-                                  "runs; use -o to append, or a .jsonl feed")
+                                  f"runs, while appending (-o) would start a second {options.get('format')} "
+                                  "document in it; use a .jsonl feed, or -O another file for this run")
             options["overwrite"] = False
             logger.info("%s: appending to feed %s instead of overwriting it", doing, uri)
         changed[uri] = options
