@@ -22,7 +22,8 @@ kill) loses at most an unfinished tail, and a resume knows every request that ma
 A page killed between its count and its feed line is not counted in the journal: its request is
 in flight, fetched and counted again on resume, so no feed loses it (a kill between the flushed
 line and the record writes that page's line twice). A snapshot waits while a counted page's record
-is pending (its count is in the crawl state the snapshot saves).
+is pending (its count is in the crawl state the snapshot saves); a record pending for 5 s (an item
+whose signals never named its URL) is written anyway.
 Resuming replays the journal over the snapshot: the links pushed since are queued again, the pages
 counted since are counted again (once per URL), the links handed out and done are skipped when
 the strategy reaches them, and the ones handed out and not done — the requests in flight at the
@@ -51,6 +52,7 @@ import json
 import os
 import pickle
 import secrets
+import time
 from pathlib import Path
 
 from scrapy.utils.request import request_from_dict
@@ -220,8 +222,8 @@ class Journal:
         #: handed out, counted, and still in the engine: done as far as a resume goes
         self.counted: set[tuple] = set()
         self._seq_of = {url: seq for seq, url in self.outstanding}
-        #: pages counted whose item is not through the pipelines yet: URL -> relevance
-        self.pending: dict[str, float] = {}
+        #: pages counted whose item is not through the pipelines yet: URL -> (relevance, since when)
+        self.pending: dict[str, tuple[float, float]] = {}
 
     def _write(self, record) -> None:
         pickle.dump(record, self.fh, protocol=PROTOCOL)
@@ -242,24 +244,30 @@ class Journal:
     def count(self, url: str, relevance: float) -> None:
         """The page ``url`` was counted (the harvest pipeline): its record waits for the item
         (:meth:`through`)."""
-        self.pending[url] = relevance
+        self.pending[url] = (relevance, time.monotonic())
 
     def through(self, url: str) -> None:
         """The item of ``url`` left the pipelines (its feed line flushed, or dropped): write the
         ``count`` record of its page, if it was counted."""
-        relevance = self.pending.pop(url, None)
-        if relevance is None or self.fh is None:
+        entry = self.pending.pop(url, None)
+        if entry is None or self.fh is None:
             return
+        relevance = entry[0]
         seq = self._seq_of.get(url)
         if seq is not None:
             self.counted.add((seq, url))
         self._write(("count", seq, url, relevance))
         self.fh.flush()
 
-    def through_all(self) -> None:
-        """Write every pending ``count`` record (the crawl closes: the items are through)."""
-        for url in list(self.pending):
-            self.through(url)
+    def through_all(self, older_than: float | None = None) -> None:
+        """Write every pending ``count`` record (the crawl closes: the items are through), or those
+        pending for more than ``older_than`` seconds (an item gets through in milliseconds: one
+        whose signal never named its URL, e.g. a user's pipeline that changed it, must not hold
+        the snapshots back for good)."""
+        now = time.monotonic()
+        for url, (_, since) in list(self.pending.items()):
+            if older_than is None or now - since > older_than:
+                self.through(url)
 
     def settle(self) -> None:
         """Write ``done`` for every handed-out request no longer in the engine (the downloader's

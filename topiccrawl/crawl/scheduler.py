@@ -73,6 +73,10 @@ def make_dispatch(config, mode: str = "patient") -> PatientDispatch | None:
                            rule=config.dispatch_rule, p=config.dispatch_p)
 
 
+#: a page's count record waits for its item at most this long (seconds) before it is written anyway
+PENDING_SECONDS = 5.0
+
+
 class TopicScheduler(BaseScheduler):
     """The memory scheduler; the Redis schedulers (``topiccrawl.redis``) subclass it with their own
     frontier and duplicate filter, chosen by the add-on (:mod:`topiccrawl.crawl.addon`)."""
@@ -535,6 +539,7 @@ class TopicScheduler(BaseScheduler):
             return
         try:
             self._journal.settle()
+            self._journal.through_all(older_than=PENDING_SECONDS)
             if self._journal.pending:  # a counted page's feed line is not written yet: next time
                 return
             if time.monotonic() - self._saved_at >= max(self.tc.config.checkpoint_interval, 10 * self._save_cost):
