@@ -8,7 +8,9 @@ crawler, from a web lab shared by all runs that logs every page request (``--acc
 * the budget is reached, every URL counted once, and the stats cover all eleven runs;
 * no queued link is lost: every link of every counted page (the corpus's own link lists, not the
   crawler's) was requested or is still queued in JOBDIR;
-* pages requested again after the kills <= the requests the resumes found in flight.
+* pages requested again after the kills <= the requests the resumes found in flight;
+* the ``-O`` JSON-lines feed, appended to by every resume, holds every counted page (a page
+  written twice at most once per kill).
 
 The web lab a crawl starts itself dies with it after a kill -9, and a Ctrl-C sent to the crawler's
 process group (a terminal's Ctrl-C) leaves the lab serving until the crawler has finished and
