@@ -24,14 +24,14 @@ from topiccrawl.crawl.runtime import TopicComponent
 logger = logging.getLogger(__name__)
 
 
-def _exporter(crawler) -> FeedExporter | None:
+def feed_exporter(crawler) -> FeedExporter | None:
+    """Scrapy's feed exporter among the crawler's extensions (None without feeds)."""
     extensions = getattr(getattr(crawler, "extensions", None), "middlewares", ())
     return next((e for e in extensions if isinstance(e, FeedExporter)), None)
 
 
-def flush_feeds(crawler) -> None:
+def flush_feeds(exporter: FeedExporter | None) -> None:
     """Flush the open file of every feed slot (the lines the exporter wrote reach the OS)."""
-    exporter = _exporter(crawler)
     for slot in getattr(exporter, "slots", ()):
         fh = getattr(slot, "file", None)
         if fh is None or getattr(fh, "closed", False):
@@ -50,7 +50,12 @@ class FeedFlush(TopicComponent):
         super().__init__(crawler)
         if not self.tc.config.feed_flush_enabled:
             raise NotConfigured
+        self.exporter: FeedExporter | None = None  # found at spider open: the extensions exist by then
+        crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.item_scraped, signal=signals.item_scraped)
 
+    def spider_opened(self) -> None:
+        self.exporter = feed_exporter(self.crawler)
+
     def item_scraped(self, item) -> None:
-        flush_feeds(self.crawler)
+        flush_feeds(self.exporter)

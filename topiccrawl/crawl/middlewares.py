@@ -192,7 +192,18 @@ class RetryRedirectFilterMiddleware(TopicComponent):
             self.crawler.stats.inc_value("topiccrawl/redirect_refiltered")
 
 
-class FaultStatsMiddleware(TopicComponent):
+class _FaultCounter(TopicComponent):
+    """What the two fault middlewares share: ``topiccrawl/faults/<kind>`` counters."""
+
+    def __init__(self, crawler) -> None:
+        super().__init__(crawler)
+        self.stats = crawler.stats
+
+    def _count(self, kind: str) -> None:
+        self.stats.inc_value(FAULT_PREFIX + kind)
+
+
+class FaultStatsMiddleware(_FaultCounter):
     """Count the faults of every download attempt in ``topiccrawl/faults/<kind>``.
 
     Sits next to the download handler (order 950), so it sees each attempt before RetryMiddleware
@@ -207,7 +218,6 @@ class FaultStatsMiddleware(TopicComponent):
     def __init__(self, crawler) -> None:
         super().__init__(crawler)
         settings = crawler.settings
-        self.stats = crawler.stats
         self.slow = self.tc.config.slow_seconds
         self.warnsize = settings.getint("DOWNLOAD_WARNSIZE")
         self.max_redirects = settings.getint("REDIRECT_MAX_TIMES")
@@ -216,9 +226,6 @@ class FaultStatsMiddleware(TopicComponent):
 
     def _headers_received(self, headers, body_length, request, spider) -> None:
         self.headers_at[request] = monotonic()
-
-    def _count(self, kind: str) -> None:
-        self.stats.inc_value(FAULT_PREFIX + kind)
 
     def process_response(self, request, response):
         headers_at = self.headers_at.pop(request, None)
@@ -256,19 +263,12 @@ class FaultStatsMiddleware(TopicComponent):
         return None
 
 
-class BodyFaultMiddleware(TopicComponent):
+class BodyFaultMiddleware(_FaultCounter):
     """The faults of an HTML body, counted like :class:`FaultStatsMiddleware`'s: ``badlength``
     (a ``Content-Length`` page cut before ``</html>``), ``wrong_charset`` (the header's charset
     replaced by the page's own) and ``decode_error``. Order 580: after ``HttpCompressionMiddleware``
     (590) has decompressed the body (before it, a compressed answer is a plain ``Response``, not
     HTML to check), before ``RetryMiddleware`` (550), so each attempt is counted."""
-
-    def __init__(self, crawler) -> None:
-        super().__init__(crawler)
-        self.stats = crawler.stats
-
-    def _count(self, kind: str) -> None:
-        self.stats.inc_value(FAULT_PREFIX + kind)
 
     def process_response(self, request, response):
         if not isinstance(response, HtmlResponse) or response.status != 200 or request.method == "HEAD":
@@ -333,7 +333,7 @@ class DownloadErrorFilter(logging.Filter):
         except Exception:  # a malformed record: the handler reports it
             return True
         reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-        record.msg = message if reason in message or str(exc) and str(exc) in message else f"{message}: {reason}"
+        record.msg = message if (str(exc) or reason) in message else f"{message}: {reason}"
         record.args, record.exc_info, record.exc_text = (), None, None
         return True
 

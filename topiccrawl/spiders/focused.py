@@ -83,15 +83,12 @@ class FocusedSpider(scrapy.Spider):
         """A seed that could not be fetched (retries spent): one warning saying why, counted in
         ``topiccrawl/seeds_failed``; a request a topiccrawl middleware refused has its own line."""
         value = failure.value
-        response = getattr(value, "response", None)
-        if isinstance(value, HttpError) and response is not None:
-            why = f"HTTP status {response.status}"
-        elif isinstance(value, IgnoreRequest):
+        if isinstance(value, IgnoreRequest) and not isinstance(value, HttpError):
             if "robots.txt" not in str(value):  # refused by a topiccrawl middleware, which said why
                 return
             why = "its site's robots.txt disallows it (ROBOTSTXT_OBEY=True)"
         else:
-            why = str(value) or type(value).__name__
+            why = _failure_reason(failure)
         self.crawler.stats.inc_value("topiccrawl/seeds_failed")
         self.logger.warning("seed %s could not be fetched: %s", failure.request.url, why)
 
@@ -174,18 +171,17 @@ class FocusedSpider(scrapy.Spider):
         """An example page (it trains the classifier) or a background page; no item, no links.
         Kept until every example request has settled, then handed over in the order the examples
         were given (:meth:`_learn_from_examples`), not the order they arrived in."""
-        counter = response.meta.get("counter_example", False)
-        background = response.meta.get("background", False)
         kind = _kind(response.meta)
         if html_page(response):
             ex, terms = self.tc.page_terms(response)
             index = response.meta.get("example_index", len(self._fetched))
             if not terms:
                 self._not_used("no_text", kind, "%s page %s has no text: not used", kind, response.url)
-            elif background:
+            elif kind == "background":
                 self._fetched.append((index, "background", terms, []))
                 self.crawler.stats.inc_value("topiccrawl/examples/background")
             else:
+                counter = kind == "counter-example"
                 links = [] if counter else [a.url for a in ex.anchors]
                 self._fetched.append((index, "counter" if counter else "example", terms, links))
                 self.crawler.stats.inc_value("topiccrawl/examples/fetched")
@@ -206,10 +202,8 @@ class FocusedSpider(scrapy.Spider):
 
     def example_failed(self, failure):
         kind = _kind(failure.request.meta)
-        response = getattr(failure.value, "response", None)  # HttpError: say the status, not Scrapy's wording
-        why = f"HTTP status {response.status}" if isinstance(failure.value, HttpError) and response is not None \
-            else failure.value
-        self._not_used("failed", kind, "%s page %s could not be fetched: %s", kind, failure.request.url, why)
+        self._not_used("failed", kind, "%s page %s could not be fetched: %s", kind, failure.request.url,
+                       _failure_reason(failure))
         self._example_settled()
 
     def _example_settled(self) -> None:
@@ -270,3 +264,13 @@ def _kind(meta: dict) -> str:
     if meta.get("background", False):
         return "background"
     return "counter-example" if meta.get("counter_example", False) else "example"
+
+
+def _failure_reason(failure) -> str:
+    """Why a request failed, in one line: an HttpError's status (not Scrapy's wording), else the
+    exception's own message (its type when it has none)."""
+    value = failure.value
+    response = getattr(value, "response", None)
+    if isinstance(value, HttpError) and response is not None:
+        return f"HTTP status {response.status}"
+    return str(value) or type(value).__name__
