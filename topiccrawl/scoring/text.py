@@ -33,9 +33,11 @@ from topiccrawl.learning.normalize import to_simplified
 jieba.setLogLevel(logging.WARNING)
 
 _CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-#: a run of CJK characters, or a Latin/digit word (apostrophes and inner hyphens kept); the word
-#: branch excludes CJK so that "5号台风" splits into "5" and "号台风"
-_TOKEN_RE = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+(?:['’\-][^\W_{_CJK}]+)*", re.UNICODE)
+#: a run of CJK characters, or a Latin/digit word (apostrophes and inner hyphens kept, but not an
+#: English possessive's final "'s": "volcano's" is "volcano", "O'Sullivan" and "rock's-edge" stay
+#: whole); the word branch excludes CJK so that "5号台风" splits into "5" and "号台风"
+_TOKEN_RE = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+(?:(?:['’](?![sS](?![^\W_{_CJK}]|['’\-]))|-)[^\W_{_CJK}]+)*",
+                       re.UNICODE)
 _CJK_RE = re.compile(rf"[{_CJK}]")
 _CJK_RUNS = re.compile(rf"([{_CJK}]+)")
 #: the word branch of ``_TOKEN_RE`` on text without CJK characters once "_" is a space (there,
@@ -43,9 +45,9 @@ _CJK_RUNS = re.compile(rf"([{_CJK}]+)")
 #: (Python 3.11+): a run of word characters ends at a non-word character whatever follows, so
 #: giving characters back never makes another match, and not trying is faster
 try:
-    _WORD_RE = re.compile(r"\w\w++(?:['’\-]\w++)*+|\w(?:['’\-]\w++)++")
+    _WORD_RE = re.compile(r"\w\w++(?:(?:['’](?!s(?![\w'’\-]))|-)\w++)*+|\w(?:(?:['’](?!s(?![\w'’\-]))|-)\w++)++")
 except re.error:  # Python 3.10: the same matches, tried the long way
-    _WORD_RE = re.compile(r"\w\w+(?:['’\-]\w+)*|\w(?:['’\-]\w+)+")
+    _WORD_RE = re.compile(r"\w\w+(?:(?:['’](?!s(?![\w'’\-]))|-)\w+)*|\w(?:(?:['’](?!s(?![\w'’\-]))|-)\w+)+")
 _LETTER_RE = re.compile(r"[^\W\d_]")
 
 EN_STOPWORDS = frozenset(
