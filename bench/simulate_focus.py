@@ -39,7 +39,10 @@ their anchors' words alone, the holder term keeping the prior), ``semtie=E`` add
 anchor term instead of mixing it in (E small: the prior only breaks the words' ties; docs/learned.md,
 "The anchors' closeness as a tie-break"), ``semcentre`` takes an anchor's closeness less the mean
 closeness of its page's anchors (at least 0) in the anchor term (the title's is unchanged), and
-``interleave=K`` takes every K-th pick by R(l) without the prior while the prior is on (until
+``semhub=P`` damps a queued link's anchor closeness by n^−P, n the fetched pages linking to its
+target (broad pages, linked from everywhere, lose the prior's push; docs/learned.md, "The anchors'
+prior damped at pages linked from many"), ``interleave=K`` takes every K-th pick by R(l) without
+the prior while the prior is on (until
 ``anchoroff``'s or ``semoff``'s N: a share of the first pages in the words' own order; docs/learned.md,
 "Where `learned` falls below best-first on the development topics"), and
 ``semcheck=N=T`` does so only when the ROC AUC of the N fetched pages' titles' closeness to the topic
@@ -186,7 +189,7 @@ def crawl(pages: dict, seeds: list[str], topic_path: str, rule: str, budget: int
     queue: dict[str, list] = {}
     seen, held, order = set(), deque(), 0
     for url in topic.seeds or seeds:
-        queue[url] = [1.0, order, (), 0.0, url in relevant, (), 1.0, [1.0], 1.0, 1.0]
+        queue[url] = [1.0, order, (), 0.0, url in relevant, (), 1.0, [1.0], 1.0, 1.0, None, 1]
         seen.add(url)
         order += 1
     fetched = found = 0
@@ -268,6 +271,7 @@ def _release(page, pages, scorer, assoc, queue, seen, relevant, name, opts, orde
     ``semantic`` the anchor and holder terms mixed with the prior)."""
     url, r = page
     tie = next((float(o.split("=")[1]) for o in opts if o.startswith("semtie=")), None)
+    hub = next((float(o.split("=")[1]) for o in opts if o.startswith("semhub=")), None)
     if semantic is not None:
         texts = [TITLES.get(url, ""), *(a[1].strip() for a in pages[url][1])]
         near = dict(zip(texts, semantic.scores(texts)))
@@ -284,6 +288,11 @@ def _release(page, pages, scorer, assoc, queue, seen, relevant, name, opts, orde
             if entry is not None and "holdermean" in opts:
                 entry[7].append(r)
                 entry[0] = scorer.link_relevance(entry[6], statistics.fmean(entry[7]))
+            if entry is not None and hub is not None:  # ``semhub=P``: one more fetched page links to it
+                entry[11] += 1
+                if semantic is not None and "semholder" not in opts and entry[10] is not None:
+                    entry[6] = semantic.mix(entry[9], entry[10] * entry[11] ** -hub)
+                    entry[0] = scorer.link_relevance(entry[6], entry[7][0])
             continue
         seen.add(target)
         terms = anchor_terms(text) if name == "association" else ()
@@ -295,9 +304,10 @@ def _release(page, pages, scorer, assoc, queue, seen, relevant, name, opts, orde
             anchor = anchor + tie * near[text.strip()]
         elif semantic is not None and "semholder" not in opts:  # ``semholder``: the holder term only
             anchor = semantic.mix(anchor, near[text.strip()])
+        closeness = near[text.strip()] if semantic is not None else None
         queue[target] = [scorer.link_relevance(anchor, r), order, terms, _shift(assoc, terms, context),
                          target in relevant, context, anchor, [r], scorer.link_relevance(words_anchor, page[1]),
-                         words_anchor]
+                         words_anchor, closeness, 1]
         order += 1
     return order
 
