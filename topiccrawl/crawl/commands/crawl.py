@@ -4,10 +4,10 @@ A broken topic file, a bad ``TOPICCRAWL_*`` value, a malformed corpus spec or fa
 missing corpus directory, an unknown spider argument, seeds that are not URLs (or none where the
 spider needs them), an output directory or feed that cannot be written, ``-O`` onto the feed of a
 crawl resumed from JOBDIR in a non-line format, or an unreachable Redis (``TOPICCRAWL_STORE=redis``)
-are user mistakes: they get one line on stderr and exit status 2, before any crawl starts, instead
-of a traceback from inside the engine. A resumed crawl (JOBDIR holding a previous run), or a worker
-started again on a Redis crawl with pages counted, appends to its ``-O`` JSON-lines feed instead
-of overwriting the pages of the runs before.
+are user mistakes: they get one line on stderr and exit status 2, before any crawl starts (and
+before Scrapy's start-up lines), instead of a traceback from inside the engine. A resumed crawl
+(JOBDIR holding a previous run), or a worker started again on a Redis crawl with pages counted,
+appends to its ``-O`` JSON-lines feed instead of overwriting the pages of the runs before.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
+from scrapy.spiderloader import get_spider_loader
 
 from topiccrawl.crawl.errors import redact_text
 from topiccrawl.crawl.runtime import OVERRIDABLE, check_output_dir, output_path, output_template, scrapyd_job
@@ -39,7 +40,8 @@ logger = logging.getLogger(__name__)
 USER_ERRORS = (ConfigError, TopicError, CorpusError, GroundTruthError, FrontierError, TreeError,
                SiteFinderError, SearchBackendError, DWDBRMError, FaultSpecError)
 #: close reasons of a crawl stopped by a user mistake it found only once it ran: exit status 2
-USER_ERROR_REASONS = frozenset({"no_topic_words"})
+#: (``redis_refused``: a worker whose options or spider do not match the Redis crawl it joined)
+USER_ERROR_REASONS = frozenset({"no_topic_words", "redis_refused"})
 
 #: feed formats whose files can be appended to (one record a line)
 LINE_FORMATS = ("jsonlines", "jsonl", "jl")
@@ -259,28 +261,59 @@ def _appending(feeds: dict, why: str, doing: str) -> dict:
     return changed
 
 
+class _Held(logging.Handler):
+    """Holds the log records of the checks until Scrapy has set up logging (see ``Command``)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
 class Command(ScrapyCrawlCommand):
-    def run(self, args, opts) -> None:
-        if args and self.settings.getbool("TOPICCRAWL_ENABLED", True):
+    """The inputs are checked in ``process_options``, before Scrapy builds its crawler process and
+    logs its start-up lines, so a mistake is the only line a user sees; what the checks log (a feed
+    appended to, …) is held and logged once logging is set up."""
+
+    _spidercls = None
+    _held: tuple[logging.LogRecord, ...] = ()
+
+    def process_options(self, args, opts) -> None:
+        super().process_options(args, opts)
+        if not args or not self.settings.getbool("TOPICCRAWL_ENABLED", True):
+            return
+        root, held = logging.getLogger(), _Held()
+        level = root.level
+        root.addHandler(held)
+        root.setLevel(logging.DEBUG)
+        try:
             try:
-                try:
-                    spidercls = self.crawler_process.spider_loader.load(args[0])
-                except KeyError:
-                    spidercls = None  # Scrapy reports the unknown spider itself
-                check_crawl_inputs(self.settings, opts.spargs, spidercls)
-                feeds = resume_feeds(self.settings)
-                if feeds is None and spidercls is not None:
-                    feeds = rejoin_feeds(self.settings, opts.spargs, spidercls.name)
-                check_feeds(feeds or self.settings.getdict("FEEDS"))
-            except USER_ERRORS as exc:
-                print(f"error: {redact_text(str(exc))}", file=sys.stderr)
-                self.exitcode = 2
-                return
-            if feeds is not None:
-                self.settings.set("FEEDS", feeds, priority="cmdline")
-            if len(args) == 1 and spidercls is not None:
-                self._crawl(args[0], opts)
-                return
+                spidercls = get_spider_loader(self.settings).load(args[0])
+            except KeyError:
+                spidercls = None  # Scrapy reports the unknown spider itself
+            check_crawl_inputs(self.settings, opts.spargs, spidercls)
+            feeds = resume_feeds(self.settings)
+            if feeds is None and spidercls is not None:
+                feeds = rejoin_feeds(self.settings, opts.spargs, spidercls.name)
+            check_feeds(feeds or self.settings.getdict("FEEDS"))
+        except USER_ERRORS as exc:
+            print(f"error: {redact_text(str(exc))}", file=sys.stderr)
+            raise SystemExit(2) from None
+        finally:
+            root.removeHandler(held)
+            root.setLevel(level)
+        if feeds is not None:
+            self.settings.set("FEEDS", feeds, priority="cmdline")
+        self._spidercls, self._held = spidercls, tuple(held.records)
+
+    def run(self, args, opts) -> None:
+        for record in self._held:
+            logging.getLogger(record.name).handle(record)
+        if len(args) == 1 and self._spidercls is not None:
+            self._crawl(args[0], opts)
+            return
         super().run(args, opts)
 
     def _crawl(self, name: str, opts) -> None:
