@@ -141,7 +141,7 @@ def test_discovery_worker_refuses_a_focused_crawl_id(tmp_path, redis_server, lab
     client.hset(crawl_keys("disc")["meta"], "strategy", "bfs")  # as a focused crawl leaves it
     proc, out = run_crawl(tmp_path, "dwdbrm", args={"seeds": "truth:3", "pages": 20},
                           settings=_settings(redis_server.url, lab.proxy_url, tmp_path / "out"))
-    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]  # a user mistake
     errors = [l for l in proc.stderr.splitlines() if " ERROR: " in l]
     assert len(errors) == 1 and "started with strategy 'bfs'" in errors[0], errors
     stats = json.loads((out / "stats.json").read_text(encoding="utf-8"))
@@ -154,7 +154,7 @@ def test_operator_spider_cannot_join_a_dwdbrm_crawl(tmp_path, redis_server, lab)
     client.hset("topiccrawl:disc:bandit", "operators", json.dumps(list(OPS)))  # a dwdbrm crawl's bandit
     proc, out = run_crawl(tmp_path, "forward", args={"seeds": "truth:3", "pages": 20},
                           settings=_settings(redis_server.url, lab.proxy_url, tmp_path / "out"))
-    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]  # a user mistake
     errors = [l for l in proc.stderr.splitlines() if " ERROR: " in l]
     assert len(errors) == 1 and "has operators" in errors[0] and "'forward'" in errors[0], errors
     assert json.loads((out / "stats.json").read_text(encoding="utf-8"))["finish_reason"] == "redis_refused"

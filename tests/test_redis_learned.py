@@ -322,12 +322,12 @@ def test_two_scrapy_workers_crawl_with_one_model_and_a_late_worker_starts_from_i
 
 
 def _refused(tmp_path, name: str, redis_server, slow_lab, **settings) -> str:
-    """Start a worker that must be refused: it stops at once with one ERROR line, no traceback and
-    nothing fetched; returns that line."""
+    """Start a worker that must be refused: it stops at once with one ERROR line, no traceback,
+    nothing fetched and exit status 2; returns that line."""
     proc = _start(tmp_path, name, redis_server.url, slow_lab.proxy_url, 40, **settings)
     proc.wait(300)
     log = proc.log.read_text()
-    assert proc.returncode == 0 and "Traceback" not in log, log[-3000:]
+    assert proc.returncode == 2 and "Traceback" not in log, log[-3000:]  # a user mistake: exit status 2
     errors = [line for line in log.splitlines() if " ERROR: " in line]
     assert len(errors) == 1, errors
     after = json.loads((proc.out / "stats.json").read_text(encoding="utf-8"))
