@@ -2,13 +2,15 @@
 
 Two ``scrapy crawl`` runs over the web lab share one JOBDIR: the first stops at its 60-page
 budget, the second resumes it to 120 with the same ``-O pages.jsonl``. The JSON-lines feed is
-appended to, so it ends with all 120 pages, each once. ``-O`` onto a feed in a format that cannot
+appended to, so it ends with all 120 pages, each once, and the closing progress line's pages/min
+counts the second run's pages only. ``-O`` onto a feed in a format that cannot
 be appended to (a JSON array) is refused in one line, exit 2, and the feed of the first run stays.
 """
 
 from __future__ import annotations
 
 import json
+import re
 
 from conftest import run_crawl
 
@@ -40,6 +42,10 @@ def test_resume_with_overwrite_flag_appends_to_the_feed(tmp_path):
     assert len(urls) == 120 and len(set(urls)) == 120
     stats = json.loads((out / "stats.json").read_text(encoding="utf-8"))
     assert stats["topiccrawl/dp"] == 120
+    # the closing progress line's rate counts this run's 60 pages over this run's time, not 120
+    rate = float(re.findall(r"INFO: Crawled 120 pages \((\d+) pages/min\)", proc.stderr)[-1])
+    elapsed = float(re.findall(r"'elapsed_time_seconds': ([\d.]+)", proc.stderr)[-1])
+    assert 0.7 < rate / (60 * 60 / elapsed) < 1.4, (rate, elapsed)
 
 
 def test_overwrite_of_a_json_array_feed_on_resume_is_refused(tmp_path):
