@@ -1,4 +1,5 @@
-"""The JOBDIR journal read back as a resume reads it, and a JOBDIR of another crawl refused.
+"""The JOBDIR journal read back as a resume reads it; a JOBDIR of another crawl, or one whose crawl
+state cannot be read, refused and left as it is.
 
 The journal is the real one writing a real file; only the engine's set of live requests is given
 by the test (what the downloader and the spider are still working on at each moment).
@@ -6,9 +7,10 @@ by the test (what the downloader and the spider are still working on at each mom
 
 from __future__ import annotations
 
+import pytest
 import scrapy
 
-from conftest import run_crawl
+from conftest import memory_scheduler, run_crawl
 from topiccrawl.crawl import jobdir as jd
 from topiccrawl.crawl.meta import META_KEY
 from topiccrawl.strategies.base import Link
@@ -159,3 +161,36 @@ def test_a_jobdir_of_another_crawl_is_refused_in_one_line(tmp_path):
         assert len(errors) == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
         assert errors[0].startswith(f"error: JOBDIR {job} belongs to another crawl: {named}")
     assert (job / jd.STATE_FILE).read_bytes() == state  # nothing of the first crawl lost
+
+
+def test_a_damaged_crawl_state_is_refused_in_one_line_and_left_as_it_is(tmp_path):
+    job = tmp_path / "job"
+    first, _ = run_crawl(tmp_path / "a", args={"topic": "台风灾害", "max_pages": 20},
+                         settings={"JOBDIR": str(job), "TOPICCRAWL_PLOT_ENABLED": "false"})
+    assert first.returncode == 0, first.stderr[-3000:]
+    path = job / jd.STATE_FILE
+    damaged = path.read_bytes()[:100]  # a partly copied JOBDIR
+    path.write_bytes(damaged)
+    for _ in range(2):  # refused again: the first refusal did not save an empty crawl over it
+        proc, _ = run_crawl(tmp_path / "b", args={"topic": "台风灾害", "max_pages": 40},
+                            settings={"JOBDIR": str(job), "TOPICCRAWL_PLOT_ENABLED": "false"})
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+        assert proc.stderr.strip().startswith(f"error: JOBDIR {job}: its crawl state {jd.STATE_FILE} cannot be read")
+        assert len(proc.stderr.strip().splitlines()) == 1
+        assert path.read_bytes() == damaged
+
+
+def test_the_scheduler_never_saves_over_a_crawl_state_it_cannot_read(tmp_path):
+    """The command refuses such a JOBDIR before the crawl; the scheduler, reached another way (a
+    state damaged after the check), must still leave it as it is."""
+    from topiccrawl.crawl.errors import ConfigError
+
+    job = tmp_path / "job"
+    scheduler = memory_scheduler(JOBDIR=str(job))  # a new crawl: its first snapshot is written at open
+    scheduler.close("shutdown")
+    (job / jd.STATE_FILE).write_bytes(b"\x80\x05not a pickle")
+    scheduler = type(scheduler).from_crawler(scheduler.crawler)
+    with pytest.raises(ConfigError, match="cannot be read"):
+        scheduler.open(scheduler.crawler.spider)
+    scheduler.close("shutdown")
+    assert (job / jd.STATE_FILE).read_bytes() == b"\x80\x05not a pickle"

@@ -126,6 +126,38 @@ def load(fh):
     return pickle.load(fh)
 
 
+#: snapshots read by the ``crawl`` command's check, by (path, mtime, size): the scheduler of the same
+#: process takes it instead of reading the file again
+_read: dict[tuple, dict] = {}
+
+
+def _file_key(path: Path) -> tuple:
+    st = path.stat()
+    return str(path.resolve()), st.st_mtime_ns, st.st_size
+
+
+def read_state(path: str | os.PathLike, keep: bool = False) -> dict:
+    """The snapshot at ``path``; a one-line :class:`ConfigError` when it cannot be read (a damaged
+    or partly copied JOBDIR), so the crawl is refused and the JOBDIR left as it is. ``keep``: hold
+    it for the next call in this process (the command's check, then the scheduler)."""
+    path = Path(path)
+    try:
+        key = _file_key(path)
+        data = _read.pop(key, None)
+        if data is None:
+            with path.open("rb") as fh:
+                data = load(fh)
+            if not isinstance(data, dict) or not {"frontier", "chosen", "crawl"} <= data.keys():
+                raise ValueError("not a crawl state")
+    except Exception as exc:  # unpickling a damaged file can raise almost any exception
+        raise ConfigError(f"JOBDIR {path.parent}: its crawl state {path.name} cannot be read "
+                          f"({type(exc).__name__}: {str(exc)[:120]}); the JOBDIR is left as it is: resume "
+                          "from a copy made before the damage, or use another JOBDIR") from None
+    if keep:
+        _read[key] = data
+    return data
+
+
 def write_atomic(path: Path, obj) -> None:
     """Pickle ``obj`` to ``path``: a temporary file, flushed to disk, renamed over ``path``."""
     tmp = path.with_suffix(".tmp")

@@ -440,13 +440,14 @@ class TopicScheduler(BaseScheduler):
         if not self.jobdir:
             return
         identity = jd.check_jobdir(self.jobdir, self.spider.name, self.tc.config)
-        jd.record_jobdir(self.jobdir, identity)
-        self._jobdir_ok = True
         path = self._state_path()
         skip: set = set()
-        if path.exists():
-            with path.open("rb") as fh:
-                data = jd.load(fh)
+        # read before the JOBDIR is taken as this crawl's: a snapshot that cannot be read is never
+        # saved over at close (the command refuses it before the crawl; this is its second line)
+        data = jd.read_state(path) if path.exists() else None
+        jd.record_jobdir(self.jobdir, identity)
+        self._jobdir_ok = True
+        if data is not None:
             skip = self._load_snapshot(data, path)
         if not self._journaling():
             return

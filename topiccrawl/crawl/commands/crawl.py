@@ -98,9 +98,12 @@ def check_crawl_inputs(settings, spargs: dict, spidercls=None) -> None:
         job = scrapyd_job(spargs.get("_job"))
         check_output_dir(output_path(output_template(settings, job), spidercls.name, datetime.now(timezone.utc), job))
         if settings.get("JOBDIR"):  # a JOBDIR written by another spider, topic or web is refused
-            from topiccrawl.crawl.jobdir import check_jobdir
+            from topiccrawl.crawl.jobdir import STATE_FILE, check_jobdir, read_state
 
             check_jobdir(settings["JOBDIR"], spidercls.name, cfg)
+            state = Path(settings["JOBDIR"]) / STATE_FILE
+            if state.is_file() and cfg.store != "redis":  # so is a crawl state that cannot be read (the
+                read_state(state, keep=True)  # scheduler takes what is read here; Redis keeps its own state)
     if cfg.ground_truth and not Path(cfg.ground_truth).is_file():
         raise GroundTruthError(f"{cfg.ground_truth}: labels file not found")
     if cfg.store == "redis":
