@@ -373,7 +373,12 @@ def test_asking_for_more_truth_pages_than_the_web_has_says_how_many_there_are(tm
                                           "max_pages": 5}, settings=SERIAL)
     assert proc.returncode == 0, proc.stderr[-3000:]
     line = next(x for x in proc.stderr.splitlines() if "seeds=truth:100000" in x)
-    assert "WARNING" in line and "all of them are used" in line
-    n = int(line.split("has only ")[1].split()[0])
-    assert 0 < n < 100000
-    assert _stats(out)["topiccrawl/dp"] == 5
+    stats = _stats(out)
+    total = stats["topiccrawl/truth/total_relevant"]
+    assert "WARNING" in line, line
+    if "has only" in line:  # the pick's sample is the whole web
+        assert f"has only {total} pages labelled relevant" in line and "all of them are used" in line, line
+    else:  # a larger web: the line names the sample's count and the web's, never the one as the other
+        n = int(line.split("hold only ")[1].split()[0])
+        assert 0 < n < total and f"only {n} of its {total} pages labelled relevant" in line, line
+    assert stats["topiccrawl/dp"] == 5

@@ -396,8 +396,16 @@ class TopicCrawl:
             raise ValueError(f"truth:{n} needs an offline web and a topic with evaluation labels")
         picked = self.corpus.truth_sample(self.topic.labels, n, seed)
         if len(picked) < n:
-            logger.warning("%s=truth:%d: the offline web has only %d pages labelled relevant to this topic; "
-                           "all of them are used", name, n, len(picked))
+            total = self.total_relevant()
+            if total is not None and total > len(picked):  # the web is larger than the pick's sample
+                from topiccrawl.weblab.corpus import TRUTH_SAMPLE
+
+                logger.warning("%s=truth:%d: the first %d pages of the offline web, which truth:N picks from, hold "
+                               "only %d of its %d pages labelled relevant to this topic; all %d are used",
+                               name, n, TRUTH_SAMPLE, len(picked), total, len(picked))
+            else:
+                logger.warning("%s=truth:%d: the offline web has only %d pages labelled relevant to this topic; "
+                               "all of them are used", name, n, len(picked))
         return picked
 
     def use_shared_store(self, shared, graph) -> None:

@@ -22,6 +22,9 @@ from urllib.parse import parse_qsl, urlsplit
 from lxml import etree
 from lxml import html as lxml_html
 
+#: ``truth:N`` picks from the first this many pages of a web (a generated web may hold far more)
+TRUTH_SAMPLE = 20000
+
 
 class CorpusError(ValueError):
     """A bad corpus spec, a missing directory or an unreadable corpus (one-line message)."""
@@ -121,8 +124,9 @@ class Corpus(abc.ABC):
 
     def truth_sample(self, labels, n: int, seed: int) -> list[str]:
         """``truth:N``: a seeded pick of ``n`` pages whose labels meet ``labels``, from the
-        :meth:`search_sample` (seed 0 for ``seeds=truth:N``, 1 for ``examples=truth:N``)."""
-        relevant = [u for u in self.search_sample(20000) if self.labels(u) & labels]
+        :meth:`search_sample` of :data:`TRUTH_SAMPLE` pages (seed 0 for ``seeds=truth:N``, 1 for
+        ``examples=truth:N``)."""
+        relevant = [u for u in self.search_sample(TRUTH_SAMPLE) if self.labels(u) & labels]
         return random.Random(seed).sample(relevant, min(n, len(relevant)))
 
     def describe(self) -> dict:
