@@ -86,6 +86,11 @@ def test_a_topic_with_examples_and_no_words_learns_its_words(tmp_path):
     assert "[words]" in words and "copy them into a topic file" in proc.stderr
     # the derived words are what the user would copy: a topic file made of them loads and scores
     assert "台风" in words, words
+    from topiccrawl.scoring.topic import EXAMPLES_BETA, load_topic
+
+    copied = tmp_path / "copied.toml"
+    copied.write_text(f'name = "copied"\n{words}', encoding="utf-8")
+    assert load_topic(str(copied)).beta == EXAMPLES_BETA and "台风" in load_topic(str(copied)).words
     assert stats["topiccrawl/classifier/examples"] == 5 and stats["topiccrawl/classifier/mode"] == "pu"
     # how far to trust the self-assessment: the held-out AUC, the flag, and a warning when flagged
     auc = stats["topiccrawl/classifier/heldout_auc"]

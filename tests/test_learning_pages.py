@@ -320,6 +320,11 @@ def test_topic_words_of_five_relevant_pages_match_the_topic(generated, tmp_path)
     path = tmp_path / "derived.toml"
     path.write_text(f'name = "derived"\nbeta = 0.5\n\n{toml}', encoding="utf-8")
     assert load_topic(str(path)).words == dict(tomllib.loads(toml)["words"])
+    # as the crawl prints it: with its β first, a topic file once a name is put above it
+    toml = format_words_toml(words[:10], beta=0.3)
+    path.write_text(f'name = "derived"\n{toml}', encoding="utf-8")
+    topic = load_topic(str(path))
+    assert topic.beta == 0.3 and topic.words == dict(tomllib.loads(toml)["words"])
 
 
 def test_topic_words_edge_cases():

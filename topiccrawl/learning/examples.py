@@ -88,13 +88,16 @@ def topic_words(example_docs: Iterable, background_docs: Iterable = (), k: int =
     return [(w, z / best) for w, z in top]
 
 
-def format_words_toml(words: Iterable[tuple[str, float]], digits: int = 2) -> str:
-    """The ``[words]`` table of a topic file (``docs/topics.md``) for ``(word, weight)`` pairs.
+def format_words_toml(words: Iterable[tuple[str, float]], digits: int = 2, beta: float | None = None) -> str:
+    """The ``[words]`` table of a topic file (``docs/topics.md``) for ``(word, weight)`` pairs,
+    after a ``beta = …`` line when ``beta`` is given (a topic file with words needs one, and it must
+    come before the table).
 
     Non-ASCII words are quoted; weights are rounded to ``digits`` decimals and kept positive.
-    A topic file is this table plus ``name``, ``beta`` and so on.
+    A topic file is this plus ``name`` and so on.
     """
-    lines = ["[words]"]
+    lines = [] if beta is None else [f"beta = {beta:g}", ""]
+    lines.append("[words]")
     floor = 10.0 ** -digits
     for word, weight in words:
         key = word if _BARE_KEY.match(word) else json.dumps(word, ensure_ascii=False)

@@ -229,7 +229,7 @@ class FocusedSpider(scrapy.Spider):
             if words:
                 from topiccrawl.learning.examples import format_words_toml
 
-                toml = format_words_toml(words)
+                toml = format_words_toml(words, beta=tc.topic.beta)  # β: what this crawl judged pages by
                 self.crawler.stats.set_value("topiccrawl/examples/words", toml)
                 self.logger.info("topic words derived from %d example pages (copy them into a topic file):\n%s",
                                  tc.focus.n_examples, toml)
