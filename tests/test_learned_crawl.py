@@ -63,6 +63,9 @@ def test_learned_crawl_reports_probabilities_and_a_self_assessed_harvest(tmp_pat
     assert stats.get("topiccrawl/classifier/unreliable_reason") == reason
     assert ("is unreliable" in proc.stderr) is (reason is not None)
     assert ("of the pages it takes for relevant" in proc.stderr) is (reason == "c")
+    # a topic of words only is told how to give example pages, not to give "more" of them
+    assert ("give example pages beside the words (examples = [...]" in proc.stderr) is (reason is not None)
+    assert "more, or more varied, example pages" not in proc.stderr
 
 
 def test_a_topic_with_examples_and_no_words_learns_its_words(tmp_path):

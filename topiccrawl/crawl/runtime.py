@@ -935,16 +935,19 @@ class TopicCrawl:
             return False
         held = "pages the topic words match best"
         audit = " (to measure it, label the pages of audit.csv: docs/audit.md)" if self.config.audit_enabled else ""
+        # a topic of words only can be given example pages beside them (the advice says how)
+        more = ("give more, or more varied, example pages, or counter-examples" if focus.n_examples else
+                "give example pages beside the words (examples = [...] in the topic file, or -a examples=URL,…), "
+                "or counter-examples")
         if focus.unreliable_reason == "c":
             positives = f"example pages and {held}" if focus.n_examples else held
             why = (f"the page classifier's labelled positives (the {positives}) are only c = {focus.classifier.c_:.2f} "
                    f"(< {RELIABLE_C:.2f}) of the pages it takes for relevant, so most of the estimate is "
-                   "extrapolated; give more example pages, or counter-examples")
+                   f"extrapolated; {more}")
         else:
             shown = "example pages" if focus.n_examples else held
             why = (f"the page classifier's held-out {shown} rank like ordinary fetched pages (AUC "
-                   f"{focus.heldout_auc:.2f} < {RELIABLE_AUC:.2f}); give more, or more varied, example pages, "
-                   "or counter-examples")
+                   f"{focus.heldout_auc:.2f} < {RELIABLE_AUC:.2f}); {more}")
         if focus.expected_harvest is None:  # every refit discarded (TOPICCRAWL_CLASSIFIER_UNRANKED=discard)
             logger.warning("no self-assessed harvest rate: each of the page classifier's %d refits was discarded%s: "
                            "%s (docs/learned.md)", focus.discarded, audit, why)
