@@ -136,6 +136,20 @@ def test_examples_dir_skips_what_it_cannot_read_by_name(tmp_path, site):
     assert stats["topiccrawl/dp"] == 5
 
 
+def test_an_examples_dir_without_saved_pages_is_named(tmp_path, site):
+    folder = tmp_path / "saved"
+    folder.mkdir()
+    (folder / "notes.txt").write_text(TEXT["ex3"], encoding="utf-8")  # not a saved page
+    topic = _topic(tmp_path, site, 'beta = 0.3', 'examples_dir = "saved"', "[words]", "volcano = 1.0")
+    proc, out = run_crawl(tmp_path, args={"topic": str(topic), "strategy": "learned", "max_pages": 3}, settings=LIVE)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    line = next((x for x in proc.stderr.splitlines() if f"examples_dir: {folder} not used: " in x), "")
+    assert "WARNING" in line and "no *.html, *.htm, *.xhtml file in it" in line, line
+    stats = _stats(out)
+    assert stats["topiccrawl/examples/skipped"] == 1 and "topiccrawl/examples/read" not in stats
+    assert stats["topiccrawl/dp"] == 3  # the topic's words go on alone
+
+
 def test_truth_examples_need_the_topics_labels_and_stand_alone(tmp_path):
     topic = tmp_path / "nolabels.toml"
     topic.write_text('name = "nolabels"\nlanguage = "zh"\n', encoding="utf-8")

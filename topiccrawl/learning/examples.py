@@ -114,8 +114,8 @@ def example_files(folder: str | Path, max_bytes: int = 0) -> tuple[list[tuple[Pa
     or ``*.xhtml`` that are readable regular files of at most ``max_bytes`` (0: any size) holding
     HTML (:func:`~topiccrawl.scoring.text.is_html`: not a PDF, not binary), with their bytes; and
     the files of those names left out, each with the reason (a folder, a broken link, unreadable,
-    empty, too large, not HTML; the folder itself when it cannot be listed). Other files are not
-    looked at."""
+    empty, too large, not HTML; the folder itself when it cannot be listed or holds no file of
+    those names). Other files are not looked at."""
     usable: list[tuple[Path, bytes]] = []
     skipped: list[tuple[Path, str]] = []
     try:
@@ -143,6 +143,8 @@ def example_files(folder: str | Path, max_bytes: int = 0) -> tuple[list[tuple[Pa
             skipped.append((path, "not HTML (a PDF or binary data)"))
         else:
             usable.append((path, body))
+    if not usable and not skipped:  # nothing of those names: the folder itself is named
+        skipped.append((Path(folder), f"no {', '.join('*' + x for x in EXAMPLE_SUFFIXES)} file in it"))
     return usable, skipped
 
 
