@@ -98,7 +98,10 @@ def test_examples_that_give_no_words_stop_the_crawl_with_one_line(tmp_path, site
                                                 "max_pages": 4}, settings={**LIVE, "JOBDIR": str(job)})
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "topic words derived from 3 example pages" in proc.stderr and "examples given now differ" not in proc.stderr
-    assert _stats(out)["topiccrawl/dp"] == 4
+    stats = _stats(out)
+    assert stats["topiccrawl/dp"] == 4
+    # the example counts are those of the pages gathered this time, not added to the first attempt's
+    assert stats["topiccrawl/examples/fetched"] == 3 and "topiccrawl/examples/failed" not in stats, stats
 
 
 def test_an_example_that_is_also_the_background_gives_no_words_and_says_why(tmp_path, site):

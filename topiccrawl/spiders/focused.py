@@ -137,6 +137,11 @@ class FocusedSpider(scrapy.Spider):
                 self.logger.warning("JOBDIR: the crawl resumes with the %d example pages it started with; %s and "
                                     "are not used (a new JOBDIR starts a crawl with them)", tc.focus.n_examples, what)
             return []
+        if self.crawler.stats.get_value("topiccrawl/resumes"):
+            # a resume whose run before stopped before its examples were used gathers them again: the
+            # example counts carried from that attempt would count them twice (docs/learned.md)
+            stats = self.crawler.stats
+            stats.set_stats({k: v for k, v in stats.get_stats().items() if not k.startswith("topiccrawl/examples/")})
         tc.example_sources = sources
         if topic.examples_dir:
             usable, skipped = example_files(topic.examples_dir, self.crawler.settings.getint("DOWNLOAD_MAXSIZE"))
