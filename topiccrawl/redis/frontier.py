@@ -275,9 +275,27 @@ class RedisFrontier(FrontierBase):
         self.r.hsetnx(state, "options", mine)
         theirs = self.r.hget(state, "options")
         if theirs != mine:
-            raise ConfigError(f"{what} of this crawl runs with options {theirs}, not {mine} "
+            raise ConfigError(f"{what} of this crawl runs with options other than this worker's: "
+                              f"{option_differences(json.loads(theirs), self.options)} "
                               "(set TOPICCRAWL_CRAWL_ID to start another crawl)")
 
     def leave(self) -> None:
         """This worker stops (the scheduler's close, after its leases went back): a strategy's last
         shared step; none here (``learned`` sends its last labels and gives up the trainer lease)."""
+
+
+def _flat(options, prefix: str = "") -> dict:
+    out = {}
+    for key, value in (options.items() if isinstance(options, dict) else ()):
+        path = f"{prefix}{key}"
+        out.update(_flat(value, f"{path}.") if isinstance(value, dict) else {path: value})
+    return out
+
+
+def option_differences(theirs: dict, mine: dict) -> str:
+    """The options in which a crawl's stored ``theirs`` and this worker's ``mine`` differ, e.g.
+    ``learned_epsilon 0.05 (this worker: 0.2)`` (nested options by dotted path; the names are
+    the ``TOPICCRAWL_*`` settings' in lower case, mostly)."""
+    a, b = _flat(theirs), _flat(json.loads(json.dumps(mine)))
+    return "; ".join(f"{k} {json.dumps(a.get(k))} (this worker: {json.dumps(b.get(k))})"
+                     for k in sorted(a.keys() | b.keys()) if a.get(k) != b.get(k)) or "the same values, stored otherwise"
