@@ -194,6 +194,27 @@ def test_sigint_and_restart_resume_the_same_crawl(tmp_path, redis_server, lab, s
     assert {u for w in first for u in _urls(w.out)}.isdisjoint(u for w in second for u in _urls(w.out))
 
 
+def test_a_worker_that_loses_redis_stops_in_one_line_and_keeps_its_pages(tmp_path, redis_server, slow_lab):
+    client = redis_server.client()
+    k = crawl_keys("e2e")
+    worker = _start(tmp_path, "w", redis_server.url, slow_lab.proxy_url, strategy="learned", CONCURRENT_REQUESTS="4")
+    deadline = time.monotonic() + 120
+    while int(client.hget(k["stats"], "dp") or 0) < 40:
+        assert time.monotonic() < deadline and worker.poll() is None, worker.log.read_text()[-3000:]
+        time.sleep(0.05)
+    redis_server.proc.kill()  # Redis goes away mid-crawl
+    redis_server.proc.wait(10)
+    worker.wait(60)  # the worker stops by itself
+    log = worker.log.read_text()
+    assert worker.returncode == 1 and "Traceback" not in log, log[-3000:]
+    errors = [line for line in log.splitlines() if " ERROR: " in line]
+    assert len(errors) == 1 and f"lost Redis at redis://127.0.0.1:{redis_server.port}/0 (" in errors[0], errors
+    stats = _stats(worker.out)
+    assert stats["finish_reason"] == "redis_lost" and stats["topiccrawl/redis/lost"] is True
+    urls = _urls(worker.out)  # what it counted is in its feed, each page once
+    assert len(urls) == len(set(urls)) == stats["topiccrawl/dp"] >= 40
+
+
 def test_password_url_works_and_bad_redis_is_one_line(tmp_path, redis_server_auth, lab):
     ok = _start(tmp_path, "auth", redis_server_auth.url, lab.proxy_url, budget=30)
     _wait([ok])

@@ -82,6 +82,9 @@ class TopicCrawlAddon:
             return
         store = str(settings.get("TOPICCRAWL_STORE") or "memory")
         settings.set("SCHEDULER", scheduler_for(store, self.spidercls), priority="addon")
+        if store == "redis":  # a callback that meets Redis gone stops the worker in one line
+            settings.setdefault_in_component_priority_dict(
+                "SPIDER_MIDDLEWARES", load_object("topiccrawl.redis.scheduler.RedisLostMiddleware"), 40)
         # Scrapy's fingerprints, computed without canonicalize_url for already-canonical URLs, and a
         # duplicate filter holding 63-bit prefixes in a sorted array (topiccrawl/crawl/dupefilter.py)
         settings.set("REQUEST_FINGERPRINTER_CLASS", "topiccrawl.crawl.dupefilter.RequestFingerprinter", "addon")

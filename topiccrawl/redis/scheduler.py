@@ -32,12 +32,14 @@ focused spiders). What differs from the memory scheduler:
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import socket
 import time
 from urllib.parse import urlsplit
 
+import redis
 from itemadapter import ItemAdapter
 from scrapy import Request, signals
 from scrapy.exceptions import CloseSpider, DontCloseSpider
@@ -45,7 +47,7 @@ from scrapy.utils.job import job_dir
 from twisted.internet import task
 
 from topiccrawl.crawl.codec import decode, encode
-from topiccrawl.crawl.engine import default_callback
+from topiccrawl.crawl.engine import default_callback, wake_engine
 from topiccrawl.crawl.meta import LOCAL_META, META_KEY
 from topiccrawl.crawl.runtime import TopicCrawl
 from topiccrawl.crawl.scheduler import TopicScheduler
@@ -59,6 +61,46 @@ from topiccrawl.strategies.base import FrontierError
 from topiccrawl.strategies.simple import Link
 
 logger = logging.getLogger(__name__)
+
+#: Redis gone (stopped, restarted, unreachable): the worker stops with one line (:meth:`RedisWorker.lost`)
+REDIS_DOWN = (redis.ConnectionError, redis.TimeoutError)
+
+
+def _guarded(default=None):
+    """A scheduler method that answers ``default`` once Redis is gone, and stops the worker on the
+    first :data:`REDIS_DOWN` error it meets (instead of a traceback every few seconds)."""
+    def wrap(method):
+        @functools.wraps(method)
+        def guarded(self, *args, **kwargs):
+            if self.lost_redis:
+                return default
+            try:
+                return method(self, *args, **kwargs)
+            except REDIS_DOWN as exc:
+                self.lost(exc)
+                return default
+        return guarded
+    return wrap
+
+
+class RedisLostMiddleware:
+    """A spider callback that meets a :data:`REDIS_DOWN` error (the learned model's events, the
+    shared link graph) tells the scheduler, which stops the worker in one line; the page is not
+    counted (no traceback per page)."""
+
+    def __init__(self, crawler) -> None:
+        self.crawler = crawler
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        return cls(crawler)
+
+    def process_spider_exception(self, response, exception, spider=None):
+        lost = getattr(getattr(self.crawler.engine, "scheduler", None), "lost", None)
+        if isinstance(exception, REDIS_DOWN) and lost is not None:
+            lost(exception)
+            return []
+        return None
 
 
 class _Lease:
@@ -122,10 +164,31 @@ class RedisWorker:
         return (f"crawl id {self.crawl_id!r} in Redis was started with strategy {started!r}, "
                 f"not {strategy!r} (set TOPICCRAWL_CRAWL_ID to start another crawl)")
 
+    #: the finish reason of a refused worker (``redis_lost`` once Redis is gone)
+    refusal = "redis_refused"
+    lost_redis = False
+
+    def lost(self, exc: Exception) -> None:
+        """Redis is gone: one error line, nothing more asked of Redis, the worker closes at its
+        next idle with finish reason ``redis_lost`` (exit status 1). Its counted pages are in its
+        feed; its leases expire and go back to the queue for the workers started when Redis is back."""
+        if self.lost_redis:
+            return
+        self.lost_redis = True
+        self.refusal = "redis_lost"
+        self.refused = (f"lost Redis at {redact(self.tc.config.redis_url)} ({str(exc).splitlines()[0][:160]}): "
+                        "this worker stops; the pages it counted are in its feed, and the crawl goes on when "
+                        "workers are started again with Redis back")
+        logger.error("%s", self.refused)
+        self.stats.set_value("topiccrawl/redis/lost", True)
+        self._stop_renewal()
+        wake_engine(self.crawler, 0.0)
+
     def _held(self) -> tuple[dict, object]:
         """This worker's leases (member -> what it leases) and what renews them (``renew(members)``)."""
         raise NotImplementedError
 
+    @_guarded()
     def _renew(self) -> None:
         """Renew this worker's leases (the renewal loop); a lease another worker reclaimed is lost."""
         held, owner = self._held()
@@ -218,8 +281,23 @@ class RedisScheduler(RedisWorker, TopicScheduler):
         self._start_renewal()
         return self.df.open()
 
+    def publish_stats(self) -> None:
+        if not self.refused:
+            self._publish_stats()
+
+    @_guarded()
+    def _publish_stats(self) -> None:
+        super().publish_stats()
+
     def close(self, reason: str):
         self._stop_renewal()
+        try:
+            self._close(reason)
+        except REDIS_DOWN as exc:  # gone during the close: said once, the rest skipped
+            self.lost(exc)
+        return self.df.close(reason)
+
+    def _close(self, reason: str) -> None:
         if not self.refused:
             self.flush()
             released = self.frontier.release(self.leases)
@@ -233,13 +311,14 @@ class RedisScheduler(RedisWorker, TopicScheduler):
                 self.stats.set_value("topiccrawl/frontier_exhausted", True)
                 logger.warning("frontier ran dry after %d pages (all workers; budget %s): no queued link is left",
                                s["dp"], self.tc.config.max_pages or "unlimited")
-        return self.df.close(reason)
 
+    @_guarded(False)
     def has_pending_requests(self) -> bool:
         self.flush()
         last = self.frontier.last
         return not self.refused and (bool(self.local) or (last["queued"] > 0 and not last["blocked"]))
 
+    @_guarded(False)
     def enqueue_request(self, request) -> bool:
         """Buffer ``request`` for the next :meth:`flush` and return True, with no round trip.
 
@@ -290,6 +369,7 @@ class RedisScheduler(RedisWorker, TopicScheduler):
                 self.df.log(request, self.spider)
         self.stats.inc_value("scheduler/enqueued", sum(answer is not None for answer in answers))
 
+    @_guarded(None)
     def next_request(self):
         if self.refused:
             return None
@@ -316,6 +396,7 @@ class RedisScheduler(RedisWorker, TopicScheduler):
         self.stats.set_value("topiccrawl/frontier_size", self.frontier.last["queued"])
         return request
 
+    @_guarded(0)
     def __len__(self) -> int:
         self.flush()
         return len(self.local) + self.frontier.last["queued"]
@@ -340,6 +421,7 @@ class RedisScheduler(RedisWorker, TopicScheduler):
             self.dispatch.finished(request.url)
         return request
 
+    @_guarded(None)
     def requeue(self, request) -> None:
         """A page fetched after the global budget was spent: back to the queue (for a resume)."""
         member = (request.meta.get(META_KEY) or {}).get("lease")
@@ -355,6 +437,7 @@ class RedisScheduler(RedisWorker, TopicScheduler):
         budget = self.tc.config.max_pages
         return bool(budget) and self.frontier.last["dp"] >= budget
 
+    @_guarded(False)
     def count(self, item) -> bool:
         """Count a page in the global DP and settle its lease (``TopicCrawl.record``); False when
         the budget is spent (the lease goes back to the queue) or another worker counted it."""
@@ -375,6 +458,7 @@ class RedisScheduler(RedisWorker, TopicScheduler):
             return False
         return True
 
+    @_guarded(None)
     def finish(self, member: str, outcome: str) -> None:
         if self._settled(member) is not None:
             self.flush()
@@ -398,7 +482,14 @@ class RedisScheduler(RedisWorker, TopicScheduler):
 
     def _idle(self, spider) -> None:
         if self.refused:
-            raise CloseSpider("redis_refused")
+            raise CloseSpider(self.refusal)
+        try:
+            self._idle_checks()
+        except REDIS_DOWN as exc:
+            self.lost(exc)
+            raise CloseSpider(self.refusal) from None
+
+    def _idle_checks(self) -> None:
         self.flush()
         if self.leases:  # nothing of ours is in flight any more: these can never settle
             logger.warning("%d leases ended without an outcome (e.g. %s); marked done", len(self.leases),

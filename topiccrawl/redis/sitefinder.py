@@ -339,7 +339,7 @@ class RedisSiteScheduler(RedisWorker, TopicScheduler):
 
     def _idle(self, spider) -> None:
         if self.refused:
-            raise CloseSpider("redis_refused")
+            raise CloseSpider(self.refusal)  # redis_refused, or redis_lost (RedisWorker.lost)
         if self.held and self.read_late_hits():  # hits found meanwhile: the held sites go on
             self._idle_since = None
             raise DontCloseSpider

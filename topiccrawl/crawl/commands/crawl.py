@@ -42,6 +42,8 @@ USER_ERRORS = (ConfigError, TopicError, CorpusError, GroundTruthError, FrontierE
 #: close reasons of a crawl stopped by a user mistake it found only once it ran: exit status 2
 #: (``redis_refused``: a worker whose options or spider do not match the Redis crawl it joined)
 USER_ERROR_REASONS = frozenset({"no_topic_words", "redis_refused"})
+#: close reasons of a crawl that could not go on (``redis_lost``: Redis gone mid-crawl): exit status 1
+FAILURE_REASONS = frozenset({"redis_lost"})
 
 #: feed formats whose files can be appended to (one record a line)
 LINE_FORMATS = ("jsonlines", "jsonl", "jl")
@@ -321,7 +323,8 @@ class Command(ScrapyCrawlCommand):
 
     def _crawl(self, name: str, opts) -> None:
         """Scrapy's ``crawl``, and exit status 2 when the crawl closed on a user mistake found only
-        once it ran (:data:`USER_ERROR_REASONS`), as for those found before it."""
+        once it ran (:data:`USER_ERROR_REASONS`), as for those found before it; 1 when it could not
+        go on (:data:`FAILURE_REASONS`)."""
         crawler = self._create_crawler(name)
         self.crawler_process.crawl(crawler, **opts.spargs)
         self.crawler_process.start()
@@ -329,3 +332,5 @@ class Command(ScrapyCrawlCommand):
             self.exitcode = 1
         elif crawler.stats.get_value("finish_reason") in USER_ERROR_REASONS:
             self.exitcode = 2
+        elif crawler.stats.get_value("finish_reason") in FAILURE_REASONS:
+            self.exitcode = 1
