@@ -63,6 +63,14 @@ def test_two_scrapyd_jobs_keep_their_own_outputs(tmp_path):
     assert (cwd / "out" / "focused" / "job-d4" / "stats.json").is_file()
 
 
+def test_a_scrapyd_job_refused_for_bad_input_says_why_in_its_log(tmp_path):
+    log = tmp_path / "logs" / "topiccrawl" / "focused" / "job-e5.log"  # where Scrapyd puts a job's log
+    proc, _ = _scrapyd_job(tmp_path, "job-e5", "-a", "topic=/nonexistent/topic.toml", "-s", f"LOG_FILE={log}")
+    assert proc.returncode == 2 and proc.stderr.strip() == "error: /nonexistent/topic.toml: no such topic file"
+    lines = log.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 1 and lines[0].endswith(" ERROR: /nonexistent/topic.toml: no such topic file"), lines
+
+
 def _redis_crawl(tmp_path, name, settings, env=None):
     old = dict(os.environ)
     os.environ.update(env or {})

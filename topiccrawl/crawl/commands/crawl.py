@@ -266,6 +266,20 @@ def _appending(feeds: dict, why: str, doing: str) -> dict:
     return changed
 
 
+def _to_log_file(settings, message: str) -> None:
+    """The refusal as an ERROR line in ``LOG_FILE`` too, when one is set (Scrapyd sets it per job:
+    the job's log then says why it failed, instead of no log at all)."""
+    path = settings.get("LOG_FILE")
+    if not path:
+        return
+    try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a", encoding=settings.get("LOG_ENCODING") or "utf-8") as fh:
+            fh.write(f"{datetime.now():%Y-%m-%d %H:%M:%S} [{__name__}] ERROR: {message}\n")
+    except OSError:
+        pass  # stderr has the line
+
+
 class _Held(logging.Handler):
     """Holds the log records of the checks until Scrapy has set up logging (see ``Command``)."""
 
@@ -304,7 +318,9 @@ class Command(ScrapyCrawlCommand):
                 feeds = rejoin_feeds(self.settings, opts.spargs, spidercls.name)
             check_feeds(feeds or self.settings.getdict("FEEDS"))
         except USER_ERRORS as exc:
-            print(f"error: {redact_text(str(exc))}", file=sys.stderr)
+            message = redact_text(str(exc))
+            print(f"error: {message}", file=sys.stderr)
+            _to_log_file(self.settings, message)
             raise SystemExit(2) from None
         finally:
             root.removeHandler(held)
