@@ -321,6 +321,30 @@ DEFAULTS: dict[str, object] = {
 }
 
 
+def known_settings() -> frozenset[str]:
+    """Every ``TOPICCRAWL_*`` setting the project reads: :class:`TopicCrawlConfig`'s and every
+    strategy's options."""
+    names = set(DEFAULTS)
+    for strategy in STRATEGIES:
+        cls = get_strategy(strategy).options_class()
+        if cls is not None:
+            names.update(setting_name(name) for name in cls.kinds())
+    return frozenset(names)
+
+
+def check_setting_names(settings) -> None:
+    """A one-line :class:`ConfigError` for a ``TOPICCRAWL_*`` setting the project does not read (a
+    misspelling would otherwise be ignored without a word), naming the closest known ones."""
+    import difflib
+
+    known = known_settings()
+    for name in sorted(k for k in settings if isinstance(k, str) and k.startswith("TOPICCRAWL_")):
+        if name not in known:
+            close = difflib.get_close_matches(name, known, n=1, cutoff=0.8)
+            hint = f"; did you mean {close[0]}?" if close else " (docs/settings.md lists them)"
+            raise ConfigError(f"unknown setting {name}{hint}")
+
+
 def strategy_options(settings, strategy: str) -> StrategyOptions | None:
     """The options object of ``strategy`` from ``settings`` (Scrapy settings or a mapping of setting
     names): field ``wl_lnf0`` is read from ``TOPICCRAWL_WL_LNF0``, an unset or empty setting keeps

@@ -1,6 +1,6 @@
 """``scrapy crawl`` with the project's user errors checked first.
 
-A broken topic file, a bad ``TOPICCRAWL_*`` value, a malformed corpus spec or fault spec, a
+A broken topic file, a bad or unknown ``TOPICCRAWL_*`` setting, a malformed corpus spec or fault spec, a
 missing corpus directory, an unknown spider argument, seeds that are not URLs (or none where the
 spider needs them), an output directory or feed that cannot be written, ``-O`` onto the feed of a
 crawl resumed from JOBDIR in a non-line format, or an unreachable Redis (``TOPICCRAWL_STORE=redis``)
@@ -24,7 +24,13 @@ from scrapy.spiderloader import get_spider_loader
 
 from topiccrawl.crawl.errors import redact_text
 from topiccrawl.crawl.runtime import OVERRIDABLE, check_output_dir, output_path, output_template, scrapyd_job
-from topiccrawl.crawl.settings import ConfigError, TopicCrawlConfig, parse_url_list, strategy_options
+from topiccrawl.crawl.settings import (
+    ConfigError,
+    TopicCrawlConfig,
+    check_setting_names,
+    parse_url_list,
+    strategy_options,
+)
 from topiccrawl.discovery.pages import DWDBRMError
 from topiccrawl.discovery.search import SearchBackendError
 from topiccrawl.scoring.dmoz import TreeError
@@ -57,6 +63,7 @@ def check_crawl_inputs(settings, spargs: dict, spidercls=None) -> None:
         settings = settings.copy()
         settings.setdict(getattr(spidercls, "custom_settings", None) or {}, priority="spider")
         check_argument_names(spidercls, spargs)
+    check_setting_names(settings)
     cfg = TopicCrawlConfig.from_settings(settings, {k: spargs.get(k) for k in OVERRIDABLE})
     topic = None
     if cfg.scorer == "vsm" and not cfg.topic_tree:
