@@ -334,7 +334,7 @@ def known_settings() -> frozenset[str]:
 
 def check_setting_names(settings) -> None:
     """A one-line :class:`ConfigError` for a ``TOPICCRAWL_*`` setting the project does not read (a
-    misspelling would otherwise be ignored without a word), naming the closest known ones."""
+    misspelling would otherwise be ignored without a word), naming the closest known one."""
     import difflib
 
     known = known_settings()

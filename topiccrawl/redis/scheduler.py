@@ -95,7 +95,7 @@ class RedisLostMiddleware:
     def from_crawler(cls, crawler):
         return cls(crawler)
 
-    def process_spider_exception(self, response, exception, spider=None):
+    def process_spider_exception(self, response, exception):
         lost = getattr(getattr(self.crawler.engine, "scheduler", None), "lost", None)
         if isinstance(exception, REDIS_DOWN) and lost is not None:
             lost(exception)

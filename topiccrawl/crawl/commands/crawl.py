@@ -1,13 +1,14 @@
 """``scrapy crawl`` with the project's user errors checked first.
 
-A broken topic file, a bad or unknown ``TOPICCRAWL_*`` setting, a malformed corpus spec or fault spec, a
-missing corpus directory, an unknown spider argument, seeds that are not URLs (or none where the
-spider needs them), an output directory or feed that cannot be written, ``-O`` onto the feed of a
-crawl resumed from JOBDIR in a non-line format, or an unreachable Redis (``TOPICCRAWL_STORE=redis``)
-are user mistakes: they get one line on stderr and exit status 2, before any crawl starts (and
-before Scrapy's start-up lines), instead of a traceback from inside the engine. A resumed crawl
-(JOBDIR holding a previous run), or a worker started again on a Redis crawl with pages counted,
-appends to its ``-O`` JSON-lines feed instead of overwriting the pages of the runs before.
+A broken topic file, a bad or unknown ``TOPICCRAWL_*`` setting, a malformed corpus spec or fault
+spec, a missing corpus directory, an unknown spider argument, seeds that are not URLs (or none where
+the spider needs them), an output directory or feed that cannot be written, ``-O`` onto the feed of
+a crawl resumed from JOBDIR in a non-line format, a JOBDIR of another crawl or whose state cannot be
+read, or an unreachable Redis (``TOPICCRAWL_STORE=redis``) are user mistakes: they get one line on
+stderr and exit status 2, before any crawl starts (and before Scrapy's start-up lines), instead of a
+traceback from inside the engine. A resumed crawl (JOBDIR holding a previous run), or a worker
+started again on a Redis crawl with pages counted, appends to its ``-O`` JSON-lines feed instead of
+overwriting the pages of the runs before.
 """
 
 from __future__ import annotations
