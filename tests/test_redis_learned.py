@@ -325,15 +325,15 @@ def test_two_scrapy_workers_crawl_with_one_model_and_a_late_worker_starts_from_i
 
 def _refused(tmp_path, name: str, redis_server, slow_lab, **settings) -> str:
     """Start a worker that must be refused: it stops at once with one ERROR line, no traceback,
-    nothing fetched and exit status 2; returns that line."""
+    nothing fetched or written and exit status 2; returns that line."""
     proc = _start(tmp_path, name, redis_server.url, slow_lab.proxy_url, 40, **settings)
     proc.wait(300)
     log = proc.log.read_text()
     assert proc.returncode == 2 and "Traceback" not in log, log[-3000:]  # a user mistake: exit status 2
     errors = [line for line in log.splitlines() if " ERROR: " in line]
     assert len(errors) == 1, errors
-    after = json.loads((proc.out / "stats.json").read_text(encoding="utf-8"))
-    assert after["finish_reason"] == "redis_refused" and not _urls(proc)
+    assert "Spider closed (redis_refused)" in log and not _urls(proc)
+    assert not (proc.out / "stats.json").exists() and not (proc.out / "harvest.csv").exists()  # nothing written
     return errors[0]
 
 
@@ -362,6 +362,13 @@ def test_a_worker_judging_pages_by_another_score_is_refused_with_one_line(tmp_pa
     # that only reports with another C (TOPICCRAWL_CLASSIFIER_REPORT_C) labels as the first does: it joins
     error = _refused(tmp_path, "fifth", redis_server, slow_lab, TOPICCRAWL_CLASSIFIER_C="0.1", **crawl)
     assert "classifier_c " in error and "(this worker: 0.1)" in error, error
+    # the first worker started again with another option, into its own folder: refused, and its
+    # earlier run's stats and harvest are left as they were (its feed is appended to, nothing added)
+    files = {name: (first.out / name).read_bytes() for name in ("stats.json", "harvest.csv", "pages.jsonl")}
+    again = _start(tmp_path, "first", redis_server.url, slow_lab.proxy_url, 40, TOPICCRAWL_CLASSIFIER_C="0.1", **crawl)
+    again.wait(300)
+    assert again.returncode == 2 and "Spider closed (redis_refused)" in again.log.read_text()
+    assert {name: (first.out / name).read_bytes() for name in files} == files
     (reporter,) = _finish([_start(tmp_path, "sixth", redis_server.url, slow_lab.proxy_url, 30,
                                   TOPICCRAWL_CLASSIFIER_REPORT_C="0.1", **crawl)])
     assert reporter["finish_reason"] != "redis_refused" and reporter["topiccrawl/global/dp"] == 30, reporter
