@@ -281,13 +281,10 @@ class RedisScheduler(RedisWorker, TopicScheduler):
         self._start_renewal()
         return self.df.open()
 
+    @_guarded()
     def publish_stats(self) -> None:
         if not self.refused:
-            self._publish_stats()
-
-    @_guarded()
-    def _publish_stats(self) -> None:
-        super().publish_stats()
+            super().publish_stats()
 
     def close(self, reason: str):
         self._stop_renewal()

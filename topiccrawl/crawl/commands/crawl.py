@@ -17,6 +17,7 @@ import inspect
 import logging
 import sys
 from datetime import datetime, timezone
+from logging.handlers import BufferingHandler
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -46,11 +47,10 @@ logger = logging.getLogger(__name__)
 
 USER_ERRORS = (ConfigError, TopicError, CorpusError, GroundTruthError, FrontierError, TreeError,
                SiteFinderError, SearchBackendError, DWDBRMError, FaultSpecError)
-#: close reasons of a crawl stopped by a user mistake it found only once it ran: exit status 2
-#: (``redis_refused``: a worker whose options or spider do not match the Redis crawl it joined)
-USER_ERROR_REASONS = frozenset({"no_topic_words", "redis_refused"})
-#: close reasons of a crawl that could not go on (``redis_lost``: Redis gone mid-crawl): exit status 1
-FAILURE_REASONS = frozenset({"redis_lost"})
+#: the exit status of a crawl by its close reason: 2 for a user mistake found only once it ran
+#: (``redis_refused``: a worker whose options or spider do not match the Redis crawl it joined), 1
+#: for a crawl that could not go on (``redis_lost``: Redis gone mid-crawl)
+EXIT_STATUS = {"no_topic_words": 2, "redis_refused": 2, "redis_lost": 1}
 
 #: feed formats whose files can be appended to (one record a line)
 LINE_FORMATS = ("jsonlines", "jsonl", "jl")
@@ -288,17 +288,6 @@ def _to_log_file(settings, message: str) -> None:
         pass  # stderr has the line
 
 
-class _Held(logging.Handler):
-    """Holds the log records of the checks until Scrapy has set up logging (see ``Command``)."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
-
-
 class Command(ScrapyCrawlCommand):
     """The inputs are checked in ``process_options``, before Scrapy builds its crawler process and
     logs its start-up lines, so a mistake is the only line a user sees; what the checks log (a feed
@@ -311,7 +300,8 @@ class Command(ScrapyCrawlCommand):
         super().process_options(args, opts)
         if not args or not self.settings.getbool("TOPICCRAWL_ENABLED", True):
             return
-        root, held = logging.getLogger(), _Held()
+        # the checks' log records, held until Scrapy has set up logging (never flushed before)
+        root, held = logging.getLogger(), BufferingHandler(capacity=sys.maxsize)
         level = root.level
         root.addHandler(held)
         root.setLevel(logging.DEBUG)
@@ -335,7 +325,7 @@ class Command(ScrapyCrawlCommand):
             root.setLevel(level)
         if feeds is not None:
             self.settings.set("FEEDS", feeds, priority="cmdline")
-        self._spidercls, self._held = spidercls, tuple(held.records)
+        self._spidercls, self._held = spidercls, tuple(held.buffer)
 
     def run(self, args, opts) -> None:
         for record in self._held:
@@ -346,15 +336,12 @@ class Command(ScrapyCrawlCommand):
         super().run(args, opts)
 
     def _crawl(self, name: str, opts) -> None:
-        """Scrapy's ``crawl``, and exit status 2 when the crawl closed on a user mistake found only
-        once it ran (:data:`USER_ERROR_REASONS`), as for those found before it; 1 when it could not
-        go on (:data:`FAILURE_REASONS`)."""
+        """Scrapy's ``crawl``, with the exit status of its close reason (:data:`EXIT_STATUS`): 2
+        for a user mistake found only once it ran, as for those found before it."""
         crawler = self._create_crawler(name)
         self.crawler_process.crawl(crawler, **opts.spargs)
         self.crawler_process.start()
         if self.crawler_process.bootstrap_failed:
             self.exitcode = 1
-        elif crawler.stats.get_value("finish_reason") in USER_ERROR_REASONS:
-            self.exitcode = 2
-        elif crawler.stats.get_value("finish_reason") in FAILURE_REASONS:
-            self.exitcode = 1
+        else:
+            self.exitcode = EXIT_STATUS.get(crawler.stats.get_value("finish_reason"), self.exitcode)
