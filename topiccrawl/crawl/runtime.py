@@ -177,6 +177,12 @@ def check_output_dir(path: Path, what: str = "output directory") -> None:
 
 
 #: spider arguments that override the TOPICCRAWL_* setting of the same name
+#: strategies whose crawls of a topic of words get the page classifier under TOPICCRAWL_CLASSIFIER=auto,
+#: to report only: its mean P was nearer the true harvest rate than Accuracy (eq. 7) on every corpus
+#: measured (docs/learned.md, "The page classifier's estimate for every strategy"; best-first and
+#: wl were not, on the Chinese corpora)
+REPORTING_STRATEGIES = frozenset({"bfs"})
+
 OVERRIDABLE = ("topic", "strategy", "max_pages", "link_threshold", "scorer", "topic_tree", "topic_node")
 
 
@@ -278,13 +284,12 @@ class TopicCrawl:
         self.page_links = page_links_mode(self.config, self.topic.has_examples, self.topic.language)
         self.started = datetime.now(timezone.utc)
         #: the page classifier (P(relevant | page)); on with ``TOPICCRAWL_CLASSIFIER=on``, or
-        #: ``auto`` for the learned strategy and topics with examples
+        #: ``auto`` (:meth:`_classifier_wanted`)
         self.focus: PageFocus | None = None
         #: TOPICCRAWL_CLASSIFIER_STEER_SHARE: a second page classifier, looser, whose P steers the
         #: crawl while :attr:`focus` reports (None: :attr:`focus` does both)
         self.steer_focus: PageFocus | None = None
-        if self.config.classifier == "on" or (self.config.classifier == "auto" and (
-                self.config.strategy == "learned" or self.topic.has_examples)):
+        if self._classifier_wanted(spider):
             self._make_foci()
         #: the frontier learns from pages (``observe_page``): the learned strategy
         self.learns = self.config.strategy == "learned"
@@ -735,6 +740,19 @@ class TopicCrawl:
         self.crawler.stats.set_value("topiccrawl/semantic/anchor_rescored", moved)
         logger.info("Semantic prior: the anchor term without it from here; %d queued links re-scored without it "
                     "(TOPICCRAWL_SEMANTIC_ANCHOR_RESCORE)", moved)
+
+    def _classifier_wanted(self, spider) -> bool:
+        """TOPICCRAWL_CLASSIFIER: ``on``, ``off``, or ``auto``: on for the learned strategy, for a
+        topic with example pages, and for a crawl of a spider that scores its pages
+        (``topiccrawl_page_classifier``: focused, wl) with a strategy of :data:`REPORTING_STRATEGIES`
+        whose topic has words of the VSM scorer, where it only reports."""
+        cfg = self.config
+        if cfg.classifier != "auto":
+            return cfg.classifier == "on"
+        if cfg.strategy == "learned" or self.topic.has_examples:
+            return True
+        return (cfg.strategy in REPORTING_STRATEGIES and getattr(spider, "topiccrawl_page_classifier", False)
+                and cfg.scorer == "vsm" and not cfg.topic_tree and bool(self.topic.words))
 
     def _make_foci(self) -> None:
         """The page classifier (:attr:`focus`), and a second one that steers (:attr:`steer_focus`)

@@ -44,6 +44,9 @@ class FocusedSpider(scrapy.Spider):
     #: without -a seeds or topic seeds an offline crawl starts from the web's entry pages; a live
     #: crawl is refused by ``scrapy crawl`` (one line, exit 2)
     topiccrawl_seeds = "web"
+    #: the spider scores its pages, so TOPICCRAWL_CLASSIFIER=auto may give a crawl of words the page
+    #: classifier to report with (topiccrawl.crawl.runtime.REPORTING_STRATEGIES)
+    topiccrawl_page_classifier = True
 
     def __init__(self, *args, seeds: str | None = None, examples: str | None = None, **kwargs):
         super().__init__(*args, **kwargs)
