@@ -176,13 +176,13 @@ def check_output_dir(path: Path, what: str = "output directory") -> None:
                 pass
 
 
-#: spider arguments that override the TOPICCRAWL_* setting of the same name
 #: strategies whose crawls of a topic of words get the page classifier under TOPICCRAWL_CLASSIFIER=auto,
 #: to report only: its mean P was nearer the true harvest rate than Accuracy (eq. 7) on every corpus
 #: measured (docs/learned.md, "The page classifier's estimate for every strategy"; best-first and
 #: wl were not, on the Chinese corpora)
 REPORTING_STRATEGIES = frozenset({"bfs"})
 
+#: spider arguments that override the TOPICCRAWL_* setting of the same name
 OVERRIDABLE = ("topic", "strategy", "max_pages", "link_threshold", "scorer", "topic_tree", "topic_node")
 
 
