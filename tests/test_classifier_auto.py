@@ -39,6 +39,20 @@ def test_auto_gives_the_classifier_to_learned_and_to_bfs_crawls_of_words_only():
     assert _has_classifier(FocusedSpider, "bestfirst", TOPICCRAWL_CLASSIFIER="on")
 
 
+def test_a_progress_line_says_why_the_classifier_has_no_figure_yet():
+    from topiccrawl.crawl.extensions import TopicStats
+
+    crawler = get_crawler(FocusedSpider, {"TOPICCRAWL_WEB": WEB, "TOPICCRAWL_WEB_PROXY": "http://127.0.0.1:9",
+                                          "TOPICCRAWL_PLOT_ENABLED": False})
+    crawler.spider = crawler._create_spider(topic="台风灾害", strategy="bfs")
+    ext = TopicStats(crawler)
+    assert ext._classifier_estimate() == ", page classifier's estimate – (not fitted yet)"
+    ext.tc.focus.discarded = 2  # refits thrown away (TOPICCRAWL_CLASSIFIER_UNRANKED=discard)
+    assert ext._classifier_estimate() == ", page classifier's estimate – (2 refits discarded)"
+    ext.tc.focus = None
+    assert ext._classifier_estimate() == ""
+
+
 def test_a_bfs_crawl_reports_the_classifier_s_estimate_and_fetches_what_it_fetched_without_it(tmp_path):
     """One request at a time, a bfs crawl's order is fixed: with the classifier (auto) and without
     it (off) the same pages are counted in the same order; only the first reports P and its mean."""
@@ -63,9 +77,10 @@ def test_a_bfs_crawl_reports_the_classifier_s_estimate_and_fetches_what_it_fetch
     assert all(item["probability"] is not None for item in feed)
     assert all(item["probability"] is None for item in feed_off)
     assert not any(key.startswith("topiccrawl/classifier/") for key in stats_off)
-    # the crawl's last progress line leads with the classifier's figure; without it, Accuracy alone
-    assert f"self-assessed harvest {expected:.3f} (page classifier" in log
-    assert "self-assessed harvest" not in log_off and f"Accuracy {stats_off['topiccrawl/accuracy']:.3f}" in log_off
+    # the crawl's last progress line gives the classifier's figure beside Accuracy; without it, Accuracy alone
+    accuracy = f"Accuracy {stats['topiccrawl/accuracy']:.3f} (LP {stats['topiccrawl/lp']})"
+    assert f"{accuracy}, page classifier's estimate {expected:.3f}" in log
+    assert "page classifier" not in log_off and f"Accuracy {stats_off['topiccrawl/accuracy']:.3f}" in log_off
     # audit.csv's judgements are the classifier's P, not Accuracy's 0/1
     assert any(0.0 < float(r["judged"]) < 1.0 for r in rows)
     assert {float(r["judged"]) for r in rows_off} <= {0.0, 1.0}

@@ -62,6 +62,31 @@ def test_a_crawl_resumed_as_learned_gets_a_page_classifier(tmp_path):
     assert len(pages) == 30 and all(p["probability"] is not None for p in pages)
 
 
+def test_a_bfs_crawl_started_without_the_classifier_resumes_without_it_under_auto(tmp_path):
+    """``auto`` gives a bfs crawl the page classifier to report with; a JOBDIR that started without
+    it (``off``, or code before that) keeps going without it, so that no figure of the resumed pages
+    alone passes for the crawl's; ``on`` asks for a new one, with the warning that says so."""
+    job = tmp_path / "job"
+    settings = {"TOPICCRAWL_WEB": WEB, "TOPICCRAWL_PLOT_ENABLED": "false", "JOBDIR": str(job)}
+    args = {"topic": "台风灾害", "strategy": "bfs"}
+    first, _ = run_crawl(tmp_path / "a", args={**args, "max_pages": 30},
+                         settings={**settings, "TOPICCRAWL_CLASSIFIER": "off"})
+    assert first.returncode == 0, first.stderr[-3000:]
+    second, out2 = run_crawl(tmp_path / "b", args={**args, "max_pages": 60}, settings=settings)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert "resumed" in second.stderr and "started without the page classifier" not in second.stderr
+    stats = json.loads((out2 / "stats.json").read_text(encoding="utf-8"))
+    assert stats["topiccrawl/dp"] == 60 and not any(k.startswith("topiccrawl/classifier/") for k in stats)
+    pages = [json.loads(line) for line in (out2 / "pages.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert len(pages) == 30 and all(p["probability"] is None for p in pages)
+    # asked for by name, a new classifier learns from the pages of the next run
+    third, out3 = run_crawl(tmp_path / "c", args={**args, "max_pages": 90},
+                            settings={**settings, "TOPICCRAWL_CLASSIFIER": "on"})
+    assert third.returncode == 0, third.stderr[-3000:]
+    assert "started without the page classifier; a new one learns from the pages fetched from now on" in third.stderr
+    assert json.loads((out3 / "stats.json").read_text(encoding="utf-8"))["topiccrawl/classifier/pages"] == 30
+
+
 def test_a_resume_carries_the_crawls_own_counters_not_those_its_state_gives():
     from scrapy.statscollectors import MemoryStatsCollector
     from scrapy.utils.test import get_crawler

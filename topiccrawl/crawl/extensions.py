@@ -86,16 +86,23 @@ class TopicStats(TopicComponent):
         holds = self.crawler.stats.get_value("topiccrawl/dispatch/holds")
         held = (f", dispatch held back {holds}x for {self.crawler.stats.get_value('topiccrawl/dispatch/held_seconds', 0):.1f} s"
                 if holds is not None else "")
-        # the page classifier's self-assessed harvest rate first where it has one: Accuracy (pages
-        # with R(P) >= beta, eq. 7) can be far off on a topic nobody tuned β for
-        focus = self.tc.focus
-        expected = focus.expected_harvest if focus is not None else None
-        estimate = "" if expected is None else (
-            f"self-assessed harvest {expected:.3f} (page classifier{', unreliable' if focus.unreliable else ''}), ")
         logger.info(
-            "Crawled %d pages (%.0f pages/min), %sAccuracy %.3f (LP %d)%s, frontier %d%s",
-            m.dp, (m.dp - self._dp_started) / minutes, estimate, m.accuracy, m.lp, truth, frontier, held,
+            "Crawled %d pages (%.0f pages/min), Accuracy %.3f (LP %d)%s%s, frontier %d%s",
+            m.dp, (m.dp - self._dp_started) / minutes, m.accuracy, m.lp, self._classifier_estimate(), truth,
+            frontier, held,
         )
+
+    def _classifier_estimate(self) -> str:
+        """The page classifier's self-assessed harvest rate for a progress line, beside Accuracy
+        (pages with R(P) >= beta, eq. 7): either can be far off (docs/learned.md)."""
+        focus = self.tc.focus
+        if focus is None:
+            return ""
+        expected = focus.expected_harvest
+        if expected is None:
+            why = f"{focus.discarded} refits discarded" if focus.discarded else "not fitted yet"
+            return f", page classifier's estimate – ({why})"
+        return f", page classifier's estimate {expected:.3f}{' (unreliable)' if focus.unreliable else ''}"
 
     def spider_closed(self, spider, reason) -> None:
         if self._loop is not None and self._loop.running:
