@@ -81,6 +81,6 @@ def test_a_bfs_crawl_reports_the_classifier_s_estimate_and_fetches_what_it_fetch
     accuracy = f"Accuracy {stats['topiccrawl/accuracy']:.3f} (LP {stats['topiccrawl/lp']})"
     assert f"{accuracy}, page classifier's estimate {expected:.3f}" in log
     assert "page classifier" not in log_off and f"Accuracy {stats_off['topiccrawl/accuracy']:.3f}" in log_off
-    # audit.csv's judgements are the classifier's P, not Accuracy's 0/1
+    # harvest.csv's judgements (what scrapy audit corrects) are the classifier's P, not Accuracy's 0/1
     assert any(0.0 < float(r["judged"]) < 1.0 for r in rows)
     assert {float(r["judged"]) for r in rows_off} <= {0.0, 1.0}
