@@ -73,6 +73,20 @@ def _stats(out):
     return json.loads((out / "stats.json").read_text(encoding="utf-8"))
 
 
+def test_a_crawl_that_counts_no_page_names_only_the_files_it_wrote(tmp_path):
+    """Stopped before its first page (no topic words), the crawl writes stats.json and an empty
+    harvest.csv, and its log line does not name a plot it did not draw."""
+    topic = tmp_path / "nothing.toml"
+    topic.write_text('name = "nothing"\nlanguage = "zh"\nexamples = ["http://www.example-missing.cn/nope.html"]\n',
+                     encoding="utf-8")
+    proc, out = run_crawl(tmp_path, args={"topic": str(topic)},
+                          settings={"TOPICCRAWL_WEB": "generated:zh-disaster?pages=1000&seed=1"})
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert f"wrote stats.json, harvest.csv to {out}" in proc.stderr
+    assert not (out / "harvest.png").exists() and not (out / "audit.csv").exists()
+    assert _stats(out)["finish_reason"] == "no_topic_words"
+
+
 def test_examples_that_give_no_words_stop_the_crawl_with_one_line(tmp_path, site):
     topic = _topic(tmp_path, site, f'examples = ["{site}/data.json", "{site}/missing", "{site}/blank"]')
     job = tmp_path / "job"

@@ -152,9 +152,10 @@ class TopicStats(TopicComponent):
                 if total:
                     row = {**row, "target_recall": round(row.get("truth_distinct", 0) / total, 6)}
                 writer.writerow(row)
-        if self.tc.config.plot_enabled and self.tc.harvest_rows:
+        plotted = self.tc.config.plot_enabled and bool(self.tc.harvest_rows)  # no counted page, no plot
+        if plotted:
             self._plot(out / "harvest.png", total)
-        written = ["stats.json", "harvest.csv"] + (["harvest.png"] if self.tc.config.plot_enabled else [])
+        written = ["stats.json", "harvest.csv"] + (["harvest.png"] if plotted else [])
         logger.info("wrote %s to %s", ", ".join(written + (["audit.csv"] if audit else [])), out)
         if audit is not None:
             logger.info("label the pages of %s (1 on topic, 0 not; from the top, as many as you like), then "
