@@ -361,7 +361,7 @@ def test_an_unreliable_self_assessment_is_said_in_the_log(caplog):
     caplog.clear()
     assert tc.warn_if_unreliable() and len(caplog.records) == 1
     assert "labelled positives (the example pages and pages the topic words match best)" in caplog.text
-    assert f"c = {RELIABLE_C / 2:.2f} (< {RELIABLE_C:.2f})" in caplog.text and "audit.csv" in caplog.text
+    assert f"c = {RELIABLE_C / 2:.3f} (< {RELIABLE_C:.2f})" in caplog.text and "audit.csv" in caplog.text
     # every refit discarded (held-out examples that cannot rank): no estimate, and the line says so
     rng = random.Random(0)
     pool = [f"t{i}" for i in range(10)] + [f"w{i}" for i in range(30)]
