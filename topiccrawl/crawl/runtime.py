@@ -1025,16 +1025,16 @@ class TopicCrawl:
         self.pagerank = PageRankCache.from_state(state["pagerank"], self.graph)
         self.metrics = CrawlMetrics.from_state(state["metrics"])
         self.harvest_rows = state["harvest_rows"]
-        if state.get("focus") is None and self.focus is not None and self.config.classifier == "auto" and not (
-                self.learns or self.topic.has_examples):
-            # started without the page classifier, and here it would only report: auto keeps what
-            # the crawl started with (a figure of the resumed pages only would pass for the crawl's)
-            self.focus = self.steer_focus = None
-        elif state.get("focus") is None and self.focus is not None:
-            # started without the page classifier (another strategy, or the classifier off) and
-            # resumed with it: a new one, which learns from the pages of this run on
-            logger.warning("JOBDIR: the crawl started without the page classifier; a new one learns from the "
-                           "pages fetched from now on (its self-assessed harvest rate covers those only)")
+        if state.get("focus") is None and self.focus is not None:
+            if self.config.classifier == "auto" and not (self.learns or self.topic.has_examples):
+                # here it would only report: auto keeps what the crawl started with (a figure of
+                # the resumed pages only would pass for the crawl's)
+                self.focus = self.steer_focus = None
+            else:
+                # started without the page classifier (another strategy, or the classifier off) and
+                # resumed with it: a new one, which learns from the pages of this run on
+                logger.warning("JOBDIR: the crawl started without the page classifier; a new one learns from the "
+                               "pages fetched from now on (its self-assessed harvest rate covers those only)")
         else:
             self.focus = state.get("focus")
             # a resumed crawl keeps the classifiers it started with (saved before the setting existed: one)
