@@ -40,11 +40,11 @@ def _page(i: int) -> HtmlResponse:
     return HtmlResponse(f"http://www.site{i % 7}.example.cn/p/{i}.html", body=body.encode(), encoding="utf-8")
 
 
-def _run(tc: TopicCrawl, n: int = 120) -> tuple[list[float | None], list[float]]:
+def _run(tc: TopicCrawl, n: int = 120, page=_page) -> tuple[list[float | None], list[float]]:
     """The items' reported P and the one link's score of each of ``n`` pages."""
     reported, scores = [], []
     for i in range(n):
-        item, (link,) = tc.process_page(_page(i), 1, None, "")
+        item, (link,) = tc.process_page(page(i), 1, None, "")
         reported.append(item.probability)
         scores.append(link.score)
     return reported, scores
@@ -164,3 +164,32 @@ def test_the_report_c_setting_reports_with_a_second_classifier_and_steers_as_wit
         assert _runtime(TOPICCRAWL_CLASSIFIER_REPORT_C=same).steer_focus is None
     with pytest.raises(ConfigError, match="TOPICCRAWL_CLASSIFIER_REPORT_C must be a C > 0, or 0"):
         _runtime(TOPICCRAWL_CLASSIFIER_REPORT_C="-1")
+
+
+def test_the_estimate_setting_changes_what_is_reported_and_nothing_that_steers():
+    """``TOPICCRAWL_CLASSIFIER_ESTIMATE=auc``: the links' scores and the items' P are a default
+    crawl's; the self-assessed harvest rate (stats, progress lines, the harvest CSV) follows the rule of
+    :attr:`PageFocus.expected_harvest`; a JOBDIR resume reports by the resumed run's setting."""
+    def mostly_relevant(i: int) -> HtmlResponse:  # three pages in four on the topic: P's level is too low
+        text = OFF if i % 4 == 3 else STRONG
+        body = f'<html><body><p>{text} 第{i}页</p><a href="/next/{i}.html">点此</a></body></html>'
+        return HtmlResponse(f"http://www.site{i % 7}.example.cn/p/{i}.html", body=body.encode(), encoding="utf-8")
+
+    today, auc = _runtime(), _runtime(TOPICCRAWL_CLASSIFIER_ESTIMATE="auc")
+    assert today.focus.estimate == "mean" and auc.focus.estimate == "auc"
+    reported_today, scores_today = _run(today, 300, mostly_relevant)
+    reported, scores = _run(auc, 300, mostly_relevant)
+    assert scores == scores_today and reported == reported_today
+    assert auc.focus.mean_probability == today.focus.expected_harvest
+    # held-out pseudo-positives rank like the many relevant fetched pages: flagged, raised to the bound
+    assert auc.focus.unreliable_reason == "auc" and auc.focus.mean_probability < auc.focus.auc_bound
+    want = auc.focus.auc_bound  # measured 0.70 against the mean P's 0.47; 0.75 of the pages are relevant
+    assert auc.focus.expected_harvest == want and abs(want - 0.75) < abs(auc.focus.mean_probability - 0.75)
+    stats = auc.learning_stats()
+    assert stats["classifier/estimate"] == "auc" and stats["classifier/expected_harvest"] == pytest.approx(want, abs=1e-6)
+    # a crawl started under one rule and resumed under the other reports by the resumed run's
+    resumed = _runtime()
+    resumed.load_state(pickle.loads(pickle.dumps(auc.state())))
+    assert resumed.focus.estimate == "mean" and resumed.focus.expected_harvest == resumed.focus.mean_probability
+    with pytest.raises(ConfigError, match="TOPICCRAWL_CLASSIFIER_ESTIMATE='max': expected mean or auc"):
+        _runtime(TOPICCRAWL_CLASSIFIER_ESTIMATE="max")

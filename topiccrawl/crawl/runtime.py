@@ -773,7 +773,8 @@ class TopicCrawl:
         return PageFocus(self.topic.beta, use_words=bool(self.topic.words), refit_every=cfg.classifier_refit_every,
                          strong_quantile=cfg.classifier_quantile, pseudo=cfg.classifier_pseudo,
                          pseudo_share=share, wordless=cfg.classifier_wordless,
-                         unranked=cfg.classifier_unranked, classifier=PageClassifier(C=c, random_state=0),
+                         unranked=cfg.classifier_unranked, estimate=cfg.classifier_estimate,
+                         classifier=PageClassifier(C=c, random_state=0),
                          rank_scorer=RelevanceScorer(self.topic, restrict_to_topic=False) if full else None)
 
     # -- topics from examples -------------------------------------------------------------------
@@ -1039,6 +1040,9 @@ class TopicCrawl:
             self.focus = state.get("focus")
             # a resumed crawl keeps the classifiers it started with (saved before the setting existed: one)
             self.steer_focus = state.get("steer_focus")
+            for focus in (self.focus, self.steer_focus):
+                if focus is not None:  # what it reports follows this run's setting (it steers nothing)
+                    focus.estimate = self.config.classifier_estimate
         self.example_links = set(state.get("example_links", ()))
         self.example_sources = state.get("example_sources")
         if state.get("topic_words") and not self.topic.words:  # words derived from examples

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 from topiccrawl.crawl.addresses import parse_allow_hosts
 from topiccrawl.crawl.errors import ConfigError
-from topiccrawl.learning.focus import PSEUDO_RULES, UNRANKED_RULES, WORDLESS_RULES
+from topiccrawl.learning.focus import ESTIMATE_RULES, PSEUDO_RULES, UNRANKED_RULES, WORDLESS_RULES
 from topiccrawl.learning.semantic import ENCODERS
 from topiccrawl.strategies.base import (
     STRATEGIES,
@@ -79,6 +79,7 @@ class TopicCrawlConfig:
     classifier_report_c: float = 0.0
     classifier_wordless: str = "keep"
     classifier_unranked: str = "discard"
+    classifier_estimate: str = "mean"
     classifier_rank: str = "auto"
     classifier_guard: bool = False
     examples_background: str = "seeds"
@@ -197,7 +198,8 @@ class TopicCrawlConfig:
             raise ConfigError(f"TOPICCRAWL_CLASSIFIER={self.classifier!r}: expected auto, on or off")
         for name, value, rules in (("PSEUDO", self.classifier_pseudo, PSEUDO_RULES),
                                    ("WORDLESS", self.classifier_wordless, WORDLESS_RULES),
-                                   ("UNRANKED", self.classifier_unranked, UNRANKED_RULES)):
+                                   ("UNRANKED", self.classifier_unranked, UNRANKED_RULES),
+                                   ("ESTIMATE", self.classifier_estimate, ESTIMATE_RULES)):
             if value not in rules:
                 raise ConfigError(f"TOPICCRAWL_CLASSIFIER_{name}={value!r}: expected "
                                   f"{', '.join(rules[:-1])} or {rules[-1]}")

@@ -26,7 +26,8 @@ away under ``unranked="discard"`` (the default): the model before it stays, or R
 The self-assessed harvest rate (:attr:`expected_harvest`) is the mean P(relevant) of the fetched
 pages: at a refit the reservoir is re-scored with the new model (an unbiased estimate of the mean
 over all fetched pages, the page that triggered the refit included), and pages fetched since add
-their own probability. It is flagged
+their own probability; with ``estimate="auc"`` a flagged estimate of a topic of words may be raised
+to the held-out AUC's bound (:attr:`PageFocus.expected_harvest`). It is flagged
 :attr:`unreliable` when the last refit's held-out positives did not stand out from the fetched
 pages (``heldout_auc_`` below :data:`RELIABLE_AUC`; docs/learned.md, "Telling the user when not to
 trust the estimate"), or, with words, when the labelled positives are a small share c of the pages
@@ -51,6 +52,10 @@ PSEUDO_RULES = ("top", "beta", "relative")
 #: what a refit whose held-out positives do not rank (``PageClassifier.ranks_`` False) does
 #: (docs/learned.md, "A refit that cannot rank")
 UNRANKED_RULES = ("discard", "flat")
+#: what the self-assessed harvest rate is (docs/learned.md, "The held-out AUC's bound as the estimate
+#: where it flags"): the mean P, or with words and no example pages, where the held-out AUC flags the
+#: estimate (below :data:`RELIABLE_AUC`), the larger of that and 2·(1 − AUC)
+ESTIMATE_RULES = ("mean", "auc")
 #: what a topic with words makes of a fetched page with none of them (R(P) = 0; docs/learned.md)
 WORDLESS_RULES = ("keep", "zero", "exclude")
 #: below this held-out AUC of the last refit the self-assessment is flagged unreliable (chosen on
@@ -118,6 +123,7 @@ class PageFocus:
     wordless = "keep"
     rank_scorer = None
     unranked = "flat"
+    estimate = "mean"
     discarded = 0
     _discarded_auc = None
 
@@ -125,8 +131,11 @@ class PageFocus:
                  min_pages: int = 30, max_unlabeled: int = 2000, max_pseudo: int = 500,
                  pseudo: str = "top", pseudo_share: float = 0.03, min_pseudo: int = 3,
                  strong_quantile: float = 0.25, wordless: str = "keep", rank_scorer=None, seed: int = 0,
-                 classifier: PageClassifier | None = None, unranked: str = "discard") -> None:
+                 classifier: PageClassifier | None = None, unranked: str = "discard",
+                 estimate: str = "mean") -> None:
         check_choice("pseudo", pseudo, PSEUDO_RULES)
+        check_choice("estimate", estimate, ESTIMATE_RULES)
+        self.estimate = estimate
         check_choice("wordless", wordless, WORDLESS_RULES)
         check_choice("unranked", unranked, UNRANKED_RULES)
         self.wordless = wordless
@@ -280,11 +289,32 @@ class PageFocus:
 
     # -- reports ---------------------------------------------------------------------------------
     @property
-    def expected_harvest(self) -> float | None:
+    def mean_probability(self) -> float | None:
         """The mean P(relevant) of the fetched pages (module docstring); None before the first fit."""
         if not self.fitted or not self.pages:
             return None
         return (self._base_mean * self._base_pages + self._since) / self.pages
+
+    @property
+    def auc_bound(self) -> float | None:
+        """2·(1 − AUC) of the last refit's held-out positives against the fetched pages: the share of
+        relevant pages among those if the positives were drawn like them and the classifier told
+        relevant from other pages perfectly (AUC_PU = π/2 + (1 − π)·AUC_PN with AUC_PN = 1; an upper
+        bound on π under those draws); None without a held-out AUC."""
+        auc = self.heldout_auc
+        return None if auc is None else min(1.0, max(0.0, 2.0 * (1.0 - auc)))
+
+    @property
+    def expected_harvest(self) -> float | None:
+        """The self-assessed harvest rate: :attr:`mean_probability`; with ``estimate="auc"``, a topic
+        of words without example pages and the held-out AUC below :data:`RELIABLE_AUC`, the larger of
+        that and :attr:`auc_bound` (the pseudo-positives are the densest few of the relevant pages,
+        so P's level is too low where many fetched pages are relevant). None before the first fit."""
+        mean = self.mean_probability
+        if (mean is None or self.estimate != "auc" or not self.use_words or self._examples
+                or self.classifier.mode_ != "pu" or self.unreliable_reason != "auc"):
+            return mean
+        return max(mean, self.auc_bound)
 
     @property
     def heldout_auc(self) -> float | None:
@@ -324,6 +354,8 @@ class PageFocus:
             out["classifier/mode"] = c.mode_
             out["classifier/c"] = round(float(c.c_), 6)
             out["classifier/expected_harvest"] = round(self.expected_harvest or 0.0, 6)
+            out["classifier/mean_probability"] = round(self.mean_probability or 0.0, 6)
+            out["classifier/estimate"] = self.estimate
         if self.heldout_auc is not None:  # also when every refit was discarded: no estimate, and why
             out["classifier/heldout_auc"] = round(self.heldout_auc, 4)
             out["classifier/unreliable"] = self.unreliable
