@@ -217,6 +217,36 @@ def test_a_crawl_without_ground_truth_is_audited_from_labels_only(tmp_path):
         audit(tmp_path, truth=True)
 
 
+def test_scrapy_audit_names_the_figure_the_crawl_reported_when_it_was_the_auc_bound(tmp_path):
+    """With TOPICCRAWL_CLASSIFIER_ESTIMATE=auc a crawl may report the held-out AUC's bound, not the
+    mean of its judgements that the audit corrects: ``scrapy audit`` says so, with both figures."""
+    with (tmp_path / "harvest.csv").open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["dp", "truth_relevant", "url", "judged"])
+        for i in range(100):
+            writer.writerow([i + 1, 0, f"https://example.org/{i}", 0.5 if i % 2 else 0.1])
+    rows = [{"url": f"https://example.org/{i}", "judged": 0.0} for i in range(100)]
+    write_audit(tmp_path, rows, 20, random.Random(0))
+    lines = (tmp_path / "audit.csv").read_text(encoding="utf-8").splitlines()
+    (tmp_path / "audit.csv").write_text("\n".join([lines[0]] + [line + "1" for line in lines[1:]]) + "\n",
+                                        encoding="utf-8")
+    stats = {"topiccrawl/dp": 100, "topiccrawl/classifier/expected_harvest": 0.61,
+             "topiccrawl/classifier/mean_probability": 0.3}
+    for rule, named in (("mean", False), ("auc_bound", True)):
+        (tmp_path / "stats.json").write_text(json.dumps({**stats, "topiccrawl/classifier/estimate": rule}),
+                                             encoding="utf-8")
+        proc = _audit(tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        report = json.loads((tmp_path / "audit.json").read_text(encoding="utf-8"))
+        assert "self-assessed harvest rate: 0.300" in proc.stdout
+        assert ("reported_harvest_rate" in report) is named and ("the crawl reported" in proc.stdout) is named
+    assert report["reported_harvest_rate"] == 0.61
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("the crawl reported"))
+    assert line == (f"the crawl reported 0.610, the held-out AUC's bound (TOPICCRAWL_CLASSIFIER_ESTIMATE=auc; "
+                    f"{0.61 - report['audited']['estimate']:+.3f} from the audited rate); the lines here judge the "
+                    "mean of its judgements, 0.300")
+
+
 def test_an_audit_that_cannot_be_written_costs_nothing_else(tmp_path):
     (tmp_path / "out" / "audit.csv").mkdir(parents=True)  # in the way: the audit cannot be written
     proc, out = run_crawl(tmp_path, args={"topic": "台风灾害", "max_pages": 30},

@@ -318,9 +318,18 @@ def test_the_auc_rule_raises_a_flagged_estimate_to_the_held_out_auc_bound(genera
     stats = focus.stats()
     assert stats["classifier/expected_harvest"] == pytest.approx(focus.auc_bound, abs=1e-6)
     assert stats["classifier/mean_probability"] == pytest.approx(focus.mean_probability, abs=1e-6)
-    assert stats["classifier/estimate"] == "auc"
+    assert stats["classifier/estimate"] == "auc_bound" and focus.bound_applied
+    # a last refit thrown away (its positives did not rank): its AUC gives no bound, the mean stands
+    focus._discarded_auc = 0.44
+    assert focus.unreliable_reason == "auc" and focus.auc_bound is None
+    assert focus.expected_harvest == focus.mean_probability and focus.stats()["classifier/estimate"] == "mean"
+    focus._discarded_auc = None
+    kept_auc = focus.classifier.heldout_auc_
+    focus.classifier.heldout_auc_ = 0.4  # a kept fit whose positives rank under the fetched pages: no bound
+    assert focus.auc_bound is None and focus.expected_harvest == focus.mean_probability
+    focus.classifier.heldout_auc_ = kept_auc
     focus.estimate = "mean"
-    assert focus.expected_harvest == focus.mean_probability
+    assert focus.expected_harvest == focus.mean_probability and not focus.bound_applied
     focus.estimate = "auc"
     focus.add_example(docs[relevant[0]])  # example pages: the positives are not the densest few
     assert focus.expected_harvest == focus.mean_probability

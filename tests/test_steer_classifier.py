@@ -7,6 +7,7 @@ responses through the crawl runtime, and one crawl with a JOBDIR resume over the
 from __future__ import annotations
 
 import json
+import logging
 import pickle
 from dataclasses import replace
 
@@ -166,7 +167,7 @@ def test_the_report_c_setting_reports_with_a_second_classifier_and_steers_as_wit
         _runtime(TOPICCRAWL_CLASSIFIER_REPORT_C="-1")
 
 
-def test_the_estimate_setting_changes_what_is_reported_and_nothing_that_steers():
+def test_the_estimate_setting_changes_what_is_reported_and_nothing_that_steers(caplog):
     """``TOPICCRAWL_CLASSIFIER_ESTIMATE=auc``: the links' scores and the items' P are a default
     crawl's; the self-assessed harvest rate (stats, progress lines, the harvest CSV) follows the rule of
     :attr:`PageFocus.expected_harvest`; a JOBDIR resume reports by the resumed run's setting."""
@@ -186,7 +187,22 @@ def test_the_estimate_setting_changes_what_is_reported_and_nothing_that_steers()
     want = auc.focus.auc_bound  # measured 0.70 against the mean P's 0.47; 0.75 of the pages are relevant
     assert auc.focus.expected_harvest == want and abs(want - 0.75) < abs(auc.focus.mean_probability - 0.75)
     stats = auc.learning_stats()
-    assert stats["classifier/estimate"] == "auc" and stats["classifier/expected_harvest"] == pytest.approx(want, abs=1e-6)
+    assert stats["classifier/estimate"] == "auc_bound" and stats["classifier/expected_harvest"] == pytest.approx(want, abs=1e-6)
+    assert stats["classifier/mean_probability"] == pytest.approx(auc.focus.mean_probability, abs=1e-6)
+    assert today.learning_stats()["classifier/estimate"] == "mean"
+    # the progress line says which figure it is; the warning names it and gives the mean P beside it
+    from topiccrawl.crawl.extensions import TopicStats
+
+    assert TopicStats(auc.crawler)._classifier_estimate() == (
+        f", page classifier's estimate {want:.3f} (unreliable; the held-out AUC's bound)")
+    assert TopicStats(today.crawler)._classifier_estimate().endswith(f"{today.focus.expected_harvest:.3f} (unreliable)")
+    with caplog.at_level(logging.WARNING, logger="topiccrawl.crawl.runtime"):
+        assert auc.warn_if_unreliable() and today.warn_if_unreliable()
+    bound_line, mean_line = (r.getMessage() for r in caplog.records[-2:])
+    assert bound_line.startswith(f"the self-assessed harvest rate {want:.3f} (the held-out AUC's bound 2·(1 − AUC), "
+                                 f"TOPICCRAWL_CLASSIFIER_ESTIMATE=auc; the mean P is {auc.focus.mean_probability:.3f}) "
+                                 "is unreliable")
+    assert mean_line.startswith(f"the self-assessed harvest rate {today.focus.expected_harvest:.3f} is unreliable")
     # a crawl started under one rule and resumed under the other reports by the resumed run's
     resumed = _runtime()
     resumed.load_state(pickle.loads(pickle.dumps(auc.state())))

@@ -92,13 +92,18 @@ def audit_labels(path: Path) -> tuple[list[str], list[str]]:
     return yes, no
 
 
-def has_ground_truth(out: Path) -> bool:
-    """Whether the crawl had ground-truth labels: its stats.json then holds their total."""
+def _stats(out: Path) -> dict:
+    """The crawl's stats.json ({} when it cannot be read)."""
     try:
         stats = json.loads((out / "stats.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return False
-    return isinstance(stats, dict) and "topiccrawl/truth/total_relevant" in stats
+        return {}
+    return stats if isinstance(stats, dict) else {}
+
+
+def has_ground_truth(out: Path) -> bool:
+    """Whether the crawl had ground-truth labels: its stats.json then holds their total."""
+    return "topiccrawl/truth/total_relevant" in _stats(out)
 
 
 def read_harvest(out: Path) -> tuple[dict[str, float], dict[str, bool]]:
@@ -156,7 +161,20 @@ def audit(out: Path, *, truth: bool = False, confidence: float = 0.95) -> tuple[
     extra = {"skipped": skipped, "labels": "ground truth" if truth else "audit.csv"}
     if hits:
         extra["true_harvest_rate"] = sum(hits.get(u, False) for u in judged) / len(judged)
+    reported = _reported_bound(out)
+    if reported is not None:
+        extra["reported_harvest_rate"] = reported
     return estimate, extra
+
+
+def _reported_bound(out: Path) -> float | None:
+    """The self-assessed harvest rate the crawl reported when it was not the mean of its judgements
+    (the held-out AUC's bound, ``TOPICCRAWL_CLASSIFIER_ESTIMATE=auc``), from its stats.json."""
+    stats = _stats(out)
+    if stats.get("topiccrawl/classifier/estimate") != "auc_bound":
+        return None
+    value = stats.get("topiccrawl/classifier/expected_harvest")
+    return float(value) if isinstance(value, (int, float)) else None
 
 
 def write_report(out: Path, estimate: AuditEstimate, extra: dict) -> Path:

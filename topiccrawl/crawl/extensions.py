@@ -102,7 +102,8 @@ class TopicStats(TopicComponent):
         if expected is None:
             why = f"{focus.discarded} refits discarded" if focus.discarded else "not fitted yet"
             return f", page classifier's estimate – ({why})"
-        return f", page classifier's estimate {expected:.3f}{' (unreliable)' if focus.unreliable else ''}"
+        bound = "; the held-out AUC's bound" if focus.bound_applied else ""
+        return f", page classifier's estimate {expected:.3f}{f' (unreliable{bound})' if focus.unreliable else ''}"
 
     def spider_closed(self, spider, reason) -> None:
         if self._loop is not None and self._loop.running:

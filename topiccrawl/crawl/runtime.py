@@ -971,8 +971,10 @@ class TopicCrawl:
             logger.warning("no self-assessed harvest rate: each of the page classifier's %d refits was discarded%s: "
                            "%s (docs/learned.md)", focus.discarded, audit, why)
         else:
-            logger.warning("the self-assessed harvest rate %.3f is unreliable%s: %s (docs/learned.md)",
-                           focus.expected_harvest, audit, why)
+            bound = (f" (the held-out AUC's bound 2·(1 − AUC), TOPICCRAWL_CLASSIFIER_ESTIMATE=auc; the mean P is "
+                     f"{focus.mean_probability:.3f})" if focus.bound_applied else "")
+            logger.warning("the self-assessed harvest rate %.3f%s is unreliable%s: %s (docs/learned.md)",
+                           focus.expected_harvest, bound, audit, why)
         return True
 
     def learning_stats(self) -> dict:

@@ -300,21 +300,30 @@ class PageFocus:
         """2·(1 − AUC) of the last refit's held-out positives against the fetched pages: the share of
         relevant pages among those if the positives were drawn like them and the classifier told
         relevant from other pages perfectly (AUC_PU = π/2 + (1 − π)·AUC_PN with AUC_PN = 1; an upper
-        bound on π under those draws); None without a held-out AUC."""
-        auc = self.heldout_auc
-        return None if auc is None else min(1.0, max(0.0, 2.0 * (1.0 - auc)))
+        bound on π under those draws); None without a held-out AUC of a kept refit, or below ½
+        (positives ranked under the fetched pages: no bound)."""
+        if self._discarded_auc is not None or not self.fitted:
+            return None
+        auc = self.classifier.heldout_auc_
+        return None if auc is None or auc < 0.5 else 2.0 * (1.0 - auc)
+
+    @property
+    def bound_applied(self) -> bool:
+        """With ``estimate="auc"``: the self-assessed harvest rate is :attr:`auc_bound` (a topic of
+        words without example pages, the last refit kept and flagged by its held-out AUC, the bound
+        above the mean P)."""
+        if (self.estimate != "auc" or not self.use_words or self._examples or not self.fitted
+                or self.classifier.mode_ != "pu" or self.unreliable_reason != "auc"):
+            return False
+        bound, mean = self.auc_bound, self.mean_probability
+        return bound is not None and mean is not None and bound > mean
 
     @property
     def expected_harvest(self) -> float | None:
-        """The self-assessed harvest rate: :attr:`mean_probability`; with ``estimate="auc"``, a topic
-        of words without example pages and the held-out AUC below :data:`RELIABLE_AUC`, the larger of
-        that and :attr:`auc_bound` (the pseudo-positives are the densest few of the relevant pages,
-        so P's level is too low where many fetched pages are relevant). None before the first fit."""
-        mean = self.mean_probability
-        if (mean is None or self.estimate != "auc" or not self.use_words or self._examples
-                or self.classifier.mode_ != "pu" or self.unreliable_reason != "auc"):
-            return mean
-        return max(mean, self.auc_bound)
+        """The self-assessed harvest rate: :attr:`mean_probability`, or :attr:`auc_bound` where
+        :attr:`bound_applied` (the pseudo-positives are the densest few of the relevant pages, so P's
+        level is too low where many fetched pages are relevant). None before the first fit."""
+        return self.auc_bound if self.bound_applied else self.mean_probability
 
     @property
     def heldout_auc(self) -> float | None:
@@ -355,7 +364,7 @@ class PageFocus:
             out["classifier/c"] = round(float(c.c_), 6)
             out["classifier/expected_harvest"] = round(self.expected_harvest or 0.0, 6)
             out["classifier/mean_probability"] = round(self.mean_probability or 0.0, 6)
-            out["classifier/estimate"] = self.estimate
+            out["classifier/estimate"] = "auc_bound" if self.bound_applied else "mean"  # what expected_harvest is
         if self.heldout_auc is not None:  # also when every refit was discarded: no estimate, and why
             out["classifier/heldout_auc"] = round(self.heldout_auc, 4)
             out["classifier/unreliable"] = self.unreliable

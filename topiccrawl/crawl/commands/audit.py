@@ -59,6 +59,11 @@ class Command(ScrapyCommand):
             print(f"warning: {extra['skipped']} unlabelled rows lie above labelled ones; label from the top, or the "
                   "labelled pages are not a random sample", file=sys.stderr)
         print(f"self-assessed harvest rate: {estimate.self_assessed:.3f}")
+        if "reported_harvest_rate" in extra:  # TOPICCRAWL_CLASSIFIER_ESTIMATE=auc raised it to the bound
+            reported = extra["reported_harvest_rate"]
+            print(f"the crawl reported {reported:.3f}, the held-out AUC's bound (TOPICCRAWL_CLASSIFIER_ESTIMATE=auc; "
+                  f"{reported - estimate.audited.estimate:+.3f} from the audited rate); the lines here judge the "
+                  f"mean of its judgements, {estimate.self_assessed:.3f}")
         print(f"audited harvest rate ({level} interval): {_interval(estimate.audited)}; the crawl's judgement "
               f"weighed {estimate.weight:.2f}")
         print(f"labels alone ({level} Wilson interval): {_interval(estimate.plain)}")
