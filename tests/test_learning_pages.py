@@ -293,9 +293,9 @@ def test_with_words_an_estimate_mostly_extrapolated_is_flagged(generated):
 
 
 def test_the_auc_rule_raises_a_flagged_estimate_to_the_held_out_auc_bound(generated):
-    """``estimate="auc"``: with words, no example pages and the held-out AUC below RELIABLE_AUC, the
-    self-assessed harvest rate is max(mean P, 2·(1 − AUC)); otherwise, and under ``"mean"``, the mean
-    P. Where many fetched pages are relevant the pseudo-positives (the densest 3 %) put P's level
+    """``estimate="auc"``: with words, no example pages and a kept refit's held-out AUC from ½ to
+    below RELIABLE_AUC, the self-assessed harvest rate is max(mean P, 2·(1 − AUC)); otherwise, and
+    under ``"mean"``, the mean P. Where many fetched pages are relevant the pseudo-positives (the densest 3 %) put P's level
     under the truth (here 0.274 against 0.4 relevant), and the bound (0.422) is nearer."""
     docs, labels = generated
     y = _labels(labels, DISASTER)

@@ -169,7 +169,7 @@ def test_the_report_c_setting_reports_with_a_second_classifier_and_steers_as_wit
 
 def test_the_estimate_setting_changes_what_is_reported_and_nothing_that_steers(caplog):
     """``TOPICCRAWL_CLASSIFIER_ESTIMATE=auc``: the links' scores and the items' P are a default
-    crawl's; the self-assessed harvest rate (stats, progress lines, the harvest CSV) follows the rule of
+    crawl's; the self-assessed harvest rate (stats, progress line, warning) follows the rule of
     :attr:`PageFocus.expected_harvest`; a JOBDIR resume reports by the resumed run's setting."""
     def mostly_relevant(i: int) -> HtmlResponse:  # three pages in four on the topic: P's level is too low
         text = OFF if i % 4 == 3 else STRONG

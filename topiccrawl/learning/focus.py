@@ -53,8 +53,8 @@ PSEUDO_RULES = ("top", "beta", "relative")
 #: (docs/learned.md, "A refit that cannot rank")
 UNRANKED_RULES = ("discard", "flat")
 #: what the self-assessed harvest rate is (docs/learned.md, "The held-out AUC's bound as the estimate
-#: where it flags"): the mean P, or with words and no example pages, where the held-out AUC flags the
-#: estimate (below :data:`RELIABLE_AUC`), the larger of that and 2·(1 − AUC)
+#: where it flags"): the mean P, or with words and no example pages, where a kept refit's held-out AUC
+#: flags the estimate (½ ≤ AUC < :data:`RELIABLE_AUC`), the larger of that and 2·(1 − AUC)
 ESTIMATE_RULES = ("mean", "auc")
 #: what a topic with words makes of a fetched page with none of them (R(P) = 0; docs/learned.md)
 WORDLESS_RULES = ("keep", "zero", "exclude")
@@ -134,10 +134,10 @@ class PageFocus:
                  classifier: PageClassifier | None = None, unranked: str = "discard",
                  estimate: str = "mean") -> None:
         check_choice("pseudo", pseudo, PSEUDO_RULES)
-        check_choice("estimate", estimate, ESTIMATE_RULES)
-        self.estimate = estimate
         check_choice("wordless", wordless, WORDLESS_RULES)
         check_choice("unranked", unranked, UNRANKED_RULES)
+        check_choice("estimate", estimate, ESTIMATE_RULES)
+        self.estimate = estimate
         self.wordless = wordless
         self.unranked = unranked
         self.discarded = 0  # refits discarded by the ``unranked`` rule
