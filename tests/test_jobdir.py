@@ -47,8 +47,7 @@ def test_a_crawl_resumed_as_learned_gets_a_page_classifier(tmp_path):
     """A JOBDIR of a best-first crawl resumed with ``strategy=learned``: the learned crawl has its
     page classifier (it used to take the saved "none"), learning from the resumed pages. One request
     at a time, so that the 30 pages its one refit learns from are always the same (with more in
-    flight, another 30 pages once gave pseudo-positives that did not rank, the refit was thrown
-    away and no estimate was reported)."""
+    flight, another 30 pages once left the classifier without a kept fit, so without an estimate)."""
     job = tmp_path / "job"
     settings = {"TOPICCRAWL_WEB": WEB, "TOPICCRAWL_PLOT_ENABLED": "false", "JOBDIR": str(job),
                 "CONCURRENT_REQUESTS": "1"}
