@@ -203,9 +203,24 @@ def test_the_estimate_setting_changes_what_is_reported_and_nothing_that_steers(c
                                  f"TOPICCRAWL_CLASSIFIER_ESTIMATE=auc; the mean P is {auc.focus.mean_probability:.3f}) "
                                  "is unreliable")
     assert mean_line.startswith(f"the self-assessed harvest rate {today.focus.expected_harvest:.3f} is unreliable")
-    # a crawl started under one rule and resumed under the other reports by the resumed run's
+    # harvest.csv names the figure of each row, and harvest.png's legend the figures plotted
+    from topiccrawl.crawl.extensions import _estimate_label
+
+    rows = {}
+    for name, tc in (("auc", auc), ("today", today)):
+        item, _ = tc.process_page(mostly_relevant(300), 1, None, "")
+        rows[name] = tc.record(item)
+        assert rows[name]["expected_harvest"] == round(tc.focus.expected_harvest, 6)
+    assert auc.focus.bound_applied and rows["auc"]["estimate"] == "auc_bound" and rows["today"]["estimate"] == "mean"
+    assert _estimate_label([rows["auc"]]).startswith("held-out AUC's bound")
+    assert _estimate_label([rows["today"]]).startswith("mean P(relevant) (")
+    assert _estimate_label([rows["today"], rows["auc"]]).startswith("mean P(relevant) or the held-out AUC's bound")
+    # a crawl started under one rule and resumed under the other reports by the resumed run's, and
+    # its rows say so
     resumed = _runtime()
     resumed.load_state(pickle.loads(pickle.dumps(auc.state())))
     assert resumed.focus.estimate == "mean" and resumed.focus.expected_harvest == resumed.focus.mean_probability
+    item, _ = resumed.process_page(mostly_relevant(301), 1, None, "")
+    assert resumed.record(item)["estimate"] == "mean"
     with pytest.raises(ConfigError, match="TOPICCRAWL_CLASSIFIER_ESTIMATE='max': expected mean or auc"):
         _runtime(TOPICCRAWL_CLASSIFIER_ESTIMATE="max")

@@ -29,7 +29,7 @@ logger = logging.getLogger(__name__)
 REFUSED_REASONS = frozenset({"redis_refused"})
 
 CSV_FIELDS = ["dp", "lp", "accuracy", "truth_relevant", "truth_harvest_rate", "target_recall", "url", "relevance",
-              "expected_harvest", "observed", "judged"]
+              "expected_harvest", "estimate", "observed", "judged"]
 
 
 def _plot_name(name: str) -> str:
@@ -41,6 +41,17 @@ def _plot_name(name: str) -> str:
     if not has_cjk(name):
         return name
     return next((alias for alias, target in ALIASES.items() if target == name), "topic")
+
+
+def _estimate_label(rows: list[dict]) -> str:
+    """The legend of the page classifier's self-assessed harvest rate: the mean P, the held-out
+    AUC's bound (TOPICCRAWL_CLASSIFIER_ESTIMATE=auc) where every estimate was the bound, or both."""
+    rules = {r.get("estimate") for r in rows if r.get("expected_harvest") is not None} - {None}
+    if rules == {"auc_bound"}:
+        return "held-out AUC's bound (self-assessed, page classifier)"
+    if "auc_bound" in rules:
+        return "mean P(relevant) or the held-out AUC's bound (self-assessed, page classifier)"
+    return "mean P(relevant) (self-assessed, page classifier)"
 
 
 class TopicStats(TopicComponent):
@@ -174,7 +185,7 @@ class TopicStats(TopicComponent):
         ax.plot(dp, [r["accuracy"] for r in rows], label="Accuracy = LP/DP (self-assessed, R ≥ β)")
         if any(r.get("expected_harvest") is not None for r in rows):
             ax.plot(dp, [r.get("expected_harvest") for r in rows],
-                    label="mean P(relevant) (self-assessed, page classifier)")
+                    label=_estimate_label(rows))
         if self.tc.ground_truth:
             ax.plot(dp, [r["truth_harvest_rate"] for r in rows], label="true harvest rate (ground truth)")
             if total:

@@ -917,6 +917,8 @@ class TopicCrawl:
         if self.focus is not None:  # the classifier's self-assessed harvest rate, next to Accuracy
             expected = self.focus.expected_harvest
             row["expected_harvest"] = None if expected is None else round(expected, 6)
+            # which figure that is (TOPICCRAWL_CLASSIFIER_ESTIMATE): a JOBDIR resume may change the rule
+            row["estimate"] = None if expected is None else ("auc_bound" if self.focus.bound_applied else "mean")
             # pages are counted in the order their items finish, which with concurrent responses
             # is not always the order the classifier saw them in (a replay needs the latter)
             row["observed"] = observed
@@ -1102,7 +1104,7 @@ class TopicCrawl:
         row["judged"] = None if self.focus is not None else self._judgement(None, relevance)
         row["title"] = ""
         if self.focus is not None:
-            row["expected_harvest"] = row["observed"] = None
+            row["expected_harvest"] = row["estimate"] = row["observed"] = None
         self.harvest_rows.append(row)
 
 
