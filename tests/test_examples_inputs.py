@@ -73,18 +73,46 @@ def _stats(out):
     return json.loads((out / "stats.json").read_text(encoding="utf-8"))
 
 
-def test_a_crawl_that_counts_no_page_names_only_the_files_it_wrote(tmp_path):
-    """Stopped before its first page (no topic words), the crawl writes stats.json and an empty
-    harvest.csv, and its log line does not name a plot it did not draw."""
+def test_a_crawl_stopped_before_its_first_page_leaves_an_earlier_crawls_files_as_they_were(tmp_path):
+    """Stopped before its first page (no topic words), the crawl writes nothing: an earlier crawl's
+    feed, stats, harvest CSV, plot and audit sheet in the same folder stay as they were."""
+    web = {"TOPICCRAWL_WEB": "generated:zh-disaster?pages=1000&seed=1"}
+    proc, out = run_crawl(tmp_path, args={"topic": "台风灾害", "max_pages": 20}, settings=web)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    before = {path.name: path.read_bytes() for path in out.iterdir()}
+    assert {"pages.jsonl", "stats.json", "harvest.csv", "harvest.png", "audit.csv"} <= set(before)
     topic = tmp_path / "nothing.toml"
     topic.write_text('name = "nothing"\nlanguage = "zh"\nexamples = ["http://www.example-missing.cn/nope.html"]\n',
                      encoding="utf-8")
-    proc, out = run_crawl(tmp_path, args={"topic": str(topic)},
-                          settings={"TOPICCRAWL_WEB": "generated:zh-disaster?pages=1000&seed=1"})
+    proc, out = run_crawl(tmp_path, args={"topic": str(topic)}, settings=web)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
-    assert f"wrote stats.json, harvest.csv to {out}" in proc.stderr
-    assert not (out / "harvest.png").exists() and not (out / "audit.csv").exists()
-    assert _stats(out)["finish_reason"] == "no_topic_words"
+    assert "Spider closed (no_topic_words)" in proc.stderr
+    assert f"stopped before any page (no_topic_words): nothing written to {out}" in proc.stderr
+    assert {path.name: path.read_bytes() for path in out.iterdir()} == before
+
+
+def test_an_examples_dir_without_a_page_is_refused_before_the_crawl(tmp_path, site):
+    """A topic whose only examples are an ``examples_dir`` without a usable saved page: one line
+    naming the folder and why, before the crawl starts (nothing written)."""
+    folder = tmp_path / "saved"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("volcano lava", encoding="utf-8")
+    topic = _topic(tmp_path, site, 'examples_dir = "saved"')
+    proc, out = run_crawl(tmp_path, args={"topic": str(topic)}, settings=LIVE)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert proc.stderr.strip().splitlines()[-1] == (
+        f"error: {topic}: no [words] table, and examples_dir {folder} holds no saved page to learn them from "
+        "(saved: no *.html, *.htm, *.xhtml file in it)")
+    assert not out.exists()
+    (folder / "empty.html").write_bytes(b"")  # a page of that name, but empty: named with its reason
+    proc, out = run_crawl(tmp_path, args={"topic": str(topic)}, settings=LIVE)
+    assert proc.returncode == 2 and "(empty.html: empty)" in proc.stderr.strip().splitlines()[-1], proc.stderr[-3000:]
+    assert not out.exists()
+    # with example URLs beside the folder the crawl may still learn from those: it starts
+    proc, out = run_crawl(tmp_path, args={"topic": str(topic), "examples": f"{site}/ex1,{site}/ex2", "max_pages": 3},
+                          settings=LIVE)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "empty.html not used: empty" in proc.stderr and "topic words derived from 2 example pages" in proc.stderr
 
 
 def test_examples_that_give_no_words_stop_the_crawl_with_one_line(tmp_path, site):
@@ -98,9 +126,8 @@ def test_examples_that_give_no_words_stop_the_crawl_with_one_line(tmp_path, site
     assert f"example page {site}/data.json is not an HTML page (Content-Type application/json): not used" in proc.stderr
     assert f"example page {site}/blank has no text: not used" in proc.stderr
     assert "no topic words: no example page could be used (1 failed, 1 not HTML, 1 without text)" in proc.stderr
-    stats = _stats(out)
-    assert stats["finish_reason"] == "no_topic_words" and stats.get("topiccrawl/dp", 0) == 0
-    assert (out / "pages.jsonl").read_text(encoding="utf-8") == ""
+    assert "Spider closed (no_topic_words)" in proc.stderr
+    assert not (out / "stats.json").exists() and not (out / "pages.jsonl").exists()  # nothing written
     # resumed with no examples at all: it stops again, one line, nothing to score by
     proc, _ = run_crawl(tmp_path / "again", args={"topic": str(topic), "strategy": "learned"},
                         settings={**LIVE, "JOBDIR": str(job)})

@@ -215,6 +215,36 @@ def test_a_worker_that_loses_redis_stops_in_one_line_and_keeps_its_pages(tmp_pat
     assert len(urls) == len(set(urls)) == stats["topiccrawl/dp"] >= 40
 
 
+def test_a_worker_that_loses_redis_while_its_examples_wait_stops(tmp_path, redis_server, lab, start_gate):
+    """Redis lost while the example pages wait in the worker's own queue (one request in flight, held
+    at a gate): they are dropped, the wait for them ends and the worker stops with ``redis_lost``
+    (it waited for them for ever)."""
+    gate = start_gate(lab.proxy_url)
+    settings = {"TOPICCRAWL_STORE": "redis", "TOPICCRAWL_REDIS_URL": redis_server.url, "TOPICCRAWL_CRAWL_ID": "ex-lost",
+                "TOPICCRAWL_WEB": WEB, "TOPICCRAWL_WEB_PROXY": gate.url, "TOPICCRAWL_PROGRESS_INTERVAL": "0",
+                "TOPICCRAWL_PLOT_ENABLED": "false", "TOPICCRAWL_LEASE_SECONDS": "1.5", "CONCURRENT_REQUESTS": "1"}
+    worker = start_worker(tmp_path, "w", "focused", ["-a", "topic=台风灾害", "-a", "strategy=learned",
+                                                     "-a", "examples=truth:3", "-a", "max_pages=30"], settings)
+    deadline = time.monotonic() + 120
+    while "Spider opened" not in worker.log.read_text():
+        assert time.monotonic() < deadline and worker.poll() is None, worker.log.read_text()[-3000:]
+        time.sleep(0.1)
+    redis_server.proc.kill()  # Redis goes away while the examples wait
+    redis_server.proc.wait(10)
+    while "lost Redis at" not in worker.log.read_text():
+        assert time.monotonic() < deadline and worker.poll() is None, worker.log.read_text()[-3000:]
+        time.sleep(0.1)
+    gate.opened.set()  # the request in flight answers
+    try:
+        worker.wait(60)  # the worker stops by itself
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+    log = worker.log.read_text()
+    assert worker.returncode == 1 and "Traceback" not in log, log[-3000:]
+    assert "Spider closed (redis_lost)" in log and "no topic words" not in log
+
+
 def test_password_url_works_and_bad_redis_is_one_line(tmp_path, redis_server_auth, lab):
     ok = _start(tmp_path, "auth", redis_server_auth.url, lab.proxy_url, budget=30)
     _wait([ok])

@@ -144,7 +144,7 @@ def test_discovery_worker_refuses_a_focused_crawl_id(tmp_path, redis_server, lab
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]  # a user mistake
     errors = [l for l in proc.stderr.splitlines() if " ERROR: " in l]
     assert len(errors) == 1 and "started with strategy 'bfs'" in errors[0], errors
-    assert "Spider closed (redis_refused)" in proc.stderr and not _read(out / "pages.jsonl")
+    assert "Spider closed (redis_refused)" in proc.stderr and not (out / "pages.jsonl").exists()
     assert not (out / "stats.json").exists()  # refused: nothing written
 
 

@@ -257,13 +257,14 @@ def slow_lab():
         yield running
 
 
-def _start(tmp_path, name: str, redis_url: str, proxy: str, budget: int, **extra):
+def _start(tmp_path, name: str, redis_url: str, proxy: str, budget: int, spider_args: tuple = (), **extra):
     settings = {"TOPICCRAWL_STORE": "redis", "TOPICCRAWL_REDIS_URL": redis_url, "TOPICCRAWL_CRAWL_ID": "lrn",
                 "TOPICCRAWL_WEB": WEB, "TOPICCRAWL_WEB_PROXY": proxy, "TOPICCRAWL_PROGRESS_INTERVAL": "0",
                 "TOPICCRAWL_PLOT_ENABLED": "false", "TOPICCRAWL_IDLE_TIMEOUT": "30",
                 "TOPICCRAWL_LEARNED_RETRAIN_EVERY": "50", "CONCURRENT_REQUESTS": "4", **extra}
     return start_worker(tmp_path, name, "focused",
-                        ["-a", "topic=台风灾害", "-a", "strategy=learned", "-a", f"max_pages={budget}"], settings)
+                        ["-a", "topic=台风灾害", "-a", "strategy=learned", "-a", f"max_pages={budget}", *spider_args],
+                        settings)
 
 
 def _finish(procs) -> list[dict]:
@@ -323,16 +324,16 @@ def test_two_scrapy_workers_crawl_with_one_model_and_a_late_worker_starts_from_i
           f"for {client.hlen('topiccrawl:lrn:learned:terms:n')} terms")
 
 
-def _refused(tmp_path, name: str, redis_server, slow_lab, **settings) -> str:
+def _refused(tmp_path, name: str, redis_server, slow_lab, spider_args: tuple = (), **settings) -> str:
     """Start a worker that must be refused: it stops at once with one ERROR line, no traceback,
     nothing fetched or written and exit status 2; returns that line."""
-    proc = _start(tmp_path, name, redis_server.url, slow_lab.proxy_url, 40, **settings)
+    proc = _start(tmp_path, name, redis_server.url, slow_lab.proxy_url, 40, spider_args, **settings)
     proc.wait(300)
     log = proc.log.read_text()
     assert proc.returncode == 2 and "Traceback" not in log, log[-3000:]  # a user mistake: exit status 2
     errors = [line for line in log.splitlines() if " ERROR: " in line]
     assert len(errors) == 1, errors
-    assert "Spider closed (redis_refused)" in log and not _urls(proc)
+    assert "Spider closed (redis_refused)" in log and not (proc.out / "pages.jsonl").exists()
     assert not (proc.out / "stats.json").exists() and not (proc.out / "harvest.csv").exists()  # nothing written
     return errors[0]
 
@@ -349,6 +350,11 @@ def test_a_worker_judging_pages_by_another_score_is_refused_with_one_line(tmp_pa
     assert "runs with options other than this worker's: " in error, error
     # only what differs, by the settings' names, both values: not two dumps of every option
     assert 'association_score "holder" (this worker: "relevance")' in error and len(error) < 400, error
+    # so is one with example pages, which it would fetch before its seeds: it fetches none and stops
+    # (it waited for ever for the examples its scheduler had dropped)
+    error = _refused(tmp_path, "second-examples", redis_server, slow_lab, ("-a", "examples=truth:3"),
+                     TOPICCRAWL_ASSOCIATION_SCORE="relevance", **crawl)
+    assert 'association_score "holder" (this worker: "relevance")' in error, error
     # each process resolves the semantic prior itself: a worker where it resolves on joins a crawl
     # whose model learned without it only to be refused the same way
     error = _refused(tmp_path, "third", redis_server, slow_lab, TOPICCRAWL_SEMANTIC_ENABLED="1",

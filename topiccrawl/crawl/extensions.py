@@ -19,14 +19,11 @@ from scrapy.exceptions import CloseSpider
 from twisted.internet import task
 
 from topiccrawl.crawl.audit import write_audit
+from topiccrawl.crawl.feeds import NO_OUTPUT_REASONS
 from topiccrawl.crawl.runtime import TopicComponent
 
 logger = logging.getLogger(__name__)
 
-#: close reasons of a crawl refused at its start (a Redis worker whose options or spider differ from
-#: its crawl's): nothing crawled, so no output file is written, and an earlier run's in the same
-#: folder stay as they were
-REFUSED_REASONS = frozenset({"redis_refused"})
 
 CSV_FIELDS = ["dp", "lp", "accuracy", "truth_relevant", "truth_harvest_rate", "target_recall", "url", "relevance",
               "expected_harvest", "estimate", "observed", "judged"]
@@ -138,8 +135,8 @@ class TopicStats(TopicComponent):
     # -- files ------------------------------------------------------------------------------------
     def write_outputs(self, reason: str) -> None:
         out = self.tc.output_dir
-        if reason in REFUSED_REASONS:
-            logger.info("refused (%s): nothing written to %s", reason, out)
+        if reason in NO_OUTPUT_REASONS:
+            logger.info("stopped before any page (%s): nothing written to %s", reason, out)
             return
         out.mkdir(parents=True, exist_ok=True)
         total = self.tc.total_relevant()

@@ -30,6 +30,23 @@ def feed_exporter(crawler) -> FeedExporter | None:
     return next((e for e in extensions if isinstance(e, FeedExporter)), None)
 
 
+#: close reasons of a crawl stopped before its first page (a Redis worker whose options or spider
+#: differ from its crawl's; a topic without words whose examples gave none): no output file is
+#: written, and an earlier run's in the same folder (feeds, stats, CSV, plots, audit) stay as they were
+NO_OUTPUT_REASONS = frozenset({"redis_refused", "no_topic_words"})
+
+
+def keep_feeds(crawler, reason: str) -> None:
+    """For a close ``reason`` of :data:`NO_OUTPUT_REASONS`: the feeds without an item are not
+    stored (Scrapy stores an empty feed at close, FEED_STORE_EMPTY, which would empty an earlier
+    run's ``-O`` file). Called from the scheduler's ``close``, which comes before the exporter's."""
+    if reason not in NO_OUTPUT_REASONS:
+        return
+    for slot in getattr(feed_exporter(crawler), "slots", ()):
+        if not slot.itemcount:
+            slot.store_empty = False
+
+
 def flush_feeds(exporter: FeedExporter | None) -> None:
     """Flush the open file of every feed slot (the lines the exporter wrote reach the OS)."""
     for slot in getattr(exporter, "slots", ()):

@@ -37,6 +37,7 @@ from twisted.internet import task
 from topiccrawl.crawl import jobdir as jd
 from topiccrawl.crawl.codec import RequestPacker
 from topiccrawl.crawl.engine import live_requests, start_pending, wake_engine
+from topiccrawl.crawl.feeds import NO_OUTPUT_REASONS, keep_feeds
 from topiccrawl.crawl.meta import META_KEY
 from topiccrawl.crawl.runtime import TopicCrawl, registered_domain
 from topiccrawl.crawl.settings import build_frontier, page_links_mode
@@ -148,8 +149,9 @@ class TopicScheduler(BaseScheduler):
                 self._journal.through(url)
 
     def close(self, reason: str):
+        keep_feeds(self.crawler, reason)
         self.publish_stats()
-        if self.tc.config.plot_enabled:
+        if self.tc.config.plot_enabled and reason not in NO_OUTPUT_REASONS:
             out = self.tc.output_dir
             out.mkdir(parents=True, exist_ok=True)
             self.frontier.write_report(out)

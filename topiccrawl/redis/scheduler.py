@@ -48,6 +48,7 @@ from twisted.internet import task
 
 from topiccrawl.crawl.codec import decode, encode
 from topiccrawl.crawl.engine import default_callback, wake_engine
+from topiccrawl.crawl.feeds import keep_feeds
 from topiccrawl.crawl.meta import LOCAL_META, META_KEY
 from topiccrawl.crawl.runtime import TopicCrawl
 from topiccrawl.crawl.scheduler import TopicScheduler
@@ -182,6 +183,11 @@ class RedisWorker:
         logger.error("%s", self.refused)
         self.stats.set_value("topiccrawl/redis/lost", True)
         self._stop_renewal()
+        # requests held here (the example pages, retries) are not handed out any more: their spider
+        # hears they were dropped, so a wait for the examples ends and the worker stops when idle
+        held, self.local = getattr(self, "local", []), []
+        for request in held:
+            self.crawler.signals.send_catch_log(signals.request_dropped, request=request, spider=self.spider)
         wake_engine(self.crawler, 0.0)
 
     def _held(self) -> tuple[dict, object]:
@@ -287,6 +293,7 @@ class RedisScheduler(RedisWorker, TopicScheduler):
             super().publish_stats()
 
     def close(self, reason: str):
+        keep_feeds(self.crawler, reason)
         self._stop_renewal()
         try:
             self._close(reason)

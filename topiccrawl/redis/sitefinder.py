@@ -37,6 +37,7 @@ from scrapy.exceptions import CloseSpider, DontCloseSpider
 from scrapy.utils.misc import build_from_crawler, load_object
 from twisted.internet import task
 
+from topiccrawl.crawl.feeds import keep_feeds
 from topiccrawl.crawl.runtime import TopicCrawl
 from topiccrawl.crawl.scheduler import TopicScheduler
 from topiccrawl.crawl.settings import strategy_options
@@ -175,6 +176,7 @@ class RedisSiteScheduler(RedisWorker, TopicScheduler):
         return self.df.open()
 
     def close(self, reason: str):
+        keep_feeds(self.crawler, reason)
         self._stop_renewal()
         if not self.refused:
             released = self.tasks.release(self.held)

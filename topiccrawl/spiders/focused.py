@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 import scrapy
+from scrapy import signals
 from scrapy.exceptions import CloseSpider, IgnoreRequest
 from scrapy.spidermiddlewares.httperror import HttpError
 from scrapy.utils.defer import maybe_deferred_to_future
@@ -64,11 +65,21 @@ class FocusedSpider(scrapy.Spider):
     def tc(self) -> TopicCrawl:
         return TopicCrawl.for_crawler(self.crawler)
 
+    @classmethod
+    def from_crawler(cls, crawler, *args, **kwargs):
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        crawler.signals.connect(spider._request_dropped, signal=signals.request_dropped)
+        return spider
+
     async def start(self):
+        if self._refused():  # a Redis worker refused at open fetches nothing and stops when idle
+            return
         for request in self._example_requests():
             yield request
         if self._examples_done is not None:  # the seeds wait for the examples' verdict
             await maybe_deferred_to_future(self._examples_done)
+        if self._refused():  # Redis was lost while the examples were fetched: the worker stops
+            return
         if not self._learn_from_examples():
             raise CloseSpider(NO_TOPIC_WORDS)  # the engine closes the crawl with this reason
         seeds = self.tc.seed_arg(self.seed_arg)
@@ -213,6 +224,16 @@ class FocusedSpider(scrapy.Spider):
         self._not_used("failed", kind, "%s page %s could not be fetched: %s", kind, failure.request.url,
                        _failure_reason(failure))
         self._example_settled()
+
+    def _refused(self) -> bool:
+        """A Redis worker refused by its crawl, or that lost Redis (the scheduler's ``refused``)."""
+        return bool(getattr(self.crawler.engine.scheduler, "refused", None))
+
+    def _request_dropped(self, request, spider) -> None:
+        """An example or background request the scheduler dropped (a Redis worker refused, or that
+        lost Redis) never answers: it settles, so the wait for the examples ends."""
+        if "example_index" in request.meta and request.meta.get(LOCAL_META):
+            self._example_settled()
 
     def _example_settled(self) -> None:
         self._waiting -= 1

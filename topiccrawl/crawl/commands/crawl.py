@@ -77,6 +77,16 @@ def check_crawl_inputs(settings, spargs: dict, spidercls=None) -> None:
                                  "(0); label some pages 1, or give [words] or other example pages")
             raise TopicError(f"{topic.path or topic.name}: no [words] table (topic word = weight) and no example "
                              "pages to learn them from (examples = [...] or examples_dir in the file, or -a examples=URL,URL)")
+        if (not topic.words and topic.examples_dir and not topic.examples and not (given.urls or given.truth)
+                and not resuming(settings)):  # the folder is all it has: a folder without a page is known now
+            from topiccrawl.learning.examples import example_files
+
+            usable, skipped = example_files(topic.examples_dir, settings.getint("DOWNLOAD_MAXSIZE"))
+            if not usable:
+                why = "; ".join(f"{path.name or path}: {reason}" for path, reason in skipped[:3])
+                more = f" and {len(skipped) - 3} more" if len(skipped) > 3 else ""
+                raise TopicError(f"{topic.path or topic.name}: no [words] table, and examples_dir {topic.examples_dir} "
+                                 f"holds no saved page to learn them from ({why}{more})")
     elif not (cfg.topic_tree and cfg.topic_node):
         raise TreeError(f"scorer {cfg.scorer!r} needs -a topic_tree=SPEC -a topic_node=NODE")
     check = getattr(spidercls, "check_arguments", None)
