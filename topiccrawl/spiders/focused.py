@@ -229,7 +229,7 @@ class FocusedSpider(scrapy.Spider):
         """A Redis worker refused by its crawl, or that lost Redis (the scheduler's ``refused``)."""
         return bool(getattr(self.crawler.engine.scheduler, "refused", None))
 
-    def _request_dropped(self, request, spider) -> None:
+    def _request_dropped(self, request, spider=None) -> None:
         """An example or background request the scheduler dropped (a Redis worker refused, or that
         lost Redis) never answers: it settles, so the wait for the examples ends."""
         if "example_index" in request.meta and request.meta.get(LOCAL_META):
