@@ -225,17 +225,17 @@ def test_a_worker_that_loses_redis_while_its_examples_wait_stops(tmp_path, redis
                 "TOPICCRAWL_PLOT_ENABLED": "false", "TOPICCRAWL_LEASE_SECONDS": "1.5", "CONCURRENT_REQUESTS": "1"}
     worker = start_worker(tmp_path, "w", "focused", ["-a", "topic=台风灾害", "-a", "strategy=learned",
                                                      "-a", "examples=truth:3", "-a", "max_pages=30"], settings)
-    deadline = time.monotonic() + 120
-    while "Spider opened" not in worker.log.read_text():
-        assert time.monotonic() < deadline and worker.poll() is None, worker.log.read_text()[-3000:]
-        time.sleep(0.1)
-    redis_server.proc.kill()  # Redis goes away while the examples wait
-    redis_server.proc.wait(10)
-    while "lost Redis at" not in worker.log.read_text():
-        assert time.monotonic() < deadline and worker.poll() is None, worker.log.read_text()[-3000:]
-        time.sleep(0.1)
-    gate.opened.set()  # the request in flight answers
     try:
+        deadline = time.monotonic() + 120
+        while "joined crawl" not in worker.log.read_text():  # its scheduler is open (Redis asked, the crawl claimed)
+            assert time.monotonic() < deadline and worker.poll() is None, worker.log.read_text()[-3000:]
+            time.sleep(0.1)
+        redis_server.proc.kill()  # Redis goes away while the examples wait
+        redis_server.proc.wait(10)
+        while "lost Redis at" not in worker.log.read_text():
+            assert time.monotonic() < deadline and worker.poll() is None, worker.log.read_text()[-3000:]
+            time.sleep(0.1)
+        gate.opened.set()  # the request in flight answers
         worker.wait(60)  # the worker stops by itself
     finally:
         if worker.poll() is None:

@@ -145,7 +145,8 @@ def test_discovery_worker_refuses_a_focused_crawl_id(tmp_path, redis_server, lab
     errors = [l for l in proc.stderr.splitlines() if " ERROR: " in l]
     assert len(errors) == 1 and "started with strategy 'bfs'" in errors[0], errors
     assert "Spider closed (redis_refused)" in proc.stderr and not (out / "pages.jsonl").exists()
-    assert not (out / "stats.json").exists()  # refused: nothing written
+    # refused: nothing written, the discovery reports included
+    assert not any((out / name).exists() for name in ("stats.json", "ranked.jsonl", "iterations.jsonl", "discovery.json"))
 
 
 def test_operator_spider_cannot_join_a_dwdbrm_crawl(tmp_path, redis_server, lab):

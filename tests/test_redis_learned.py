@@ -328,7 +328,11 @@ def _refused(tmp_path, name: str, redis_server, slow_lab, spider_args: tuple = (
     """Start a worker that must be refused: it stops at once with one ERROR line, no traceback,
     nothing fetched or written and exit status 2; returns that line."""
     proc = _start(tmp_path, name, redis_server.url, slow_lab.proxy_url, 40, spider_args, **settings)
-    proc.wait(300)
+    try:
+        proc.wait(300)
+    finally:
+        if proc.poll() is None:  # a worker that did not stop (it waited for ever) is not left behind
+            proc.kill()
     log = proc.log.read_text()
     assert proc.returncode == 2 and "Traceback" not in log, log[-3000:]  # a user mistake: exit status 2
     errors = [line for line in log.splitlines() if " ERROR: " in line]

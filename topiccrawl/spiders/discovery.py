@@ -32,6 +32,7 @@ from scrapy import signals
 from scrapy.exceptions import CloseSpider, DontCloseSpider
 from scrapy.utils.defer import deferred_from_coro
 
+from topiccrawl.crawl.feeds import NO_OUTPUT_REASONS
 from topiccrawl.crawl.runtime import TopicCrawl, html_page
 from topiccrawl.discovery.bandit import REWARDS
 from topiccrawl.discovery.controller import DiscoveryController
@@ -248,7 +249,7 @@ class DiscoverySpider(scrapy.Spider):
     # -- report ---------------------------------------------------------------------------------
     def spider_closed(self, spider, reason) -> None:
         ctl = getattr(self, "ctl", None)
-        if ctl is None:
+        if ctl is None or reason in NO_OUTPUT_REASONS:  # refused: an earlier run's files stay as they were
             return
         stats = self.crawler.stats
         for op, values in ctl.operator_stats().items():
