@@ -101,14 +101,10 @@ def _stats(out: Path) -> dict:
     return stats if isinstance(stats, dict) else {}
 
 
-def has_ground_truth(out: Path) -> bool:
-    """Whether the crawl had ground-truth labels: its stats.json then holds their total."""
-    return "topiccrawl/truth/total_relevant" in _stats(out)
-
-
-def read_harvest(out: Path) -> tuple[dict[str, float], dict[str, bool]]:
+def read_harvest(out: Path, stats: dict | None = None) -> tuple[dict[str, float], dict[str, bool]]:
     """The crawl in folder ``out``: URL -> judgement of its counted pages that have one, and URL ->
-    whether the ground truth calls the page relevant (empty without ground truth), in count order."""
+    whether the ground truth calls the page relevant (empty without ground truth: its stats.json,
+    or ``stats`` when given, holds no total of relevant pages), in count order."""
     harvest_path = out / "harvest.csv"
     harvest = _read_csv(harvest_path, "harvest.csv")
     if harvest and "url" not in harvest[0]:
@@ -127,7 +123,7 @@ def read_harvest(out: Path) -> tuple[dict[str, float], dict[str, bool]]:
             previous = count
     if not judged:
         raise AuditError(f"{harvest_path}: no counted page with a judgement")
-    if not has_ground_truth(out):
+    if "topiccrawl/truth/total_relevant" not in (_stats(out) if stats is None else stats):
         hits = {}  # harvest.csv counts 0 relevant pages when the crawl had no labels (the live web)
     return judged, hits
 
@@ -138,7 +134,8 @@ def audit(out: Path, *, truth: bool = False, confidence: float = 0.95) -> tuple[
     ``truth`` from the offline web's ground truth in ``harvest.csv``. Returns the estimate and
     extra facts (``true_harvest_rate`` when known, ``skipped`` rows)."""
     audit_path = out / "audit.csv"
-    judged, hits = read_harvest(out)
+    stats = _stats(out)
+    judged, hits = read_harvest(out, stats)
     sample = _read_audit(audit_path)
     if truth and not hits:
         raise AuditError(f"{out / 'harvest.csv'}: no ground truth (--truth needs a crawl of an offline web with labels)")
@@ -161,16 +158,15 @@ def audit(out: Path, *, truth: bool = False, confidence: float = 0.95) -> tuple[
     extra = {"skipped": skipped, "labels": "ground truth" if truth else "audit.csv"}
     if hits:
         extra["true_harvest_rate"] = sum(hits.get(u, False) for u in judged) / len(judged)
-    reported = _reported_bound(out)
+    reported = _reported_bound(stats)
     if reported is not None:
         extra["reported_harvest_rate"] = reported
     return estimate, extra
 
 
-def _reported_bound(out: Path) -> float | None:
+def _reported_bound(stats: dict) -> float | None:
     """The self-assessed harvest rate the crawl reported when it was not the mean of its judgements
-    (the held-out AUC's bound, ``TOPICCRAWL_CLASSIFIER_ESTIMATE=auc``), from its stats.json."""
-    stats = _stats(out)
+    (the held-out AUC's bound, ``TOPICCRAWL_CLASSIFIER_ESTIMATE=auc``), from its stats."""
     if stats.get("topiccrawl/classifier/estimate") != "auc_bound":
         return None
     value = stats.get("topiccrawl/classifier/expected_harvest")
