@@ -13,6 +13,7 @@ process starts late on a loaded machine still gets its share.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import socketserver
@@ -163,6 +164,69 @@ class StartGate:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+class RedisCut:
+    """A loopback TCP forwarder to a Redis server that lets the first ``whole`` connections through
+    whole (``scrapy crawl``'s check that Redis answers) and then cuts: with ``handshake=True`` a
+    later connection is forwarded until its first command that is not part of a client's
+    handshake (PING, HELLO, CLIENT, AUTH, SELECT) and closed there, without it reaching Redis;
+    with ``marker``, until its first command holding those bytes instead (every later command
+    holding them is cut again, whatever connection carries it); with ``handshake=False`` a later
+    connection is closed at once. Redis seen gone at a chosen moment of a worker, without a race
+    against it."""
+
+    HANDSHAKE = {b"PING", b"HELLO", b"CLIENT", b"AUTH", b"SELECT"}
+
+    def __init__(self, port: int, whole: int = 1, handshake: bool = True, marker: bytes | None = None):
+        self.upstream, self.whole, self.handshake, self.marker = ("127.0.0.1", port), whole, handshake, marker
+        self.connections, self.cut, self._lock = 0, 0, threading.Lock()
+        cut = self
+
+        class Handler(socketserver.BaseRequestHandler):
+            def handle(self):
+                with cut._lock:
+                    cut.connections += 1
+                    whole = cut.connections <= cut.whole
+                if not whole and not cut.handshake:
+                    cut.cut += 1
+                    return  # closed by the server when handle returns
+                with socket.create_connection(cut.upstream) as up:
+                    back = threading.Thread(target=_pipe, args=(up, self.request), daemon=True)
+                    back.start()
+                    if whole:
+                        _pipe(self.request, up)
+                    else:
+                        cut._until_command(self.request, up)
+                    back.join(10)
+
+        self.server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def url(self, db: int = 0) -> str:
+        return f"redis://127.0.0.1:{self.port}/{db}"
+
+    def _until_command(self, client: socket.socket, up: socket.socket) -> None:
+        try:
+            while data := client.recv(65536):
+                names = {m.upper() for m in re.findall(rb"\*\d+\r\n\$\d+\r\n([A-Za-z]+)\r\n", data)}
+                if self.marker in data if self.marker is not None else names - self.HANDSHAKE:
+                    self.cut += 1
+                    break
+                up.sendall(data)
+        except OSError:
+            pass
+        for sock in (up, client):
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
 
 
 @pytest.fixture

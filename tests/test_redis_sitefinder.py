@@ -11,7 +11,7 @@ import time
 import pytest
 
 from conftest import run_crawl
-from redis_fixture import redis_server, start_gate, start_worker  # noqa: F401
+from redis_fixture import RedisCut, redis_server, start_gate, start_worker  # noqa: F401
 from topiccrawl.redis import crawl_keys
 from topiccrawl.redis.sites import RedisSiteTasks, site_keys
 from topiccrawl.weblab.api import WebLab
@@ -106,6 +106,29 @@ def _check_shared_crawl(workers, client, single):
         for site, row in report.items():  # every query that found a site, whichever worker searched
             assert sorted(row["queries"]) == sorted(single_report[site]["queries"]), site
     return feeds, state
+
+
+@pytest.mark.parametrize("handshake", [False, True], ids=["at-connect", "at-join"])
+def test_redis_gone_as_a_site_worker_starts_is_one_line(tmp_path, redis_server, lab, handshake):
+    """Redis answers ``scrapy crawl``'s check, then is gone when the site finder's scheduler
+    connects or joins the crawl: one error line, ``redis_lost``, exit 1, nothing in Redis (it was a
+    traceback)."""
+    cut = RedisCut(redis_server.port, whole=1, handshake=handshake)
+    try:
+        worker = _start(tmp_path, "w", cut.url(), lab.proxy_url)
+        try:
+            worker.wait(120)
+        finally:
+            if worker.poll() is None:
+                worker.kill()
+    finally:
+        cut.close()
+    log = worker.log.read_text()
+    assert worker.returncode == 1 and "Traceback" not in log, log[-3000:]
+    errors = [line for line in log.splitlines() if " ERROR: " in line]
+    assert len(errors) == 1 and f"lost Redis at redis://127.0.0.1:{cut.port}/0 (" in errors[0], errors
+    assert "Spider closed (redis_lost)" in log and cut.cut >= 1
+    assert not _items(worker.out) and redis_server.client().keys("*") == []
 
 
 def test_three_workers_verify_each_site_once(tmp_path, redis_server, lab, single, start_gate):

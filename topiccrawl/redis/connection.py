@@ -18,27 +18,42 @@ class RedisStoreError(ConfigError):
     """Redis unreachable, a wrong password, or a URL that is not redis:// or rediss:// (one line)."""
 
 
+class RedisUnreachable(RedisStoreError):
+    """Redis did not answer (refused, reset, timed out): a worker whose check passed a moment
+    before has lost it (``redis_lost``) rather than been given a wrong URL."""
+
+
 def crawl_keys(crawl_id: str) -> dict[str, str]:
     """``{"requests": "topiccrawl:<crawl_id>:requests", ...}``."""
     return {name: f"topiccrawl:{crawl_id}:{name}" for name in KEYS}
 
 
-def connect(url: str, timeout: float = 10.0):
+def client_for(url: str, timeout: float = 10.0):
     """A ``redis.Redis`` client for ``url`` (redis://[:password@]host:port/db, rediss:// for TLS,
-    unix://path), checked with PING; :class:`RedisStoreError` when that fails."""
+    unix://path), not yet connected: it connects at its first command."""
     import redis
 
     if urlsplit(url).scheme not in ("redis", "rediss", "unix"):
         raise RedisStoreError(f"TOPICCRAWL_REDIS_URL={redact(url)!r} must start with redis://, rediss:// or unix://")
+    return redis.Redis.from_url(url, socket_connect_timeout=timeout, socket_timeout=timeout,
+                                health_check_interval=30, decode_responses=True)
+
+
+def connect(url: str, timeout: float = 10.0):
+    """:func:`client_for` ``url``, checked with PING; :class:`RedisStoreError` when that fails
+    (:class:`RedisUnreachable` when nothing answered)."""
+    import redis
+
     try:
-        client = redis.Redis.from_url(url, socket_connect_timeout=timeout, socket_timeout=timeout,
-                                      health_check_interval=30, decode_responses=True)
+        client = client_for(url, timeout)
         client.ping()
     except redis.AuthenticationError as exc:
         raise RedisStoreError(f"Redis at {redact(url)} refused the password: {exc}") from None
     except redis.ResponseError as exc:  # NOAUTH: the server wants a password the URL lacks
         raise RedisStoreError(f"Redis at {redact(url)} answered: {exc}") from None
-    except (redis.RedisError, OSError, ValueError) as exc:
+    except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
+        raise RedisUnreachable(f"cannot reach Redis at {redact(url)}: {exc}") from None
+    except (redis.RedisError, ValueError) as exc:
         raise RedisStoreError(f"cannot reach Redis at {redact(url)}: {exc}") from None
     return client
 

@@ -54,7 +54,7 @@ from topiccrawl.crawl.runtime import TopicCrawl
 from topiccrawl.crawl.scheduler import TopicScheduler
 from topiccrawl.crawl.settings import ConfigError, TopicCrawlConfig, strategy_options
 from topiccrawl.redis.annealing import make_redis_frontier
-from topiccrawl.redis.connection import connect, crawl_keys, redact
+from topiccrawl.redis.connection import RedisUnreachable, client_for, connect, crawl_keys, redact
 from topiccrawl.redis.dupefilter import RedisDupeFilter
 from topiccrawl.redis.frontier import RedisFrontier
 from topiccrawl.redis.graph import SharedLinkGraph
@@ -150,10 +150,39 @@ class RedisWorker:
     the settings, joining a crawl id under one strategy, the lease-renewal loop (``_renew``) and
     the bounded wait for other workers' leases."""
 
+    #: Redis gone before this worker joined (it answered ``scrapy crawl``'s check a moment before):
+    #: said at :meth:`open`, which then stops the worker as :meth:`lost` does
+    down: Exception | None = None
+
     @classmethod
     def from_crawler(cls, crawler):
         cfg = TopicCrawl.for_crawler(crawler).config
-        return cls(crawler, connect(cfg.redis_url), job_dir(crawler.settings), crawler.stats)
+        try:
+            client, down = connect(cfg.redis_url), None
+        except RedisUnreachable as exc:
+            client, down = client_for(cfg.redis_url), exc
+        scheduler = cls(crawler, client, job_dir(crawler.settings), crawler.stats)
+        scheduler.down = scheduler.down or down
+        return scheduler
+
+    def _open_or_lost(self, spider, join) -> None:
+        """Open as ``join()`` does, or stop as :meth:`lost` does when Redis is gone before or while
+        this worker joins."""
+        self.spider = spider
+        try:
+            if self.down is not None:
+                raise self.down
+            join()
+        except (*REDIS_DOWN, RedisUnreachable) as exc:
+            self.lost(exc)
+
+    def redis_down(self, exc: BaseException) -> bool:
+        """Stop as :meth:`lost` does when ``exc`` says Redis is gone (for callers outside the
+        scheduler, e.g. the spider's example phase); False for any other error."""
+        if isinstance(exc, REDIS_DOWN):
+            self.lost(exc)
+            return True
+        return False
 
     def _join(self, strategy: str) -> str | None:
         """Tag the crawl id with ``strategy`` (the first worker's wins); the refusal when the crawl
@@ -255,6 +284,9 @@ class RedisScheduler(RedisWorker, TopicScheduler):
         except (ConfigError, FrontierError) as exc:  # e.g. a WL option the Redis store lacks: refused in open()
             self.refused = str(exc)
             frontier = RedisFrontier(client, self.keys, "bfs", **lease)
+        except REDIS_DOWN as exc:  # gone while `learned` claimed its options: stopped in open()
+            self.down = exc
+            frontier = RedisFrontier(client, self.keys, "bfs", **lease)
         super().__init__(crawler, df, jobdir, stats, frontier=frontier)
         self.leases: dict[str, Request] = {}  # member -> request, for this worker's leases
         self.local: list[Request] = []  # retries and redirects of leased requests (same lease), LOCAL_META requests
@@ -266,7 +298,11 @@ class RedisScheduler(RedisWorker, TopicScheduler):
 
     # -- BaseScheduler ----------------------------------------------------------------------------
     def open(self, spider):
-        self.spider = spider
+        self._open_or_lost(spider, self._open)
+        return self.df.open()
+
+    def _open(self) -> None:
+        spider = self.spider
         if not self.refused:
             mismatch = self._join(self.frontier.name)
             if getattr(spider, "topiccrawl_queue", None) != "frontier":
@@ -275,7 +311,7 @@ class RedisScheduler(RedisWorker, TopicScheduler):
                 self.refused = mismatch
         if self.refused:
             logger.error("%s", self.refused)
-            return self.df.open()
+            return
         self.tc.use_shared_store(self, SharedLinkGraph(self.r, self.keys["graph"]))
         if self.jobdir:
             logger.info("JOBDIR is not used for the frontier: TOPICCRAWL_STORE=redis keeps it in Redis")
@@ -285,7 +321,6 @@ class RedisScheduler(RedisWorker, TopicScheduler):
         logger.info("worker %s joined crawl %r at %s: %d queued, %d leased, %d pages counted",
                     self.worker, self.crawl_id, redact(self.tc.config.redis_url), s["queued"], s["leased"], s["dp"])
         self._start_renewal()
-        return self.df.open()
 
     @_guarded()
     def publish_stats(self) -> None:

@@ -42,7 +42,7 @@ from topiccrawl.crawl.runtime import TopicCrawl
 from topiccrawl.crawl.scheduler import TopicScheduler
 from topiccrawl.crawl.settings import strategy_options
 from topiccrawl.redis.connection import crawl_keys, redact
-from topiccrawl.redis.scheduler import RedisWorker
+from topiccrawl.redis.scheduler import RedisWorker, _guarded
 from topiccrawl.redis.sites import RedisSiteTasks
 from topiccrawl.sitefinder.frontier import SiteFinderFrontier, make_sitefinder
 from topiccrawl.sitefinder.rules import Query
@@ -156,15 +156,19 @@ class RedisSiteScheduler(RedisWorker, TopicScheduler):
 
     # -- BaseScheduler ----------------------------------------------------------------------------
     def open(self, spider):
-        self.spider = spider
+        self._open_or_lost(spider, self._open)
+        return self.df.open()
+
+    def _open(self) -> None:
+        spider = self.spider
         if getattr(spider, "topiccrawl_queue", None) != "sites":
             self.refused = f"TOPICCRAWL_STRATEGY=sitefinder on Redis needs the sitefinder spider, not {spider.name!r}"
             logger.error("%s", self.refused)
-            return self.df.open()
+            return
         self.refused = self._join(self.frontier.name)
         if self.refused:
             logger.error("%s", self.refused)
-            return self.df.open()
+            return
         if self.jobdir:
             logger.info("JOBDIR is not used for the site finder's state: TOPICCRAWL_STORE=redis keeps it in Redis")
         s = self.tasks.status()
@@ -173,7 +177,6 @@ class RedisSiteScheduler(RedisWorker, TopicScheduler):
                     self.worker, self.crawl_id, redact(self.tc.config.redis_url), s["waiting"], s["leased"],
                     s["results"])
         self._start_renewal()
-        return self.df.open()
 
     def close(self, reason: str):
         keep_feeds(self.crawler, reason)
@@ -189,6 +192,11 @@ class RedisSiteScheduler(RedisWorker, TopicScheduler):
                 out.mkdir(parents=True, exist_ok=True)
                 self.frontier.write_report(out)
         return self.df.close(reason)
+
+    @_guarded()
+    def publish_stats(self) -> None:
+        if not self.refused:  # refused or Redis gone: no other crawl's rows, no Redis round trip
+            super().publish_stats()
 
     def forget_pending(self) -> None:
         """The next :meth:`has_pending_requests` asks Redis again (this worker offered a task)."""

@@ -80,7 +80,14 @@ class FocusedSpider(scrapy.Spider):
             await maybe_deferred_to_future(self._examples_done)
         if self._refused():  # Redis was lost while the examples were fetched: the worker stops
             return
-        if not self._learn_from_examples():
+        try:
+            learned = self._learn_from_examples()
+        except Exception as exc:  # a Redis worker's shared association: Redis gone, not yet noticed
+            down = getattr(self.crawler.engine.scheduler, "redis_down", None)
+            if down is None or not down(exc):
+                raise
+            return
+        if not learned:
             raise CloseSpider(NO_TOPIC_WORDS)  # the engine closes the crawl with this reason
         seeds = self.tc.seed_arg(self.seed_arg)
         if not seeds:
