@@ -206,6 +206,19 @@ def test_truth_examples_need_the_topics_labels_and_stand_alone(tmp_path):
     assert proc.returncode == 2 and "truth:N stands alone; it cannot be mixed with URLs" in proc.stderr
 
 
+def test_an_example_that_is_also_a_counter_example_is_refused_before_the_crawl(tmp_path, site):
+    """-a examples naming a page the topic file gives as a counter-example: one line, exit 2 (the
+    page was used both ways, and the page classifier's refits failed with no word of why)."""
+    topic = _topic(tmp_path, site, f'counter_examples = ["{site}/ex2"]')
+    proc, out = run_crawl(tmp_path, args={"topic": str(topic), "strategy": "learned",
+                                          "examples": f"{site}/ex1,{site}/ex2"}, settings=LIVE)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert errors == [f"error: -a examples: {site}/ex2 is a counter-example of topic {topic} (counter_examples): "
+                      "a page is an example or a counter-example, not both"], proc.stderr[-2000:]
+    assert not out.exists()
+
+
 def test_a_resume_keeps_its_examples_and_says_so_when_given_others(tmp_path, site):
     topic = _topic(tmp_path, site, f'examples = ["{site}/ex1", "{site}/ex2", "{site}/ex3"]')
     job = tmp_path / "job"
@@ -239,6 +252,9 @@ def test_a_topic_without_words_resumes_without_its_examples_given_again(tmp_path
                              settings={**LIVE, "JOBDIR": str(job)})
     assert second.returncode == 0, second.stderr[-3000:]
     assert "topic words derived from 3 example pages (restored from JOBDIR)" in second.stderr
+    # no examples given now: nothing "differs" (the resume said so, as if other examples were given)
+    assert "the crawl resumes with the 3 example pages it started with" in second.stderr
+    assert "examples given now differ" not in second.stderr
     assert _stats(out2)["topiccrawl/dp"] == 5
     assert _stats(out2)["topiccrawl/examples/words"] == _stats(out1)["topiccrawl/examples/words"]
     # without a JOBDIR to resume, the same command is still one line before the crawl

@@ -100,6 +100,9 @@ BROKEN = [
     ('beta = 0.5\nseeds = ["www.example.com"]\n[words]\nstorm = 1\n',
      "seeds[0] 'www.example.com' is not an absolute http(s) URL"),
     ('beta = 0.5\nlabels = "topic:x"\n[words]\nstorm = 1\n', "'labels' must be a list of strings"),
+    ('examples = ["http://a.example/x", "http://a.example/y"]\ncounter_examples = ["http://a.example/y"]\n',
+     "'http://a.example/y' is in both 'examples' and 'counter_examples'"),
+    ('examples_dir = " "\n', "'examples_dir' is empty"),
 ]
 
 

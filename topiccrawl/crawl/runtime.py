@@ -968,7 +968,7 @@ class TopicCrawl:
         else:
             shown = "example pages" if focus.n_examples else held
             why = (f"the page classifier's held-out {shown} rank like ordinary fetched pages (AUC "
-                   f"{focus.heldout_auc:.2f} < {RELIABLE_AUC:.2f}); {more}")
+                   f"{focus.heldout_auc:.3f} < {RELIABLE_AUC:.2f}); {more}")
         if focus.expected_harvest is None:  # every refit discarded (TOPICCRAWL_CLASSIFIER_UNRANKED=discard)
             logger.warning("no self-assessed harvest rate: each of the page classifier's %d refits was discarded%s: "
                            "%s (docs/learned.md)", focus.discarded, audit, why)

@@ -139,7 +139,12 @@ def _parse(data: dict, path: Path) -> Topic:
 
     examples = _url_list(data, "examples", fail)
     counter = _url_list(data, "counter_examples", fail)
+    both = [url for url in examples if url in counter]
+    if both:
+        raise fail(f"{both[0]!r} is in both 'examples' and 'counter_examples': a page is one or the other")
     examples_dir = ""
+    if "examples_dir" in data and not data["examples_dir"].strip():
+        raise fail("'examples_dir' is empty: name a folder of saved pages, or leave the key out")
     if data.get("examples_dir"):
         folder = path.parent / data["examples_dir"]
         if not folder.is_dir():

@@ -152,7 +152,10 @@ class FocusedSpider(scrapy.Spider):
         if tc.focus is not None and tc.focus.n_examples:  # a JOBDIR resume restored them
             old = tc.example_sources or {}  # a key a JOBDIR of an older release lacks is not compared
             changed = [k for k, v in sources.items() if k in old and old[k] != v]
-            if changed:
+            if not (examples or counter_examples or topic.examples_dir):  # none given now: nothing differs
+                self.logger.info("JOBDIR: the crawl resumes with the %d example page%s it started with",
+                                 tc.focus.n_examples, "s" if tc.focus.n_examples != 1 else "")
+            elif changed:
                 what = ("the pages saved in examples_dir changed since" if changed == ["examples_dir_pages"]
                         else "the examples given now differ")
                 self.logger.warning("JOBDIR: the crawl resumes with the %d example pages it started with; %s and "
@@ -267,13 +270,13 @@ class FocusedSpider(scrapy.Spider):
 
                 toml = format_words_toml(words, beta=tc.topic.beta)  # β: what this crawl judged pages by
                 self.crawler.stats.set_value("topiccrawl/examples/words", toml)
-                self.logger.info("topic words derived from %d example pages (copy them into a topic file):\n%s",
-                                 tc.focus.n_examples, toml)
+                self.logger.info("topic words derived from %d example page%s (copy them into a topic file):\n%s",
+                                 tc.focus.n_examples, "s" if tc.focus.n_examples != 1 else "", toml)
             elif self.crawler.stats.get_value("topiccrawl/resumes") and tc.topic.words:
                 restored = self.crawler.stats.get_value("topiccrawl/examples/words")
                 if restored:
-                    self.logger.info("topic words derived from %d example pages (restored from JOBDIR):\n%s",
-                                     tc.focus.n_examples, restored)
+                    self.logger.info("topic words derived from %d example page%s (restored from JOBDIR):\n%s",
+                                     tc.focus.n_examples, "s" if tc.focus.n_examples != 1 else "", restored)
         if tc.topic.words or tc.config.scorer != "vsm" or tc.config.topic_tree:
             return True
         # a topic without words of its own, and none derived: nothing to score a page by

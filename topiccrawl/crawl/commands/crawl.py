@@ -70,6 +70,10 @@ def check_crawl_inputs(settings, spargs: dict, spidercls=None) -> None:
     if cfg.scorer == "vsm" and not cfg.topic_tree:
         topic = load_topic(cfg.topic)
         given = parse_url_list("examples", spargs.get("examples"), cfg.offline)  # audit: may label none 1
+        both = [url for url in given.urls if url in topic.counter_examples]
+        if both:
+            raise ConfigError(f"-a examples: {both[0]} is a counter-example of topic {topic.path or topic.name} "
+                              "(counter_examples): a page is an example or a counter-example, not both")
         if not topic.words and not topic.has_examples and not (given.urls or given.truth) and not resuming(settings):
             if given.counter:
                 raise TopicError(f"{topic.path or topic.name}: no [words] table and no example pages: the audit "
@@ -273,6 +277,13 @@ def _appending(feeds: dict, why: str, doing: str) -> dict:
     changed = {}
     for uri, options in feeds.items():
         options = dict(options or {})
+        fmt = str(options.get("format", "")).lower()
+        path = local_feed_path(str(uri))
+        if (not options.get("overwrite") and fmt not in LINE_FORMATS and path is not None and path.is_file()
+                and path.stat().st_size):  # -o: a second document after the first one's end
+            raise ConfigError(f"-o {uri}: {why}, and appending to this {options.get('format')} feed would start "
+                              "a second document after the one already in it (no longer valid "
+                              f"{options.get('format')}); use a .jsonl feed, or another file for this run")
         if options.get("overwrite"):
             if str(options.get("format", "")).lower() not in LINE_FORMATS:
                 raise ConfigError(f"-O {uri}: {why}, and overwriting its feed would lose the pages of the earlier "
