@@ -185,6 +185,10 @@ def test_a_crawl_writes_an_audit_that_scrapy_audit_reads_back(tmp_path):
 def test_scrapy_audit_of_a_folder_that_is_not_a_crawl_is_one_line(tmp_path):
     proc = _audit(tmp_path / "nowhere")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines() == [f"error: {tmp_path / 'nowhere'}: no such folder (give a crawl's "
+                                                "output folder)"]
+    proc = _audit(tmp_path)  # a folder, but not a crawl's
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and "harvest.csv" in proc.stderr
     (tmp_path / "harvest.csv").write_text("a,b\n1,2\n", encoding="utf-8")  # some other CSV
     proc = _audit(tmp_path)
@@ -245,6 +249,34 @@ def test_scrapy_audit_names_the_figure_the_crawl_reported_when_it_was_the_auc_bo
     assert line == (f"the crawl reported 0.610, the held-out AUC's bound (TOPICCRAWL_CLASSIFIER_ESTIMATE=auc; "
                     f"{0.61 - report['audited']['estimate']:+.3f} from the audited rate); the lines here judge the "
                     "mean of its judgements, 0.300")
+
+
+def test_scrapy_audit_says_how_many_counted_pages_it_leaves_out_for_want_of_a_judgement(tmp_path):
+    """Pages counted again from a JOBDIR journal after a forced stop have no judgement in
+    harvest.csv: the audit leaves them out, and says so with the numbers (it said nothing, and
+    its page count and true harvest rate were of a part of the crawl)."""
+    with (tmp_path / "harvest.csv").open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["dp", "truth_relevant", "url", "judged"])
+        for i in range(100):
+            writer.writerow([i + 1, 0, f"https://example.org/{i}", "" if i < 30 else 0.4])
+    (tmp_path / "stats.json").write_text(json.dumps({"topiccrawl/dp": 100}), encoding="utf-8")
+    write_audit(tmp_path, [{"url": f"https://example.org/{i}", "judged": 0.4} for i in range(30, 100)], 20,
+                random.Random(0))
+    lines = (tmp_path / "audit.csv").read_text(encoding="utf-8").splitlines()
+    (tmp_path / "audit.csv").write_text("\n".join([lines[0]] + [line + "1" for line in lines[1:]]) + "\n",
+                                        encoding="utf-8")
+    proc = _audit(tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        "warning: 30 of the 100 counted pages have no judgement in harvest.csv (a page counted again from a JOBDIR "
+        "journal after a forced stop keeps none) and are left out: every figure here is of the other 70"]
+    assert "pages counted: 70, labelled: 20" in proc.stdout
+    (tmp_path / "harvest.csv").write_text("dp,truth_relevant,url,judged\n1,0,https://example.org/30,0.4\n",
+                                          encoding="utf-8")
+    (tmp_path / "audit.csv").write_text("order,url,title,label\n1,https://example.org/30,,1\n", encoding="utf-8")
+    proc = _audit(tmp_path)  # every counted page judged: no warning
+    assert proc.returncode == 0 and proc.stderr.strip() == "", proc.stderr
 
 
 def test_an_audit_that_cannot_be_written_costs_nothing_else(tmp_path):

@@ -41,6 +41,13 @@ def test_stop_and_resume_continues_with_the_same_frontier(tmp_path, strategy):
     assert resumed == _urls(out3)
     stats = json.loads((out2 / "stats.json").read_text(encoding="utf-8"))
     assert stats["topiccrawl/dp"] == 80  # metrics continued, not restarted
+    if strategy == "bestfirst":  # resumed with a budget already spent: it says so and fetches nothing
+        again, out4 = run_crawl(tmp_path / "d", args={"topic": "台风灾害", "max_pages": 60, "strategy": strategy},
+                                settings={**SERIAL, "JOBDIR": str(job)})
+        assert again.returncode == 0, again.stderr[-3000:]
+        assert ("JOBDIR: 80 pages are counted already, so the page budget (max_pages=60) is spent and the crawl "
+                "stops at once; resume with a larger max_pages to go on") in again.stderr
+        assert not _urls(out4)
 
 
 def test_a_crawl_resumed_as_learned_gets_a_page_classifier(tmp_path):

@@ -66,3 +66,10 @@ def test_overwrite_of_a_json_array_feed_on_resume_is_refused(tmp_path):
     assert last.startswith("error: -O ") and "use a .jsonl feed, or -O another file" in last, last
     assert "second json document" in last and "Traceback" not in proc.stderr  # -o would break it
     assert feed.read_text(encoding="utf-8") == "[]"
+    # and -o, which Scrapy would append to the array's end (the file no longer JSON): refused too
+    proc = subprocess.run([*cmd[:-2], "-o", str(feed)], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"error: -o {feed}: JOBDIR {jobdir} holds a crawl to resume, and appending") and \
+        "use a .jsonl feed, or another file" in last, last
+    assert feed.read_text(encoding="utf-8") == "[]"

@@ -101,10 +101,13 @@ def _stats(out: Path) -> dict:
     return stats if isinstance(stats, dict) else {}
 
 
-def read_harvest(out: Path, stats: dict | None = None) -> tuple[dict[str, float], dict[str, bool]]:
+def read_harvest(out: Path, stats: dict | None = None, counted: list | None = None) -> tuple[dict[str, float], dict[str, bool]]:
     """The crawl in folder ``out``: URL -> judgement of its counted pages that have one, and URL ->
     whether the ground truth calls the page relevant (empty without ground truth: its stats.json,
-    or ``stats`` when given, holds no total of relevant pages), in count order."""
+    or ``stats`` when given, holds no total of relevant pages), in count order. ``counted``, when
+    given, receives the URL of every counted page, with a judgement or not."""
+    if not out.is_dir():
+        raise AuditError(f"{out}: no such folder (give a crawl's output folder)")
     harvest_path = out / "harvest.csv"
     harvest = _read_csv(harvest_path, "harvest.csv")
     if harvest and "url" not in harvest[0]:
@@ -115,6 +118,8 @@ def read_harvest(out: Path, stats: dict | None = None) -> tuple[dict[str, float]
     hits: dict[str, bool] = {}
     previous = 0
     for line, row in enumerate(harvest, 2):
+        if counted is not None:
+            counted.append(row["url"])
         if row.get("judged") not in (None, ""):
             judged[row["url"]] = _number(row["judged"], harvest_path, line, "judged")
         if row.get("truth_relevant") not in (None, ""):
@@ -135,7 +140,8 @@ def audit(out: Path, *, truth: bool = False, confidence: float = 0.95) -> tuple[
     extra facts (``true_harvest_rate`` when known, ``skipped`` rows)."""
     audit_path = out / "audit.csv"
     stats = _stats(out)
-    judged, hits = read_harvest(out, stats)
+    counted: list[str] = []
+    judged, hits = read_harvest(out, stats, counted)
     sample = _read_audit(audit_path)
     if truth and not hits:
         raise AuditError(f"{out / 'harvest.csv'}: no ground truth (--truth needs a crawl of an offline web with labels)")
@@ -155,7 +161,8 @@ def audit(out: Path, *, truth: bool = False, confidence: float = 0.95) -> tuple[
         f_sample.append(judged[url])
         labels.append(label)
     estimate = audit_estimate(list(judged.values()), f_sample, labels, confidence)
-    extra = {"skipped": skipped, "labels": "ground truth" if truth else "audit.csv"}
+    extra = {"skipped": skipped, "labels": "ground truth" if truth else "audit.csv",
+             "unjudged": len(set(counted)) - len(judged), "counted": len(set(counted))}
     if hits:
         extra["true_harvest_rate"] = sum(hits.get(u, False) for u in judged) / len(judged)
     reported = _reported_bound(stats)

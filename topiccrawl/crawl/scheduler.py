@@ -532,6 +532,11 @@ class TopicScheduler(BaseScheduler):
                     "queued, %d pages counted, %d requests in flight fetched again)",
                     len(self.frontier) - len(skip) + len(self.chosen), path, self.tc.metrics.dp, len(replay.pushed),
                     len(replay.counted), len(inflight))
+        budget = self.tc.config.max_pages
+        if budget and self.tc.metrics.dp >= budget:  # e.g. resumed with a smaller max_pages by mistake
+            logger.warning("JOBDIR: %d pages are counted already, so the page budget (max_pages=%d) is spent and "
+                           "the crawl stops at once; resume with a larger max_pages to go on",
+                           self.tc.metrics.dp, budget)
         return skip
 
     def _checkpoint(self) -> None:

@@ -55,6 +55,10 @@ class Command(ScrapyCommand):
             return
         level = f"{estimate.confidence:.0%}"
         print(f"pages counted: {estimate.pages}, labelled: {estimate.labelled} ({extra['labels']})")
+        if extra["unjudged"]:  # e.g. pages counted again from a JOBDIR journal after a forced stop
+            print(f"warning: {extra['unjudged']} of the {extra['counted']} counted pages have no judgement in "
+                  f"harvest.csv (a page counted again from a JOBDIR journal after a forced stop keeps none) and are "
+                  f"left out: every figure here is of the other {estimate.pages}", file=sys.stderr)
         if extra["skipped"]:
             print(f"warning: {extra['skipped']} unlabelled rows lie above labelled ones; label from the top, or the "
                   "labelled pages are not a random sample", file=sys.stderr)
