@@ -228,6 +228,27 @@ class RedisCut:
         self.server.shutdown()
         self.server.server_close()
 
+    def worker_lost(self, start) -> tuple[subprocess.Popen, str]:
+        """Run the worker ``start(url)`` starts against this forwarder's URL until it stops (killed
+        after 120 s), close the forwarder, check the worker stopped as a lost Redis stops it (one
+        ERROR line naming the URL, ``redis_lost``, exit 1, no traceback, the cut reached) and
+        return the worker and its log."""
+        try:
+            worker = start(self.url())
+            try:
+                worker.wait(120)
+            finally:
+                if worker.poll() is None:
+                    worker.kill()
+        finally:
+            self.close()
+        log = worker.log.read_text()
+        assert worker.returncode == 1 and "Traceback" not in log, log[-3000:]
+        errors = [line for line in log.splitlines() if " ERROR: " in line]
+        assert len(errors) == 1 and f"lost Redis at {self.url()} (" in errors[0], errors
+        assert "Spider closed (redis_lost)" in log and self.cut >= 1
+        return worker, log
+
 
 @pytest.fixture
 def start_gate():

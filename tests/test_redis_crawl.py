@@ -253,20 +253,7 @@ def test_redis_gone_as_a_worker_starts_is_one_line(tmp_path, redis_server, lab, 
     worker joins the crawl (``bfs``: its first command is in ``open``). The worker stops with
     ``redis_lost`` in one line, exit 1 (it ended in a traceback), and nothing reached Redis."""
     cut = RedisCut(redis_server.port, whole=1, handshake=handshake)
-    try:
-        worker = _start(tmp_path, "w", cut.url(), lab.proxy_url, strategy=strategy, budget=30)
-        try:
-            worker.wait(120)
-        finally:
-            if worker.poll() is None:
-                worker.kill()
-    finally:
-        cut.close()
-    log = worker.log.read_text()
-    assert worker.returncode == 1 and "Traceback" not in log, log[-3000:]
-    errors = [line for line in log.splitlines() if " ERROR: " in line]
-    assert len(errors) == 1 and f"lost Redis at redis://127.0.0.1:{cut.port}/0 (" in errors[0], errors
-    assert "Spider closed (redis_lost)" in log and cut.cut >= 1
+    worker, _ = cut.worker_lost(lambda url: _start(tmp_path, "w", url, lab.proxy_url, strategy=strategy, budget=30))
     assert not _urls(worker.out) and redis_server.client().keys("topiccrawl:*") == []
 
 
@@ -275,25 +262,13 @@ def test_redis_gone_when_the_examples_join_the_shared_association_is_one_line(tm
     example pages into the shared anchor association, `learned`'s default) meets the loss. The
     worker stops with ``redis_lost`` in one line (it was a traceback) and fetches no seed."""
     cut = RedisCut(redis_server.port, whole=1, marker=b"once:")  # the association's once-only pages
-    try:
-        settings = {"TOPICCRAWL_STORE": "redis", "TOPICCRAWL_REDIS_URL": cut.url(), "TOPICCRAWL_CRAWL_ID": "ex-assoc",
-                    "TOPICCRAWL_WEB": WEB, "TOPICCRAWL_WEB_PROXY": lab.proxy_url, "TOPICCRAWL_PROGRESS_INTERVAL": "0",
-                    "TOPICCRAWL_PLOT_ENABLED": "false"}
-        worker = start_worker(tmp_path, "w", "focused", ["-a", "topic=台风灾害", "-a", "strategy=learned",
-                                                         "-a", "examples=truth:3", "-a", "max_pages=30"], settings)
-        try:
-            worker.wait(120)
-        finally:
-            if worker.poll() is None:
-                worker.kill()
-    finally:
-        cut.close()
-    log = worker.log.read_text()
-    assert worker.returncode == 1 and "Traceback" not in log, log[-3000:]
-    errors = [line for line in log.splitlines() if " ERROR: " in line]
-    assert len(errors) == 1 and f"lost Redis at redis://127.0.0.1:{cut.port}/0 (" in errors[0], errors
-    assert "Spider closed (redis_lost)" in log and cut.cut >= 1 and "joined crawl" in log
-    assert not _urls(worker.out), "a seed was fetched"
+    settings = {"TOPICCRAWL_STORE": "redis", "TOPICCRAWL_CRAWL_ID": "ex-assoc", "TOPICCRAWL_WEB": WEB,
+                "TOPICCRAWL_WEB_PROXY": lab.proxy_url, "TOPICCRAWL_PROGRESS_INTERVAL": "0",
+                "TOPICCRAWL_PLOT_ENABLED": "false"}
+    args = ["-a", "topic=台风灾害", "-a", "strategy=learned", "-a", "examples=truth:3", "-a", "max_pages=30"]
+    worker, log = cut.worker_lost(
+        lambda url: start_worker(tmp_path, "w", "focused", args, {**settings, "TOPICCRAWL_REDIS_URL": url}))
+    assert "joined crawl" in log and not _urls(worker.out), "a seed was fetched"
 
 
 def test_password_url_works_and_bad_redis_is_one_line(tmp_path, redis_server_auth, lab):

@@ -114,20 +114,7 @@ def test_redis_gone_as_a_site_worker_starts_is_one_line(tmp_path, redis_server, 
     connects or joins the crawl: one error line, ``redis_lost``, exit 1, nothing in Redis (it was a
     traceback)."""
     cut = RedisCut(redis_server.port, whole=1, handshake=handshake)
-    try:
-        worker = _start(tmp_path, "w", cut.url(), lab.proxy_url)
-        try:
-            worker.wait(120)
-        finally:
-            if worker.poll() is None:
-                worker.kill()
-    finally:
-        cut.close()
-    log = worker.log.read_text()
-    assert worker.returncode == 1 and "Traceback" not in log, log[-3000:]
-    errors = [line for line in log.splitlines() if " ERROR: " in line]
-    assert len(errors) == 1 and f"lost Redis at redis://127.0.0.1:{cut.port}/0 (" in errors[0], errors
-    assert "Spider closed (redis_lost)" in log and cut.cut >= 1
+    worker, _ = cut.worker_lost(lambda url: _start(tmp_path, "w", url, lab.proxy_url))
     assert not _items(worker.out) and redis_server.client().keys("*") == []
 
 
