@@ -195,6 +195,9 @@ def test_scrapy_audit_of_a_folder_that_is_not_a_crawl_is_one_line(tmp_path):
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines() == [f"error: {tmp_path / 'harvest.csv'}: no 'url' column: not a "
                                                 "topiccrawl harvest.csv"]
+    proc = _audit(tmp_path / "harvest.csv")  # a file where the folder goes
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
+        f"error: {tmp_path / 'harvest.csv'}: not a folder (give a crawl's output folder)"]
 
 
 def test_a_crawl_without_ground_truth_is_audited_from_labels_only(tmp_path):

@@ -242,7 +242,8 @@ def test_a_resume_keeps_its_examples_and_says_so_when_given_others(tmp_path, sit
 
 
 def test_a_topic_without_words_resumes_without_its_examples_given_again(tmp_path, site):
-    topic = _topic(tmp_path, site)  # no words, no examples in the file: -a examples gives them
+    # no words, no examples in the file (-a examples gives them), a counter-example in it
+    topic = _topic(tmp_path, site, f'counter_examples = ["{site}/p3"]')
     job = tmp_path / "job"
     examples = ",".join(f"{site}/ex{i}" for i in (1, 2, 3))
     first, out1 = run_crawl(tmp_path / "a", args={"topic": str(topic), "strategy": "learned", "examples": examples,

@@ -251,10 +251,13 @@ def test_redis_gone_as_a_worker_starts_is_one_line(tmp_path, redis_server, lab, 
     """Redis answers ``scrapy crawl``'s check, then is gone: when the scheduler connects
     (``at-connect``), when ``learned`` claims its options (the scheduler's construction) or when the
     worker joins the crawl (``bfs``: its first command is in ``open``). The worker stops with
-    ``redis_lost`` in one line, exit 1 (it ended in a traceback), and nothing reached Redis."""
+    ``redis_lost`` in one line, exit 1 (it ended in a traceback), writes no output file, and nothing
+    reached Redis."""
     cut = RedisCut(redis_server.port, whole=1, handshake=handshake)
     worker, _ = cut.worker_lost(lambda url: _start(tmp_path, "w", url, lab.proxy_url, strategy=strategy, budget=30))
     assert not _urls(worker.out) and redis_server.client().keys("topiccrawl:*") == []
+    # it did nothing: no stats or harvest CSV to replace an earlier run's in the same folder
+    assert not (worker.out / "stats.json").exists() and not (worker.out / "harvest.csv").exists()
 
 
 def test_redis_gone_when_the_examples_join_the_shared_association_is_one_line(tmp_path, redis_server, lab):

@@ -111,11 +111,17 @@ def _check_shared_crawl(workers, client, single):
 @pytest.mark.parametrize("handshake", [False, True], ids=["at-connect", "at-join"])
 def test_redis_gone_as_a_site_worker_starts_is_one_line(tmp_path, redis_server, lab, handshake):
     """Redis answers ``scrapy crawl``'s check, then is gone when the site finder's scheduler
-    connects or joins the crawl: one error line, ``redis_lost``, exit 1, nothing in Redis (it was a
-    traceback)."""
+    connects or joins the crawl (a site given with ``-a sites``, which the spider's start adds to
+    the shared tasks): one error line, ``redis_lost``, exit 1, nothing in Redis, no output file (it
+    was a traceback)."""
     cut = RedisCut(redis_server.port, whole=1, handshake=handshake)
-    worker, _ = cut.worker_lost(lambda url: _start(tmp_path, "w", url, lab.proxy_url))
+    settings = {**SETTINGS, "TOPICCRAWL_STORE": "redis", "TOPICCRAWL_CRAWL_ID": "sites",
+                "TOPICCRAWL_WEB_PROXY": lab.proxy_url}
+    args = [*ARGS, "-a", "sites=http://books.example.cn/"]
+    worker, _ = cut.worker_lost(
+        lambda url: start_worker(tmp_path, "w", "sitefinder", args, {**settings, "TOPICCRAWL_REDIS_URL": url}))
     assert not _items(worker.out) and redis_server.client().keys("*") == []
+    assert not (worker.out / "stats.json").exists() and not (worker.out / "harvest.csv").exists()
 
 
 def test_three_workers_verify_each_site_once(tmp_path, redis_server, lab, single, start_gate):

@@ -107,7 +107,7 @@ def read_harvest(out: Path, stats: dict | None = None, counted: list | None = No
     or ``stats`` when given, holds no total of relevant pages), in count order. ``counted``, when
     given, receives the URL of every counted page, with a judgement or not."""
     if not out.is_dir():
-        raise AuditError(f"{out}: no such folder (give a crawl's output folder)")
+        raise AuditError(f"{out}: {'not a folder' if out.exists() else 'no such folder'} (give a crawl's output folder)")
     harvest_path = out / "harvest.csv"
     harvest = _read_csv(harvest_path, "harvest.csv")
     if harvest and "url" not in harvest[0]:

@@ -19,7 +19,7 @@ from scrapy.exceptions import CloseSpider
 from twisted.internet import task
 
 from topiccrawl.crawl.audit import write_audit
-from topiccrawl.crawl.feeds import NO_OUTPUT_REASONS
+from topiccrawl.crawl.feeds import writes_nothing
 from topiccrawl.crawl.runtime import TopicComponent
 
 logger = logging.getLogger(__name__)
@@ -135,7 +135,7 @@ class TopicStats(TopicComponent):
     # -- files ------------------------------------------------------------------------------------
     def write_outputs(self, reason: str) -> None:
         out = self.tc.output_dir
-        if reason in NO_OUTPUT_REASONS:
+        if writes_nothing(self.crawler, reason):
             logger.info("stopped before any page (%s): nothing written to %s", reason, out)
             return
         out.mkdir(parents=True, exist_ok=True)

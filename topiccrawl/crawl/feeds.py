@@ -36,11 +36,26 @@ def feed_exporter(crawler) -> FeedExporter | None:
 NO_OUTPUT_REASONS = frozenset({"redis_refused", "no_topic_words"})
 
 
+def writes_nothing(crawler, reason: str) -> bool:
+    """A crawl closed for ``reason`` writes no output file: a reason of :data:`NO_OUTPUT_REASONS`,
+    or ``redis_lost`` in a Redis worker that lost Redis before it joined its crawl (its
+    scheduler's ``joined`` is False)."""
+    if reason in NO_OUTPUT_REASONS:
+        return True
+    if reason != "redis_lost":
+        return False
+    try:
+        scheduler = crawler.engine.scheduler
+    except (AttributeError, RuntimeError):
+        return False
+    return getattr(scheduler, "joined", None) is False
+
+
 def keep_feeds(crawler, reason: str) -> None:
-    """For a close ``reason`` of :data:`NO_OUTPUT_REASONS`: the feeds without an item are not
+    """For a crawl that writes nothing (:func:`writes_nothing`): the feeds without an item are not
     stored (Scrapy stores an empty feed at close, FEED_STORE_EMPTY, which would empty an earlier
     run's ``-O`` file). Called from the scheduler's ``close``, which comes before the exporter's."""
-    if reason not in NO_OUTPUT_REASONS:
+    if not writes_nothing(crawler, reason):
         return
     for slot in getattr(feed_exporter(crawler), "slots", ()):
         if not slot.itemcount:

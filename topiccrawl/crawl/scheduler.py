@@ -37,7 +37,7 @@ from twisted.internet import task
 from topiccrawl.crawl import jobdir as jd
 from topiccrawl.crawl.codec import RequestPacker
 from topiccrawl.crawl.engine import live_requests, start_pending, wake_engine
-from topiccrawl.crawl.feeds import NO_OUTPUT_REASONS, keep_feeds
+from topiccrawl.crawl.feeds import keep_feeds, writes_nothing
 from topiccrawl.crawl.meta import META_KEY
 from topiccrawl.crawl.runtime import TopicCrawl, registered_domain
 from topiccrawl.crawl.settings import build_frontier, page_links_mode
@@ -151,7 +151,7 @@ class TopicScheduler(BaseScheduler):
     def close(self, reason: str):
         keep_feeds(self.crawler, reason)
         self.publish_stats()
-        if self.tc.config.plot_enabled and reason not in NO_OUTPUT_REASONS:
+        if self.tc.config.plot_enabled and not writes_nothing(self.crawler, reason):
             out = self.tc.output_dir
             out.mkdir(parents=True, exist_ok=True)
             self.frontier.write_report(out)

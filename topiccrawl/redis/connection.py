@@ -18,11 +18,6 @@ class RedisStoreError(ConfigError):
     """Redis unreachable, a wrong password, or a URL that is not redis:// or rediss:// (one line)."""
 
 
-class RedisUnreachable(RedisStoreError):
-    """Redis did not answer (refused, reset, timed out): a worker whose check passed a moment
-    before has lost it (``redis_lost``) rather than been given a wrong URL."""
-
-
 def crawl_keys(crawl_id: str) -> dict[str, str]:
     """``{"requests": "topiccrawl:<crawl_id>:requests", ...}``."""
     return {name: f"topiccrawl:{crawl_id}:{name}" for name in KEYS}
@@ -40,8 +35,7 @@ def client_for(url: str, timeout: float = 10.0):
 
 
 def connect(url: str, timeout: float = 10.0):
-    """:func:`client_for` ``url``, checked with PING; :class:`RedisStoreError` when that fails
-    (:class:`RedisUnreachable` when nothing answered)."""
+    """:func:`client_for` ``url``, checked with PING; :class:`RedisStoreError` when that fails."""
     import redis
 
     try:
@@ -51,9 +45,7 @@ def connect(url: str, timeout: float = 10.0):
         raise RedisStoreError(f"Redis at {redact(url)} refused the password: {exc}") from None
     except redis.ResponseError as exc:  # NOAUTH: the server wants a password the URL lacks
         raise RedisStoreError(f"Redis at {redact(url)} answered: {exc}") from None
-    except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
-        raise RedisUnreachable(f"cannot reach Redis at {redact(url)}: {exc}") from None
-    except (redis.RedisError, ValueError) as exc:
+    except (redis.RedisError, OSError, ValueError) as exc:
         raise RedisStoreError(f"cannot reach Redis at {redact(url)}: {exc}") from None
     return client
 

@@ -54,7 +54,7 @@ from topiccrawl.crawl.runtime import TopicCrawl
 from topiccrawl.crawl.scheduler import TopicScheduler
 from topiccrawl.crawl.settings import ConfigError, TopicCrawlConfig, strategy_options
 from topiccrawl.redis.annealing import make_redis_frontier
-from topiccrawl.redis.connection import RedisUnreachable, client_for, connect, crawl_keys, redact
+from topiccrawl.redis.connection import RedisStoreError, client_for, connect, crawl_keys, redact
 from topiccrawl.redis.dupefilter import RedisDupeFilter
 from topiccrawl.redis.frontier import RedisFrontier
 from topiccrawl.redis.graph import SharedLinkGraph
@@ -150,20 +150,22 @@ class RedisWorker:
     the settings, joining a crawl id under one strategy, the lease-renewal loop (``_renew``) and
     the bounded wait for other workers' leases."""
 
-    #: Redis gone before this worker joined (it answered ``scrapy crawl``'s check a moment before):
-    #: said at :meth:`open`, which then stops the worker as :meth:`lost` does
+    #: Redis gone before this worker joined (it answered ``scrapy crawl``'s check a moment before:
+    #: unreachable, or restarted with another password): said at :meth:`open`, which then stops
+    #: the worker as :meth:`lost` does, having asked Redis nothing more
     down: Exception | None = None
+    #: set by :meth:`open` once this worker has joined its crawl; a worker that lost Redis before
+    #: (``joined`` False) writes no output file (:func:`~topiccrawl.crawl.feeds.writes_nothing`)
+    joined = False
 
     @classmethod
     def from_crawler(cls, crawler):
         cfg = TopicCrawl.for_crawler(crawler).config
         try:
             client, down = connect(cfg.redis_url), None
-        except RedisUnreachable as exc:
+        except RedisStoreError as exc:
             client, down = client_for(cfg.redis_url), exc
-        scheduler = cls(crawler, client, job_dir(crawler.settings), crawler.stats)
-        scheduler.down = scheduler.down or down
-        return scheduler
+        return cls(crawler, client, job_dir(crawler.settings), crawler.stats, down=down)
 
     def _open_or_lost(self, spider, join) -> None:
         """Open as ``join()`` does, or stop as :meth:`lost` does when Redis is gone before or while
@@ -173,7 +175,7 @@ class RedisWorker:
             if self.down is not None:
                 raise self.down
             join()
-        except (*REDIS_DOWN, RedisUnreachable) as exc:
+        except (*REDIS_DOWN, RedisStoreError) as exc:
             self.lost(exc)
 
     def redis_down(self, exc: BaseException) -> bool:
@@ -256,9 +258,10 @@ class RedisScheduler(RedisWorker, TopicScheduler):
     #: buffered requests that trigger a flush (one push script call of at most this many)
     BATCH = 256
 
-    def __init__(self, crawler, client, jobdir, stats) -> None:
+    def __init__(self, crawler, client, jobdir, stats, down: Exception | None = None) -> None:
         tc = TopicCrawl.for_crawler(crawler)
         cfg = tc.config
+        self.down = down
         self.crawl_id = cfg.crawl_id or crawler.spider.name
         self.keys = crawl_keys(self.crawl_id)
         df = RedisDupeFilter(client, self.keys["dupefilter"], crawler.request_fingerprinter, stats,
@@ -268,6 +271,8 @@ class RedisScheduler(RedisWorker, TopicScheduler):
         self.refused: str | None = None
         lease = {"lease_seconds": cfg.lease_seconds, "budget": cfg.max_pages, "worker": self.worker}
         try:
+            if down is not None:  # Redis gone already: no claim (stopped in open())
+                raise down
             # the page scores fed to the shared model and association: workers must agree on them too
             # and on what the semantic prior's `auto` resolved to (each process resolves it itself)
             shared = {"holder_score": cfg.holder_score, "association_score": cfg.association_score,
@@ -284,7 +289,7 @@ class RedisScheduler(RedisWorker, TopicScheduler):
         except (ConfigError, FrontierError) as exc:  # e.g. a WL option the Redis store lacks: refused in open()
             self.refused = str(exc)
             frontier = RedisFrontier(client, self.keys, "bfs", **lease)
-        except REDIS_DOWN as exc:  # gone while `learned` claimed its options: stopped in open()
+        except (*REDIS_DOWN, RedisStoreError) as exc:  # gone (before, or as `learned` claimed its options)
             self.down = exc
             frontier = RedisFrontier(client, self.keys, "bfs", **lease)
         super().__init__(crawler, df, jobdir, stats, frontier=frontier)
@@ -320,6 +325,7 @@ class RedisScheduler(RedisWorker, TopicScheduler):
         self.stats.set_value("topiccrawl/resumed_queue", s["queued"])
         logger.info("worker %s joined crawl %r at %s: %d queued, %d leased, %d pages counted",
                     self.worker, self.crawl_id, redact(self.tc.config.redis_url), s["queued"], s["leased"], s["dp"])
+        self.joined = True
         self._start_renewal()
 
     @_guarded()

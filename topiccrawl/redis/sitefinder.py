@@ -130,7 +130,7 @@ class SharedSiteFinderFrontier(SiteFinderFrontier):
 class RedisSiteScheduler(RedisWorker, TopicScheduler):
     """The TopicScheduler of a site-finder worker on Redis (see the module docstring)."""
 
-    def __init__(self, crawler, client, jobdir, stats) -> None:
+    def __init__(self, crawler, client, jobdir, stats, down: Exception | None = None) -> None:
         tc = TopicCrawl.for_crawler(crawler)
         cfg = tc.config
         dupefilter = build_from_crawler(load_object(crawler.settings["DUPEFILTER_CLASS"]), crawler)
@@ -148,6 +148,7 @@ class RedisSiteScheduler(RedisWorker, TopicScheduler):
         self.hit_offset: dict[str, int] = {}  # held site -> its hits in Redis read so far
         self._hits_checked = 0.0
         self.refused: str | None = None
+        self.down = down  # Redis gone before the join: stopped in open()
         self._waiting = 0
         self._checked = 0.0
         self._renewal: task.LoopingCall | None = None
@@ -176,6 +177,7 @@ class RedisSiteScheduler(RedisWorker, TopicScheduler):
         logger.info("worker %s joined site-finder crawl %r at %s: %d tasks waiting, %d leased, %d sites decided",
                     self.worker, self.crawl_id, redact(self.tc.config.redis_url), s["waiting"], s["leased"],
                     s["results"])
+        self.joined = True
         self._start_renewal()
 
     def close(self, reason: str):

@@ -152,10 +152,13 @@ class FocusedSpider(scrapy.Spider):
         if tc.focus is not None and tc.focus.n_examples:  # a JOBDIR resume restored them
             old = tc.example_sources or {}  # a key a JOBDIR of an older release lacks is not compared
             changed = [k for k, v in sources.items() if k in old and old[k] != v]
-            if not (examples or counter_examples or topic.examples_dir):  # none given now: nothing differs
+            if not self.examples_arg:  # none on the command line now: only what the file gives is compared
+                changed = [k for k in changed if k not in ("examples", "counter_examples")
+                           or not set(sources[k]) <= set(old[k] or ())]
+            if not changed:
                 self.logger.info("JOBDIR: the crawl resumes with the %d example page%s it started with",
                                  tc.focus.n_examples, "s" if tc.focus.n_examples != 1 else "")
-            elif changed:
+            else:
                 what = ("the pages saved in examples_dir changed since" if changed == ["examples_dir_pages"]
                         else "the examples given now differ")
                 self.logger.warning("JOBDIR: the crawl resumes with the %d example pages it started with; %s and "

@@ -111,6 +111,8 @@ class SiteFinderSpider(scrapy.Spider):
             self.logger.error("the sitefinder spider needs TOPICCRAWL_STRATEGY=sitefinder and "
                               "SCHEDULER=topiccrawl.crawl.scheduler.TopicScheduler")
             return
+        if getattr(self.crawler.engine.scheduler, "refused", None):  # a Redis worker refused, or that lost
+            return  # Redis before it joined: it adds no site, fetches nothing and stops when idle
         self._set_truth(frontier)
         for url in self.extra_sites:  # verified from that URL, as from a search hit
             for entry in frontier.add_site(url, "sites argument"):

@@ -54,6 +54,9 @@ EXIT_STATUS = {"no_topic_words": 2, "redis_refused": 2, "redis_lost": 1}
 
 #: feed formats whose files can be appended to (one record a line)
 LINE_FORMATS = ("jsonlines", "jsonl", "jl")
+#: feed formats that are one document with an end (a JSON array, CSV's header, XML's root): an
+#: append (-o) to a file holding one starts a second
+DOCUMENT_FORMATS = ("json", "csv", "xml")
 
 
 def check_crawl_inputs(settings, spargs: dict, spidercls=None) -> None:
@@ -240,7 +243,16 @@ def resume_feeds(settings) -> dict | None:
     feeds = settings.getdict("FEEDS")
     if not jobdir or not feeds or not Path(jobdir).is_dir() or not any(Path(jobdir).iterdir()):
         return None
-    return _appending(feeds, f"JOBDIR {jobdir} holds a crawl to resume", f"resuming from JOBDIR {jobdir}")
+    why = f"JOBDIR {jobdir} holds a crawl to resume"
+    for uri, options in feeds.items():  # -o: Scrapy writes a second document after the earlier run's
+        fmt = str((options or {}).get("format", "")).lower()
+        path = local_feed_path(str(uri))
+        if (not (options or {}).get("overwrite") and fmt in DOCUMENT_FORMATS and path is not None
+                and path.is_file() and path.stat().st_size):
+            raise ConfigError(f"-o {uri}: {why}, and appending to this {fmt} feed would start a second document "
+                              f"after the one already in it (no longer valid {fmt}); use a .jsonl feed, or "
+                              "another file for this run")
+    return _appending(feeds, why, f"resuming from JOBDIR {jobdir}")
 
 
 def rejoin_feeds(settings, spargs: dict, spider: str) -> dict | None:
@@ -277,13 +289,6 @@ def _appending(feeds: dict, why: str, doing: str) -> dict:
     changed = {}
     for uri, options in feeds.items():
         options = dict(options or {})
-        fmt = str(options.get("format", "")).lower()
-        path = local_feed_path(str(uri))
-        if (not options.get("overwrite") and fmt not in LINE_FORMATS and path is not None and path.is_file()
-                and path.stat().st_size):  # -o: a second document after the first one's end
-            raise ConfigError(f"-o {uri}: {why}, and appending to this {options.get('format')} feed would start "
-                              "a second document after the one already in it (no longer valid "
-                              f"{options.get('format')}); use a .jsonl feed, or another file for this run")
         if options.get("overwrite"):
             if str(options.get("format", "")).lower() not in LINE_FORMATS:
                 raise ConfigError(f"-O {uri}: {why}, and overwriting its feed would lose the pages of the earlier "
