@@ -313,3 +313,12 @@ def test_a_restarted_worker_appends_to_its_feed_instead_of_overwriting_it(tmp_pa
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     assert "crawl id 'again' in Redis has 25 pages counted, and overwriting its feed would lose" in proc.stderr
     assert array.read_text(encoding="utf-8") == "[]"
+    # nor -o, which Scrapy would append after the array's end (the file no longer JSON)
+    proc = subprocess.run([x if x != "-O" else "-o" for x in cmd], cwd=REPO, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last == (f"error: -o {array}: crawl id 'again' in Redis has 25 pages counted, and appending to this json "
+                    "feed would start a second document after the one already in it (no longer valid json); use a "
+                    ".jsonl feed, or another file for this run"), last
+    assert array.read_text(encoding="utf-8") == "[]"

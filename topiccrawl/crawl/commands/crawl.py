@@ -244,15 +244,26 @@ def resume_feeds(settings) -> dict | None:
     if not jobdir or not feeds or not Path(jobdir).is_dir() or not any(Path(jobdir).iterdir()):
         return None
     why = f"JOBDIR {jobdir} holds a crawl to resume"
-    for uri, options in feeds.items():  # -o: Scrapy writes a second document after the earlier run's
-        fmt = str((options or {}).get("format", "")).lower()
+    _no_second_document(feeds, why)
+    return _appending(feeds, why, f"resuming from JOBDIR {jobdir}")
+
+
+def _ended_document(options) -> bool:
+    """An ``-o`` feed of a format with an end (:data:`DOCUMENT_FORMATS`)."""
+    options = options or {}
+    return not options.get("overwrite") and str(options.get("format", "")).lower() in DOCUMENT_FORMATS
+
+
+def _no_second_document(feeds: dict, why: str) -> None:
+    """A :class:`ConfigError` naming ``why`` for an ``-o`` JSON, CSV or XML feed whose local file
+    holds the earlier run's document: Scrapy would append a second one (the file no longer valid)."""
+    for uri, options in feeds.items():
         path = local_feed_path(str(uri))
-        if (not (options or {}).get("overwrite") and fmt in DOCUMENT_FORMATS and path is not None
-                and path.is_file() and path.stat().st_size):
+        if _ended_document(options) and path is not None and path.is_file() and path.stat().st_size:
+            fmt = str(options.get("format", "")).lower()
             raise ConfigError(f"-o {uri}: {why}, and appending to this {fmt} feed would start a second document "
                               f"after the one already in it (no longer valid {fmt}); use a .jsonl feed, or "
                               "another file for this run")
-    return _appending(feeds, why, f"resuming from JOBDIR {jobdir}")
 
 
 def rejoin_feeds(settings, spargs: dict, spider: str) -> dict | None:
@@ -263,7 +274,8 @@ def rejoin_feeds(settings, spargs: dict, spider: str) -> dict | None:
     changes."""
     feeds = settings.getdict("FEEDS")
     cfg = TopicCrawlConfig.from_settings(settings, {k: spargs.get(k) for k in OVERRIDABLE})
-    if cfg.store != "redis" or not any(options and options.get("overwrite") for options in feeds.values()):
+    if cfg.store != "redis" or not any(options and (options.get("overwrite") or _ended_document(options))
+                                       for options in feeds.values()):
         return None
     kept = {uri: options for uri, options in feeds.items()
             if (path := local_feed_path(str(uri))) is not None and path.is_file() and path.stat().st_size}
@@ -279,8 +291,9 @@ def rejoin_feeds(settings, spargs: dict, spider: str) -> dict | None:
         client.close()
     if not dp:
         return None
-    return {**feeds, **_appending(kept, f"crawl id {crawl_id!r} in Redis has {dp} pages counted",
-                                  f"joining crawl id {crawl_id!r} in Redis ({dp} pages counted)")}
+    why = f"crawl id {crawl_id!r} in Redis has {dp} pages counted"
+    _no_second_document(kept, why)
+    return {**feeds, **_appending(kept, why, f"joining crawl id {crawl_id!r} in Redis ({dp} pages counted)")}
 
 
 def _appending(feeds: dict, why: str, doing: str) -> dict:
