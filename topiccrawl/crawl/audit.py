@@ -101,7 +101,7 @@ def _stats(out: Path) -> dict:
     return stats if isinstance(stats, dict) else {}
 
 
-def read_harvest(out: Path, stats: dict | None = None, counted: list | None = None) -> tuple[dict[str, float], dict[str, bool]]:
+def read_harvest(out: Path, stats: dict | None = None, counted: set | None = None) -> tuple[dict[str, float], dict[str, bool]]:
     """The crawl in folder ``out``: URL -> judgement of its counted pages that have one, and URL ->
     whether the ground truth calls the page relevant (empty without ground truth: its stats.json,
     or ``stats`` when given, holds no total of relevant pages), in count order. ``counted``, when
@@ -119,7 +119,7 @@ def read_harvest(out: Path, stats: dict | None = None, counted: list | None = No
     previous = 0
     for line, row in enumerate(harvest, 2):
         if counted is not None:
-            counted.append(row["url"])
+            counted.add(row["url"])
         if row.get("judged") not in (None, ""):
             judged[row["url"]] = _number(row["judged"], harvest_path, line, "judged")
         if row.get("truth_relevant") not in (None, ""):
@@ -140,7 +140,7 @@ def audit(out: Path, *, truth: bool = False, confidence: float = 0.95) -> tuple[
     extra facts (``true_harvest_rate`` when known, ``skipped`` rows)."""
     audit_path = out / "audit.csv"
     stats = _stats(out)
-    counted: list[str] = []
+    counted: set[str] = set()
     judged, hits = read_harvest(out, stats, counted)
     sample = _read_audit(audit_path)
     if truth and not hits:
@@ -162,7 +162,7 @@ def audit(out: Path, *, truth: bool = False, confidence: float = 0.95) -> tuple[
         labels.append(label)
     estimate = audit_estimate(list(judged.values()), f_sample, labels, confidence)
     extra = {"skipped": skipped, "labels": "ground truth" if truth else "audit.csv",
-             "unjudged": len(set(counted)) - len(judged), "counted": len(set(counted))}
+             "unjudged": len(counted) - len(judged), "counted": len(counted)}
     if hits:
         extra["true_harvest_rate"] = sum(hits.get(u, False) for u in judged) / len(judged)
     reported = _reported_bound(stats)

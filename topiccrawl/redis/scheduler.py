@@ -167,16 +167,20 @@ class RedisWorker:
             client, down = client_for(cfg.redis_url), exc
         return cls(crawler, client, job_dir(crawler.settings), crawler.stats, down=down)
 
-    def _open_or_lost(self, spider, join) -> None:
-        """Open as ``join()`` does, or stop as :meth:`lost` does when Redis is gone before or while
-        this worker joins."""
+    def _open_or_lost(self, spider) -> None:
+        """Open as :meth:`_open` does, or stop as :meth:`lost` does when Redis is gone before or
+        while this worker joins."""
         self.spider = spider
         try:
             if self.down is not None:
                 raise self.down
-            join()
+            self._open()
         except (*REDIS_DOWN, RedisStoreError) as exc:
             self.lost(exc)
+
+    def _open(self) -> None:
+        """Join the crawl (``self.spider`` is set), or set ``refused`` and say why."""
+        raise NotImplementedError
 
     def redis_down(self, exc: BaseException) -> bool:
         """Stop as :meth:`lost` does when ``exc`` says Redis is gone (for callers outside the
@@ -303,7 +307,7 @@ class RedisScheduler(RedisWorker, TopicScheduler):
 
     # -- BaseScheduler ----------------------------------------------------------------------------
     def open(self, spider):
-        self._open_or_lost(spider, self._open)
+        self._open_or_lost(spider)
         return self.df.open()
 
     def _open(self) -> None:

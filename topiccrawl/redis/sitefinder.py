@@ -157,7 +157,7 @@ class RedisSiteScheduler(RedisWorker, TopicScheduler):
 
     # -- BaseScheduler ----------------------------------------------------------------------------
     def open(self, spider):
-        self._open_or_lost(spider, self._open)
+        self._open_or_lost(spider)
         return self.df.open()
 
     def _open(self) -> None:

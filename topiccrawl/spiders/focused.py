@@ -156,13 +156,12 @@ class FocusedSpider(scrapy.Spider):
                 changed = [k for k in changed if k not in ("examples", "counter_examples")
                            or not set(sources[k]) <= set(old[k] or ())]
             if not changed:
-                self.logger.info("JOBDIR: the crawl resumes with the %d example page%s it started with",
-                                 tc.focus.n_examples, "s" if tc.focus.n_examples != 1 else "")
+                self.logger.info("JOBDIR: the crawl resumes with the %s it started with", _example_pages(tc.focus.n_examples))
             else:
                 what = ("the pages saved in examples_dir changed since" if changed == ["examples_dir_pages"]
                         else "the examples given now differ")
-                self.logger.warning("JOBDIR: the crawl resumes with the %d example pages it started with; %s and "
-                                    "are not used (a new JOBDIR starts a crawl with them)", tc.focus.n_examples, what)
+                self.logger.warning("JOBDIR: the crawl resumes with the %s it started with; %s and are not used (a "
+                                    "new JOBDIR starts a crawl with them)", _example_pages(tc.focus.n_examples), what)
             return []
         if self.crawler.stats.get_value("topiccrawl/resumes"):
             # a resume whose run before stopped before its examples were used gathers them again: the
@@ -273,13 +272,13 @@ class FocusedSpider(scrapy.Spider):
 
                 toml = format_words_toml(words, beta=tc.topic.beta)  # β: what this crawl judged pages by
                 self.crawler.stats.set_value("topiccrawl/examples/words", toml)
-                self.logger.info("topic words derived from %d example page%s (copy them into a topic file):\n%s",
-                                 tc.focus.n_examples, "s" if tc.focus.n_examples != 1 else "", toml)
+                self.logger.info("topic words derived from %s (copy them into a topic file):\n%s",
+                                 _example_pages(tc.focus.n_examples), toml)
             elif self.crawler.stats.get_value("topiccrawl/resumes") and tc.topic.words:
                 restored = self.crawler.stats.get_value("topiccrawl/examples/words")
                 if restored:
-                    self.logger.info("topic words derived from %d example page%s (restored from JOBDIR):\n%s",
-                                     tc.focus.n_examples, "s" if tc.focus.n_examples != 1 else "", restored)
+                    self.logger.info("topic words derived from %s (restored from JOBDIR):\n%s",
+                                     _example_pages(tc.focus.n_examples), restored)
         if tc.topic.words or tc.config.scorer != "vsm" or tc.config.topic_tree:
             return True
         # a topic without words of its own, and none derived: nothing to score a page by
@@ -299,6 +298,11 @@ class FocusedSpider(scrapy.Spider):
         self.logger.error("%s", message)
         self.crawler.stats.set_value("topiccrawl/error", message)
         return False
+
+
+def _example_pages(n: int) -> str:
+    """``"1 example page"``, ``"3 example pages"``."""
+    return f"{n} example page{'s' if n != 1 else ''}"
 
 
 def _kind(meta: dict) -> str:
