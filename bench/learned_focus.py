@@ -62,7 +62,16 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.strategies import CrawlFailed, ended, ended_cell, load_run, name_value, run_plain, run_strategy
+from bench.strategies import (
+    CrawlFailed,
+    check_passed_through,
+    ended,
+    ended_cell,
+    load_run,
+    name_value,
+    run_plain,
+    run_strategy,
+)
 from topiccrawl.scoring.metrics import mean_sd
 from topiccrawl.scoring.topic import Topic, TopicError, load_topic
 
@@ -592,6 +601,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--plain-repeats", type=int, default=1,
                     help="runs of the plain Scrapy spider after the crawls (the × plain columns use their mean)")
     args = ap.parse_args(argv)
+    check_passed_through(args.settings, args.spider_args, {"topic": "--topics", "strategy": "--variants",
+                                                          "web": "--corpus or --web"}, "--settings", "--args")
     variants = list(dict.fromkeys(v.strip() for v in args.variants.split(",") if v.strip()))
     unknown = [v for v in variants if v not in VARIANTS]
     if unknown:
@@ -640,16 +651,19 @@ def main(argv: list[str] | None = None) -> None:
         print(f"{len(jobs)} crawls: {len(topics)} topic(s) × {len(variants)} variant(s) × {args.repeats} rep(s), "
               f"{args.pages} pages each, on {spec}", file=sys.stderr, flush=True)
         from topiccrawl.settings import CONCURRENT_ITEMS
-        from topiccrawl.weblab.api import WebLab
+        from topiccrawl.weblab.api import WebLab, WebLabError
 
         t0 = time.monotonic()
-        with WebLab(spec) as lab:
-            results, ses.failures = execute(jobs, spec, lab.proxy_url, args.pages, args.jobs, args.resume)
-            seeds = list(next(iter(ses.topics.values())).seeds) or lab.info.get("seeds", [])[:5]
-            ses.plain_runs = [run_plain(lab.proxy_url, seeds, args.pages) for _ in range(args.plain_repeats)]
-            ses.plain = mean(ses.plain_runs)
-            ses.plain_ci = run_plain(lab.proxy_url, seeds, args.pages, (f"CONCURRENT_ITEMS={CONCURRENT_ITEMS}",))
-            ses.lab_pages = lab.pages
+        try:
+            with WebLab(spec) as lab:
+                results, ses.failures = execute(jobs, spec, lab.proxy_url, args.pages, args.jobs, args.resume)
+                seeds = list(next(iter(ses.topics.values())).seeds) or lab.info.get("seeds", [])[:5]
+                ses.plain_runs = [run_plain(lab.proxy_url, seeds, args.pages) for _ in range(args.plain_repeats)]
+                ses.plain = mean(ses.plain_runs)
+                ses.plain_ci = run_plain(lab.proxy_url, seeds, args.pages, (f"CONCURRENT_ITEMS={CONCURRENT_ITEMS}",))
+                ses.lab_pages = lab.pages
+        except WebLabError as err:  # an unknown preset, a missing corpus: the lab's own line
+            raise SystemExit(str(err)) from None
         ses.seconds = time.monotonic() - t0
     finally:
         tmp.cleanup()

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from topiccrawl.scoring.metrics import mean_sd
 from topiccrawl.settings import CONCURRENT_ITEMS
-from topiccrawl.weblab.api import WebLab
+from topiccrawl.weblab.api import WebLab, WebLabError
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -48,6 +48,28 @@ def name_value(text: str) -> str:
     if not sep or not name.strip():
         raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
     return text
+
+
+#: what every run's command sets from the bench's own options, as a spider argument and as a
+#: setting: given again with ``-a`` / ``-s`` they would override the bench's choice (or be
+#: overridden by it) while its table still labels the runs by it
+RESERVED = {"topic": ("topic", "TOPICCRAWL_TOPIC"), "strategy": ("strategy", "TOPICCRAWL_STRATEGY"),
+            "pages": ("max_pages", "TOPICCRAWL_MAX_PAGES"), "web": (None, "TOPICCRAWL_WEB"),
+            "lab": (None, "TOPICCRAWL_WEB_PROXY"), "out": (None, "TOPICCRAWL_OUTPUT_DIR")}
+
+
+def check_passed_through(settings: Sequence[str], spider_args: Sequence[str], options: dict[str, str] | None = None,
+                         setting_flag: str = "-s", arg_flag: str = "-a") -> None:
+    """SystemExit (one line) when a passed-through setting or spider argument (``NAME=VALUE``) names
+    what the bench sets itself (:data:`RESERVED`); ``options`` names the bench's option for each."""
+    options = {"topic": "--topic", "strategy": "--strategies", "pages": "--pages", "web": "--web",
+               "lab": "the bench's own web lab", "out": "--out", **(options or {})}
+    for flag, values, column in ((setting_flag, settings, 1), (arg_flag, spider_args, 0)):
+        reserved = {names[column]: options[key] for key, names in RESERVED.items() if names[column]}
+        for text in values:
+            name = text.partition("=")[0].strip()
+            if name in reserved:
+                raise SystemExit(f"{flag} {text}: the bench sets {name} for every run; use {reserved[name]}")
 
 
 def crawl_command(web: str, proxy: str, topic: str, strategy: str, pages: int, out: Path,
@@ -126,6 +148,18 @@ def ended_cell(runs: list[dict]) -> str:
     return ", ".join(reason if k == 1 else f"{reason} ×{k}" for reason, k in counts.items()) or "–"
 
 
+def estimate_cell(runs: list[dict]) -> str:
+    """The page classifier's self-assessed harvest rate over repetitions (``learned``, or any run
+    with the classifier on), "unreliable k/n" when it flagged itself; "–" for runs without one."""
+    values = [r["expected_harvest"] for r in runs if r.get("expected_harvest") is not None]
+    if not values:
+        return "–"
+    flagged = sum(bool(r.get("unreliable")) for r in runs if r.get("expected_harvest") is not None)
+    missing = len(runs) - len(values)
+    return (fmt(values) + (f", unreliable {flagged}/{len(values)}" if flagged else "")
+            + (f", none in {missing} of {len(runs)} runs" if missing else ""))
+
+
 def run_plain(proxy: str, seeds: list[str], pages: int, settings: tuple[str, ...] = ()) -> float:
     """Pages/s of a plain Scrapy BFS spider over the same web (bench/plain_spider.py)."""
     return run_plain_stats(proxy, seeds, pages, settings)["pages_per_s"]
@@ -166,24 +200,30 @@ def main() -> None:
     ap.add_argument("-a", "--arg", dest="spider_args", action="append", default=[], type=name_value,
                     metavar="NAME=VALUE", help="a spider argument for every run (repeatable)")
     args = ap.parse_args()
-    strategies = args.strategies.split(",")
+    check_passed_through(args.settings, args.spider_args)
+    strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
+    if not strategies or args.pages < 1 or args.repeats < 1:
+        raise SystemExit("--strategies needs at least one strategy; --pages and --repeats must be >= 1")
     results: dict[str, list[dict]] = {s: [] for s in strategies}
-    with WebLab(args.web) as lab:
-        for rep in range(args.repeats):
-            for s in strategies:
-                try:
-                    res = run_strategy(args.web, lab.proxy_url, args.topic, s, args.pages,
-                                       args.out / f"{s}-{rep}", args.spider, args.settings, args.spider_args)
-                except CrawlFailed as err:
-                    raise SystemExit(str(err)) from None
-                results[s].append(res)
-                print(f"{s} rep {rep}: {res['dp']} pages, {res['pages_per_s']:.0f} pages/s, {ended(res)}",
-                      file=sys.stderr)
-        seeds = lab.info.get("seeds", [])[:5] or []
-        plain = run_plain(lab.proxy_url, seeds, args.pages)
-        # the project sets CONCURRENT_ITEMS = 8 (topiccrawl/settings.py); the same for the plain spider
-        plain_ci = run_plain(lab.proxy_url, seeds, args.pages, (f"CONCURRENT_ITEMS={CONCURRENT_ITEMS}",))
-        info = lab.info
+    try:
+        with WebLab(args.web) as lab:
+            for rep in range(args.repeats):
+                for s in strategies:
+                    try:
+                        res = run_strategy(args.web, lab.proxy_url, args.topic, s, args.pages,
+                                           args.out / f"{s}-{rep}", args.spider, args.settings, args.spider_args)
+                    except CrawlFailed as err:
+                        raise SystemExit(str(err)) from None
+                    results[s].append(res)
+                    print(f"{s} rep {rep}: {res['dp']} pages, {res['pages_per_s']:.0f} pages/s, {ended(res)}",
+                          file=sys.stderr)
+            seeds = lab.info.get("seeds", [])[:5] or []
+            plain = run_plain(lab.proxy_url, seeds, args.pages)
+            # the project sets CONCURRENT_ITEMS = 8 (topiccrawl/settings.py); the same for the plain spider
+            plain_ci = run_plain(lab.proxy_url, seeds, args.pages, (f"CONCURRENT_ITEMS={CONCURRENT_ITEMS}",))
+            info = lab.info
+    except WebLabError as err:  # an unknown preset, a missing corpus: the lab's own line
+        raise SystemExit(str(err)) from None
 
     checkpoints = [c for c in CHECKPOINTS if c <= args.pages]
     lines = [
@@ -193,8 +233,8 @@ def main() -> None:
         "",
         "| strategy | " + " | ".join(f"harvest@{c}" for c in checkpoints) + " | "
         + " | ".join(f"recall@{c}" for c in checkpoints)
-        + " | Accuracy (self-assessed) | pages/s | × plain Scrapy | ended |",
-        "|---|" + "---|" * (2 * len(checkpoints) + 4),
+        + " | Accuracy (self-assessed) | classifier's estimate (self-assessed) | pages/s | × plain Scrapy | ended |",
+        "|---|" + "---|" * (2 * len(checkpoints) + 5),
     ]
     for s in strategies:
         runs = results[s]
@@ -202,7 +242,8 @@ def main() -> None:
         lines.append(
             f"| {s} | " + " | ".join(fmt([at(r["curve"], c, 1) for r in runs]) for c in checkpoints) + " | "
             + " | ".join(fmt([at(r["curve"], c, 2) for r in runs]) for c in checkpoints)
-            + f" | {fmt([r['accuracy'] for r in runs])} | {pps:.0f} | {pps / plain:.2f} | {ended_cell(runs)} |"
+            + f" | {fmt([r['accuracy'] for r in runs])} | {estimate_cell(runs)} | {pps:.0f} | {pps / plain:.2f} "
+            f"| {ended_cell(runs)} |"
         )
     lines += ["", f"Plain Scrapy BFS spider on the same web, same session: {plain:.0f} pages/s with Scrapy's "
               f"defaults (the × column), {plain_ci:.0f} pages/s with the project's "

@@ -29,7 +29,7 @@ from bench.learned_focus import (
     topic_without_words,
     value_at,
 )
-from bench.strategies import crawl_command, ended, ended_cell, load_run, name_value
+from bench.strategies import check_passed_through, crawl_command, ended, ended_cell, estimate_cell, load_run, name_value
 from topiccrawl.scoring.topic import EXAMPLES_BETA, load_topic
 
 CURVE = [(1, 0.0, 0.0), (2, 0.5, 0.1), (3, 0.333, 0.1), (4, 0.5, 0.2)]
@@ -98,6 +98,28 @@ def test_settings_and_arguments_pass_through_after_the_bench_defaults(tmp_path):
     levels = [cmd[i + 1] for i, x in enumerate(cmd) if x == "-s" and cmd[i + 1].startswith("LOG_LEVEL=")]
     assert levels == ["LOG_LEVEL=WARNING", "LOG_LEVEL=INFO"]
     assert cmd[-2:] == ["-a", "examples=truth:5"]
+
+
+def test_a_passed_through_argument_cannot_override_what_the_bench_labels_its_runs_by():
+    # the table names each run by its --strategies / --pages / --topic: an -a or -s that would run
+    # something else under that name is refused with one line naming the bench's option
+    check_passed_through(["LOG_LEVEL=INFO", "TOPICCRAWL_CLASSIFIER=on"], ["examples=truth:5", "seeds=truth:3"])
+    for settings, args, option in ((["TOPICCRAWL_OUTPUT_DIR=/tmp/x"], [], "--out"),
+                                   (["TOPICCRAWL_STRATEGY=wl"], [], "--strategies"),
+                                   ([], ["strategy=wl"], "--strategies"), ([], [" max_pages=50"], "--pages"),
+                                   ([], ["topic=other"], "--topic"), (["TOPICCRAWL_WEB=generated:mixed"], [], "--web")):
+        with pytest.raises(SystemExit, match=f"the bench sets .* for every run; use {option}$"):
+            check_passed_through(settings, args)
+    with pytest.raises(SystemExit, match=r"^--args topic=x: .* use --topics$"):
+        check_passed_through([], ["topic=x"], {"topic": "--topics"}, "--settings", "--args")
+
+
+def test_the_estimate_cell_shows_the_classifiers_figure_and_its_unreliable_flag():
+    assert estimate_cell([{"expected_harvest": None}, {}]) == "–"
+    assert estimate_cell([{"expected_harvest": 0.2, "unreliable": False},
+                          {"expected_harvest": 0.4, "unreliable": True}]) == "0.300 ± 0.141, unreliable 1/2"
+    assert estimate_cell([{"expected_harvest": 0.25, "unreliable": False}, {"expected_harvest": None}]) \
+        == "0.250 ± 0.000, none in 1 of 2 runs"
 
 
 def write_run(folder, rows, **stats):
