@@ -91,6 +91,8 @@ def test_wilson_interval_and_labels():
     assert iv.estimate == 0.0 and iv.low == 0.0 and iv.high == pytest.approx(0.2775, abs=1e-4)
     assert [parse_label(x) for x in ("1", " yes", "Y", "0", "no", "", "  ")] == [True, True, True, False, False,
                                                                                  None, None]
+    # full-width forms (a Chinese input method's) and 是 / 否
+    assert [parse_label(x) for x in ("１", "０", "ＹＥＳ", "是", "否", "\u3000")] == [True, False, True, True, False, None]
     with pytest.raises(AuditError, match="expected 1 or 0"):
         parse_label("maybe")
     with pytest.raises(AuditError, match="no labelled page"):
@@ -282,6 +284,91 @@ def test_scrapy_audit_says_how_many_counted_pages_it_leaves_out_for_want_of_a_ju
     assert proc.returncode == 0 and proc.stderr.strip() == "", proc.stderr
 
 
+def _harvest(folder, n: int, judged=lambda i: 0.5 if i % 2 else 0.1, **stats):
+    with (folder / "harvest.csv").open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["dp", "truth_relevant", "url", "judged"])
+        for i in range(n):
+            writer.writerow([i + 1, 0, f"https://example.org/{i}", judged(i)])
+    (folder / "stats.json").write_text(json.dumps({"topiccrawl/dp": n, **stats}), encoding="utf-8")
+
+
+def test_an_audit_from_a_spreadsheet_reads_back_in_its_order_column_and_its_encoding(tmp_path):
+    """A spreadsheet may sort the rows by another column, save in GBK (a zh-CN "CSV"), and a
+    Chinese input method writes full-width digits: the labelled rows are still the first of the
+    random order (no "not a random sample" warning), and ``scrapy audit`` takes the file's path."""
+    from topiccrawl.crawl.audit import audit
+
+    _harvest(tmp_path, 60)
+    write_audit(tmp_path, [{"url": f"https://example.org/{i}", "judged": 0.5, "title": f"台风 {i}"}
+                           for i in range(60)], 20, random.Random(0))
+    rows = list(csv.DictReader((tmp_path / "audit.csv").open(encoding="utf-8")))
+    for row, label in zip(rows, ["１", "0", "是", "否", "1", "0", "1", "0"]):  # the first eight of the order
+        row["label"] = label
+    rows.sort(key=lambda row: row["url"])  # sorted by URL in the spreadsheet: labelled rows now scattered
+    assert [r["label"] != "" for r in rows] != sorted((r["label"] != "" for r in rows), reverse=True)
+    with (tmp_path / "audit.csv").open("w", newline="", encoding="gbk") as fh:
+        writer = csv.DictWriter(fh, fieldnames=AUDIT_FIELDS)
+        writer.writeheader()
+        writer.writerows(rows)
+    estimate, extra = audit(tmp_path)
+    assert estimate.labelled == 8 and extra["skipped"] == 0
+    assert estimate.plain.estimate == pytest.approx(4 / 8)
+    proc = _audit(tmp_path / "audit.csv")  # the file where the folder goes
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    assert "labelled: 8" in proc.stdout and json.loads((tmp_path / "audit.json").read_text())["labelled"] == 8
+    # a row whose order a person overwrote: one line naming it
+    text = (tmp_path / "audit.csv").read_text(encoding="gbk")
+    (tmp_path / "audit.csv").write_text(text.replace(f"\n{rows[2]['order']},", "\nthree,", 1), encoding="utf-8-sig")
+    proc = _audit(tmp_path)
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
+        f"error: {tmp_path / 'audit.csv'}, line 4: order 'three' is not a whole number (the column numbers the "
+        "random order; keep it as written)"]
+    (tmp_path / "audit.csv").write_bytes(b"order,url,title,label\n1,https://example.org/1,\xff\xff\xff,1\n")
+    proc = _audit(tmp_path)
+    assert proc.returncode == 2 and "save it as CSV UTF-8" in proc.stderr and len(proc.stderr.splitlines()) == 1
+
+
+def test_a_new_audit_sets_the_earlier_runs_report_aside(tmp_path):
+    """A crawl written into a folder that holds an earlier audit's audit.json keeps it as
+    audit.N.json, beside the labelled audit.N.csv it reports on (it stayed as audit.json, the report
+    of another crawl next to this one's files)."""
+    rows = [{"url": f"http://x.test/{i}", "title": str(i), "judged": 0.5} for i in range(20)]
+    write_audit(tmp_path, rows, 5, random.Random(0))
+    (tmp_path / "audit.json").write_text('{"labels": "ground truth"}', encoding="utf-8")  # scrapy audit --truth
+    write_audit(tmp_path, rows, 5, random.Random(1))
+    assert not (tmp_path / "audit.json").exists() and not (tmp_path / "audit.1.csv").exists()
+    assert json.loads((tmp_path / "audit.1.json").read_text(encoding="utf-8")) == {"labels": "ground truth"}
+    lines = (tmp_path / "audit.csv").read_text(encoding="utf-8").splitlines()
+    (tmp_path / "audit.csv").write_text("\n".join([lines[0], lines[1] + "1", *lines[2:]]) + "\n", encoding="utf-8")
+    (tmp_path / "audit.json").write_text('{"labels": "audit.csv"}', encoding="utf-8")
+    write_audit(tmp_path, rows, 5, random.Random(2))  # a labelled audit and its report: kept as a pair
+    assert (tmp_path / "audit.2.csv").read_text(encoding="utf-8").splitlines()[1].endswith(",1")
+    assert json.loads((tmp_path / "audit.2.json").read_text(encoding="utf-8")) == {"labels": "audit.csv"}
+    assert not (tmp_path / "audit.json").exists() and (tmp_path / "audit.1.json").exists()
+
+
+def test_scrapy_audit_of_a_classifier_crawl_stopped_before_its_first_fit_says_it_reported_no_rate(tmp_path):
+    """The page classifier was on but never fit: the crawl reported no self-assessed rate, and the
+    judgements are R(P) standing in; the audit says so instead of calling their mean self-assessed."""
+    _harvest(tmp_path, 20, **{"topiccrawl/classifier/pages": 20, "topiccrawl/classifier/refits": 0})
+    write_audit(tmp_path, [{"url": f"https://example.org/{i}", "judged": 0.3} for i in range(20)], 10,
+                random.Random(0))
+    lines = (tmp_path / "audit.csv").read_text(encoding="utf-8").splitlines()
+    (tmp_path / "audit.csv").write_text("\n".join([lines[0]] + [line + "0" for line in lines[1:]]) + "\n",
+                                        encoding="utf-8")
+    proc = _audit(tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert ("self-assessed harvest rate: none reported (the page classifier had not fit when the crawl stopped); "
+            "the lines here judge the mean of the pages' R(P), which stands in for P(relevant) until that fit: "
+            "0.300") in proc.stdout.splitlines()
+    stats = json.loads((tmp_path / "stats.json").read_text(encoding="utf-8"))
+    (tmp_path / "stats.json").write_text(json.dumps({**stats, "topiccrawl/classifier/expected_harvest": 0.3}),
+                                         encoding="utf-8")
+    proc = _audit(tmp_path)  # once it fit, the mean of its judgements is the rate it reported
+    assert "self-assessed harvest rate: 0.300" in proc.stdout.splitlines()
+
+
 def test_an_audit_that_cannot_be_written_costs_nothing_else(tmp_path):
     (tmp_path / "out" / "audit.csv").mkdir(parents=True)  # in the way: the audit cannot be written
     proc, out = run_crawl(tmp_path, args={"topic": "台风灾害", "max_pages": 30},
@@ -352,6 +439,16 @@ def test_the_next_crawl_learns_from_the_labelled_audit(tmp_path):
     assert stats["topiccrawl/classifier/examples"] == positives  # the rest are counter-examples
     assert stats["topiccrawl/learned/association_examples"] == 30
     assert stats["topiccrawl/dp"] == 60
+    # the log says what the audit gave, and, the audit being of this topic and web, warns of nothing
+    assert (f"examples from the audit {first / 'audit.csv'}: {positives} page(s) labelled on topic, "
+            f"{30 - positives} off topic (counter-examples)") in proc.stderr
+    assert "labels a crawl of topic" not in proc.stderr
+    # the audit of a typhoon crawl given to a real-estate one: a warning naming both
+    proc, _ = run_crawl(tmp_path / "other", args={"topic": "房产", "strategy": "learned", "max_pages": 10,
+                                                  "examples": f"audit:{first}"}, settings=settings, feed=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (f"examples from the audit {first / 'audit.csv'}: it labels a crawl of topic '台风灾害' on {WEB}; this "
+            f"crawl is of topic '房产' on {WEB}") in proc.stderr
     text = (first / "audit.csv").read_text(encoding="utf-8")
     assert ",0\n" in text
     (first / "audit.csv").write_text(text.replace(",0\n", ",nope\n", 1), encoding="utf-8")

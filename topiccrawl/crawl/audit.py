@@ -7,6 +7,7 @@ import csv
 import json
 import logging
 import random
+import unicodedata
 from pathlib import Path
 
 from topiccrawl.scoring.audit import AuditError, AuditEstimate, audit_estimate, parse_label, sample_positions
@@ -16,12 +17,32 @@ logger = logging.getLogger(__name__)
 AUDIT_FIELDS = ["order", "url", "title", "label"]
 
 
+#: the encodings an ``audit.csv`` is read in, in turn: UTF-8 (with or without the byte-order mark
+#: a spreadsheet's "CSV UTF-8" writes), then GB18030, the superset of GBK that a spreadsheet's
+#: plain "CSV" writes on a Simplified-Chinese system (labels and URLs are ASCII in both)
+AUDIT_ENCODINGS = ("utf-8-sig", "gb18030")
+
+
 def _labelled(path: Path) -> bool:
-    try:
-        with path.open(encoding="utf-8", newline="") as fh:
-            return any((row.get("label") or "").strip() for row in csv.DictReader(fh))
-    except (OSError, UnicodeDecodeError, csv.Error):
+    if not path.is_file():  # e.g. a folder in the way: the audit is not written (a warning says so)
         return False
+    try:
+        return any((row.get("label") or "").strip() for row in _read_csv(path, "audit.csv", AUDIT_ENCODINGS))
+    except AuditError:
+        return True  # unreadable as written here: set aside rather than overwrite what a person made of it
+
+
+def _set_aside(out: Path, names: tuple[str, ...], n: int | None = None) -> int:
+    """Rename ``out/audit<ext>`` for each of ``names``' extensions that exists to ``audit.<n><ext>``,
+    n the first number free for all of them (or ``n``); returns n."""
+    if n is None:
+        n = 1
+        while any((out / f"audit.{n}{ext}").exists() for ext in names):
+            n += 1
+    for ext in names:
+        if (out / f"audit{ext}").exists():
+            (out / f"audit{ext}").rename(out / f"audit.{n}{ext}")
+    return n
 
 
 def write_audit(out: Path, rows: list[dict], k: int, rng: random.Random) -> Path | None:
@@ -33,11 +54,11 @@ def write_audit(out: Path, rows: list[dict], k: int, rng: random.Random) -> Path
         return None
     path = out / "audit.csv"
     if path.exists() and _labelled(path):
-        n = 1
-        while (out / f"audit.{n}.csv").exists():
-            n += 1
-        path.rename(out / f"audit.{n}.csv")
+        n = _set_aside(out, (".csv", ".json"))
         logger.warning("kept the labelled audit of the earlier run as %s", out / f"audit.{n}.csv")
+    elif (out / "audit.json").exists():  # the report of an earlier run's audit (e.g. --truth): not of this one
+        n = _set_aside(out, (".json",))
+        logger.warning("kept the audit report of the earlier run as %s", out / f"audit.{n}.json")
     with path.open("w", newline="", encoding="utf-8") as fh:
         writer = csv.DictWriter(fh, fieldnames=AUDIT_FIELDS)
         writer.writeheader()
@@ -46,21 +67,39 @@ def write_audit(out: Path, rows: list[dict], k: int, rng: random.Random) -> Path
     return path
 
 
-def _read_csv(path: Path, what: str) -> list[dict]:
-    try:
-        with path.open(encoding="utf-8", newline="") as fh:
-            return list(csv.DictReader(fh))
-    except FileNotFoundError:
-        raise AuditError(f"{path}: no {what} here (is this a crawl's output folder?)") from None
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise AuditError(f"{path}: cannot read the {what}: {exc}") from None
+def _read_csv(path: Path, what: str, encodings: tuple[str, ...] = ("utf-8",)) -> list[dict]:
+    for encoding in encodings:
+        try:
+            with path.open(encoding=encoding, newline="") as fh:
+                return list(csv.DictReader(fh))
+        except FileNotFoundError:
+            raise AuditError(f"{path}: no {what} here (is this a crawl's output folder?)") from None
+        except UnicodeDecodeError as exc:
+            if encoding == encodings[-1]:
+                raise AuditError(f"{path}: cannot read the {what}: not UTF-8 ({exc.reason}); save it as "
+                                 "CSV UTF-8") from None
+        except (OSError, csv.Error) as exc:
+            raise AuditError(f"{path}: cannot read the {what}: {exc}") from None
+    return []
 
 
 def _read_audit(path: Path) -> list[dict]:
-    """The rows of an ``audit.csv``, which must have its ``url`` and ``label`` columns."""
-    rows = _read_csv(path, "audit.csv")
+    """The rows of an ``audit.csv`` in its ``order`` column's order (the file's when it has none; a
+    spreadsheet may have sorted the rows by another column), each with ``_line``, its line in the
+    file. It must have its ``url`` and ``label`` columns."""
+    rows = _read_csv(path, "audit.csv", AUDIT_ENCODINGS)
     if rows and not {"url", "label"} <= set(rows[0]):
         raise AuditError(f"{path}: expected the columns {', '.join(AUDIT_FIELDS)}")
+    for line, row in enumerate(rows, 2):
+        row["_line"] = line
+    if rows and "order" in rows[0]:
+        for row in rows:
+            text = unicodedata.normalize("NFKC", row["order"] or "").strip()
+            if not (text.isascii() and text.isdigit()):
+                raise AuditError(f"{path}, line {row['_line']}: order {row['order']!r} is not a whole number "
+                                 "(the column numbers the random order; keep it as written)")
+            row["_order"] = int(text)
+        rows.sort(key=lambda row: row["_order"])
     return rows
 
 
@@ -80,11 +119,11 @@ def audit_labels(path: Path) -> tuple[list[str], list[str]]:
     rows = _read_audit(path)
     yes: list[str] = []
     no: list[str] = []
-    for line, row in enumerate(rows, 2):
+    for row in rows:
         try:
             label = parse_label(row.get("label", ""))
         except AuditError as exc:
-            raise AuditError(f"{path}, line {line}: {exc}") from None
+            raise AuditError(f"{path}, line {row['_line']}: {exc}") from None
         if label is not None:
             (yes if label else no).append((row.get("url") or "").strip())
     if not yes and not no:
@@ -99,6 +138,14 @@ def _stats(out: Path) -> dict:
     except (OSError, ValueError):
         return {}
     return stats if isinstance(stats, dict) else {}
+
+
+def audited_crawl(out: Path) -> tuple[str | None, str | None]:
+    """The topic and offline web (``TOPICCRAWL_WEB``, "" on the live web) of the crawl in folder
+    ``out``, from its stats.json; (None, None) when it has none."""
+    stats = _stats(out)
+    topic = stats.get("topiccrawl/topic")
+    return (topic, stats.get("topiccrawl/web")) if isinstance(topic, str) else (None, None)
 
 
 def read_harvest(out: Path, stats: dict | None = None, counted: set | None = None) -> tuple[dict[str, float], dict[str, bool]]:
@@ -133,11 +180,18 @@ def read_harvest(out: Path, stats: dict | None = None, counted: set | None = Non
     return judged, hits
 
 
+def crawl_folder(path: Path) -> Path:
+    """The crawl's output folder a user named: the folder, or its ``audit.csv``."""
+    return path.parent if path.name == "audit.csv" and path.is_file() else path
+
+
 def audit(out: Path, *, truth: bool = False, confidence: float = 0.95) -> tuple[AuditEstimate, dict]:
     """The audit of the crawl in folder ``out``: labels from ``audit.csv``'s ``label`` column (the
     labelled rows must be the first ones: a prefix of a random order is a random sample), or with
     ``truth`` from the offline web's ground truth in ``harvest.csv``. Returns the estimate and
-    extra facts (``true_harvest_rate`` when known, ``skipped`` rows)."""
+    extra facts (``true_harvest_rate`` when known, ``skipped`` rows). ``out`` may name the folder's
+    ``audit.csv`` itself."""
+    out = crawl_folder(out)
     audit_path = out / "audit.csv"
     stats = _stats(out)
     counted: set[str] = set()
@@ -146,7 +200,8 @@ def audit(out: Path, *, truth: bool = False, confidence: float = 0.95) -> tuple[
     if truth and not hits:
         raise AuditError(f"{out / 'harvest.csv'}: no ground truth (--truth needs a crawl of an offline web with labels)")
     f_sample, labels, skipped, blank = [], [], 0, 0
-    for line, row in enumerate(sample, 2):
+    for row in sample:
+        line = row["_line"]
         url = row["url"]
         if url not in judged:
             raise AuditError(f"{audit_path}, line {line}: {url} is not a counted page of this crawl's harvest.csv")
@@ -168,6 +223,10 @@ def audit(out: Path, *, truth: bool = False, confidence: float = 0.95) -> tuple[
     reported = _reported_bound(stats)
     if reported is not None:
         extra["reported_harvest_rate"] = reported
+    if "topiccrawl/classifier/pages" in stats and "topiccrawl/classifier/expected_harvest" not in stats:
+        # the page classifier was on but had not fit when the crawl stopped: it reported no rate,
+        # and each page's judgement is its R(P), standing in for P(relevant) until the first fit
+        extra["no_estimate"] = True
     return estimate, extra
 
 

@@ -784,12 +784,28 @@ class TopicCrawl:
         ``seeds=truth:N``'s) or ``audit:PATH`` (the pages a labelled audit calls on topic), else the
         topic's ``examples``. Counter-examples: the topic's, then those the audit labels off topic."""
         pages = parse_url_list("examples", arg)
+        if pages.audit is not None:
+            self._note_audit(pages)
         if pages.truth is not None:
             examples = self._truth_sample(pages.truth, seed=1, name="examples")
         else:
             examples = list(pages.urls) or list(self.topic.examples)
         counter = list(self.topic.counter_examples)
         return examples, counter + [u for u in pages.counter if u not in counter]
+
+    def _note_audit(self, pages) -> None:
+        """Say what an ``-a examples=audit:PATH`` gave, and warn when the audit is of a crawl of
+        another topic or another offline web (its stats.json says which)."""
+        logger.info("examples from the audit %s: %d page(s) labelled on topic, %d off topic (counter-examples)",
+                    pages.audit, len(pages.urls), len(pages.counter))
+        from topiccrawl.crawl.audit import audited_crawl
+
+        topic, web = audited_crawl(pages.audit.parent)
+        here = (self.topic.name, self.config.web or "")
+        if topic is not None and (topic, web or "") != here:
+            logger.warning("examples from the audit %s: it labels a crawl of topic %r on %s; this crawl is of topic "
+                           "%r on %s: its labels may not hold for this topic, or its pages not be on this web",
+                           pages.audit, topic, web or "the live web", here[0], here[1] or "the live web")
 
     def add_example(self, terms: list[str], counter: bool = False, links: Iterable[str] = ()) -> None:
         """A fetched example (or counter-example) page: its terms, and for an example the URLs it

@@ -389,6 +389,7 @@ class UrlList:
     urls: tuple[str, ...] = ()
     truth: int | None = None
     counter: tuple[str, ...] = ()
+    audit: Path | None = None  # the audit.csv read for ``audit:PATH``
 
 
 def parse_url_list(name: str, value: str | None, offline: bool = True) -> UrlList:
@@ -402,14 +403,16 @@ def parse_url_list(name: str, value: str | None, offline: bool = True) -> UrlLis
         from topiccrawl.crawl.audit import audit_labels
         from topiccrawl.scoring.audit import AuditError
 
+        path = Path(value[6:].strip() or ".")
+        path = path / "audit.csv" if path.is_dir() else path
         try:
-            yes, no = audit_labels(Path(value[6:].strip() or "."))
+            yes, no = audit_labels(path)
         except AuditError as exc:
             raise ConfigError(f"spider argument examples: {exc}") from None
         bad = next((u for u in (*yes, *no) if not _is_http_url(u)), None)
         if bad is not None:
             raise ConfigError(f"spider argument examples={value!r}: {bad!r} is not an http(s) URL")
-        return UrlList(tuple(yes), counter=tuple(no))
+        return UrlList(tuple(yes), counter=tuple(no), audit=path)
     if value.startswith("truth:"):
         if "," in value:
             raise ConfigError(f"spider argument {name}={value!r}: truth:N stands alone; it cannot be mixed with URLs")

@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import math
 import random
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 
 #: label spellings a person may write in ``audit.csv`` (case-insensitive); blank = not labelled
-YES = frozenset({"1", "y", "yes", "true", "relevant", "r", "+"})
-NO = frozenset({"0", "n", "no", "false", "irrelevant", "not", "-"})
+YES = frozenset({"1", "y", "yes", "true", "relevant", "r", "+", "是"})
+NO = frozenset({"0", "n", "no", "false", "irrelevant", "not", "-", "否"})
 
 
 class AuditError(ValueError):
@@ -35,8 +36,9 @@ class AuditError(ValueError):
 
 
 def parse_label(text: str) -> bool | None:
-    """``"1"``/``"yes"``/… → True, ``"0"``/``"no"``/… → False, blank → None; :class:`AuditError` otherwise."""
-    value = (text or "").strip().lower()
+    """``"1"``/``"yes"``/… → True, ``"0"``/``"no"``/… → False, blank → None; :class:`AuditError` otherwise.
+    Full-width forms (``１``, ``ｙｅｓ``, an input method's) read as their ASCII ones."""
+    value = unicodedata.normalize("NFKC", text or "").strip().lower()
     if not value:
         return None
     if value in YES:

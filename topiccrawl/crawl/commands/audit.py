@@ -10,7 +10,7 @@ from pathlib import Path
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from topiccrawl.crawl.audit import audit, write_report
+from topiccrawl.crawl.audit import audit, crawl_folder, write_report
 from topiccrawl.scoring.audit import AuditError
 
 
@@ -34,7 +34,7 @@ class Command(ScrapyCommand):
     def long_desc(self) -> str:
         return ("Read OUTPUT_DIR/audit.csv (label 1 = relevant, 0 = not, from the top) and harvest.csv, print "
                 "the audited harvest rate with its confidence interval next to the crawl's self-assessed "
-                "one, and write OUTPUT_DIR/audit.json; see docs/audit.md.")
+                "one, and write OUTPUT_DIR/audit.json (OUTPUT_DIR may be given as OUTPUT_DIR/audit.csv); see docs/audit.md.")
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         super().add_options(parser)
@@ -45,7 +45,7 @@ class Command(ScrapyCommand):
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) != 1:
             raise UsageError("expected exactly one OUTPUT_DIR (a crawl's output folder)")
-        out = Path(args[0])
+        out = crawl_folder(Path(args[0]))
         try:
             estimate, extra = audit(out, truth=opts.truth, confidence=opts.confidence)
             report = write_report(out, estimate, extra)
@@ -62,7 +62,12 @@ class Command(ScrapyCommand):
         if extra["skipped"]:
             print(f"warning: {extra['skipped']} unlabelled rows lie above labelled ones; label from the top, or the "
                   "labelled pages are not a random sample", file=sys.stderr)
-        print(f"self-assessed harvest rate: {estimate.self_assessed:.3f}")
+        if extra.get("no_estimate"):  # a classifier crawl stopped before the classifier's first fit
+            print(f"self-assessed harvest rate: none reported (the page classifier had not fit when the crawl "
+                  f"stopped); the lines here judge the mean of the pages' R(P), which stands in for "
+                  f"P(relevant) until that fit: {estimate.self_assessed:.3f}")
+        else:
+            print(f"self-assessed harvest rate: {estimate.self_assessed:.3f}")
         if "reported_harvest_rate" in extra:  # TOPICCRAWL_CLASSIFIER_ESTIMATE=auc raised it to the bound
             reported = extra["reported_harvest_rate"]
             print(f"the crawl reported {reported:.3f}, the held-out AUC's bound (TOPICCRAWL_CLASSIFIER_ESTIMATE=auc; "
