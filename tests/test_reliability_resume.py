@@ -73,3 +73,10 @@ def test_overwrite_of_a_json_array_feed_on_resume_is_refused(tmp_path):
     assert last.startswith(f"error: -o {feed}: JOBDIR {jobdir} holds a crawl to resume, and appending") and \
         "use a .jsonl feed, or another file" in last, last
     assert feed.read_text(encoding="utf-8") == "[]"
+    # the same file named with Scrapy's placeholders (the spider's name and arguments): refused too
+    (out / "focused-60.json").write_text("[]", encoding="utf-8")
+    named = str(out / "%(name)s-%(max_pages)s.json")
+    proc = subprocess.run([*cmd[:-2], "-o", named], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert proc.stderr.strip().splitlines()[-1].startswith(f"error: -o {named}: JOBDIR {jobdir} holds a crawl")
+    assert (out / "focused-60.json").read_text(encoding="utf-8") == "[]"

@@ -220,6 +220,19 @@ def local_feed_path(uri: str) -> Path | None:
     return None
 
 
+def feed_file(uri: str, params: dict | None = None) -> Path | None:
+    """The local file a feed URI writes this run, its placeholders filled from ``params`` (the
+    spider's name and arguments, as Scrapy fills them); None for a remote feed, or one whose path
+    holds another placeholder (``%(time)s``, ``%(batch_id)d``: a new file each run)."""
+    path = local_feed_path(str(uri))
+    if path is None or "%" not in str(path):
+        return path
+    try:
+        return Path(str(path) % (params or {}))
+    except (KeyError, ValueError, TypeError):
+        return None
+
+
 def check_feeds(feeds: dict) -> None:
     """The folder of every local feed file must be writable (a placeholder-free prefix of it)."""
     for uri in feeds:
@@ -234,17 +247,17 @@ def check_feeds(feeds: dict) -> None:
         check_output_dir(folder.absolute(), f"the folder of feed {uri},")
 
 
-def resume_feeds(settings) -> dict | None:
+def resume_feeds(settings, params: dict | None = None) -> dict | None:
     """``FEEDS`` for a crawl resumed from JOBDIR: a ``-O`` JSON-lines feed is appended to rather
     than overwritten, so the pages of the earlier runs stay in it; ``-O`` with another format is a
     :class:`ConfigError` (appending would break a JSON array, CSV header or XML document). None
-    when nothing changes."""
+    when nothing changes. ``params`` fill a feed path's placeholders (:func:`feed_file`)."""
     jobdir = settings.get("JOBDIR")
     feeds = settings.getdict("FEEDS")
     if not jobdir or not feeds or not Path(jobdir).is_dir() or not any(Path(jobdir).iterdir()):
         return None
     why = f"JOBDIR {jobdir} holds a crawl to resume"
-    _no_second_document(feeds, why)
+    _no_second_document(feeds, why, params)
     return _appending(feeds, why, f"resuming from JOBDIR {jobdir}")
 
 
@@ -254,11 +267,11 @@ def _ended_document(options) -> bool:
     return not options.get("overwrite") and str(options.get("format", "")).lower() in DOCUMENT_FORMATS
 
 
-def _no_second_document(feeds: dict, why: str) -> None:
+def _no_second_document(feeds: dict, why: str, params: dict | None = None) -> None:
     """A :class:`ConfigError` naming ``why`` for an ``-o`` JSON, CSV or XML feed whose local file
     holds the earlier run's document: Scrapy would append a second one (the file no longer valid)."""
     for uri, options in feeds.items():
-        path = local_feed_path(str(uri))
+        path = feed_file(str(uri), params)
         if _ended_document(options) and path is not None and path.is_file() and path.stat().st_size:
             fmt = str(options.get("format", "")).lower()
             raise ConfigError(f"-o {uri}: {why}, and appending to this {fmt} feed would start a second document "
@@ -277,8 +290,9 @@ def rejoin_feeds(settings, spargs: dict, spider: str) -> dict | None:
     if cfg.store != "redis" or not any(options and (options.get("overwrite") or _ended_document(options))
                                        for options in feeds.values()):
         return None
+    params = {**spargs, "name": spider}
     kept = {uri: options for uri, options in feeds.items()
-            if (path := local_feed_path(str(uri))) is not None and path.is_file() and path.stat().st_size}
+            if (path := feed_file(str(uri), params)) is not None and path.is_file() and path.stat().st_size}
     if not kept:
         return None
     from topiccrawl.redis.connection import connect, crawl_keys
@@ -292,7 +306,7 @@ def rejoin_feeds(settings, spargs: dict, spider: str) -> dict | None:
     if not dp:
         return None
     why = f"crawl id {crawl_id!r} in Redis has {dp} pages counted"
-    _no_second_document(kept, why)
+    _no_second_document(kept, why, params)
     return {**feeds, **_appending(kept, why, f"joining crawl id {crawl_id!r} in Redis ({dp} pages counted)")}
 
 
@@ -350,7 +364,7 @@ class Command(ScrapyCrawlCommand):
             except KeyError:
                 spidercls = None  # Scrapy reports the unknown spider itself
             check_crawl_inputs(self.settings, opts.spargs, spidercls)
-            feeds = resume_feeds(self.settings)
+            feeds = resume_feeds(self.settings, {**opts.spargs, "name": spidercls.name if spidercls else args[0]})
             if feeds is None and spidercls is not None:
                 feeds = rejoin_feeds(self.settings, opts.spargs, spidercls.name)
             check_feeds(feeds or self.settings.getdict("FEEDS"))
