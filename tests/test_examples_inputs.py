@@ -41,6 +41,10 @@ class _Site(BaseHTTPRequestHandler):
             body = _page(f"example {path[3:]}", TEXT["ex" + path[3:]], ["/p1"])
         elif path == "/data.json":
             ctype, body = "application/json", json.dumps({"text": TEXT["ex1"]}).encode()
+        elif path == "/slow":  # answers when the test releases it (a server that takes its time)
+            self.server.asked.set()
+            self.server.release.wait(30)
+            body = _page("slow", TEXT["ex3"], ["/p1"])
         elif path == "/blank":
             body = b"<html><head></head><body><script>render()</script></body></html>"
         if body is None:
@@ -301,3 +305,49 @@ def test_an_audit_that_labels_no_page_on_topic_says_so_for_a_topic_without_words
     proc, _ = run_crawl(tmp_path, args={"topic": str(topic), "examples": f"audit:{audit}"}, settings=LIVE)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "labels no page on topic (1), only off topic (0)" in proc.stderr
+
+
+def test_a_crawl_stopped_while_its_examples_are_fetched_says_it_used_none(tmp_path):
+    """Ctrl-C while an example page is still on its way: the crawl stops (after the fetch in flight)
+    and its log says that it used none of the examples and fetched no seed, and that a resume fetches
+    them again (it said nothing of them)."""
+    import signal
+    import subprocess
+    import threading
+
+    from conftest import REPO, bin_path
+
+    with loopback_server(_Site, asked=threading.Event(), release=threading.Event()) as server:
+        site = f"http://127.0.0.1:{server.server_port}"
+        topic = _topic(tmp_path, site, f'examples = ["{site}/ex1", "{site}/slow"]')
+        cmd = [bin_path("scrapy"), "crawl", "focused", "-a", f"topic={topic}", "-a", "strategy=learned",
+               "-a", "max_pages=5", "-s", f"TOPICCRAWL_OUTPUT_DIR={tmp_path / 'out'}",
+               "-s", f"JOBDIR={tmp_path / 'job'}", *(x for k, v in LIVE.items() for x in ("-s", f"{k}={v}"))]
+        proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                env={**os.environ, "TOPICCRAWL_CACHE": str(tmp_path / "cache")})
+        try:
+            assert server.asked.wait(60), "the slow example was never asked for"
+            proc.send_signal(signal.SIGINT)
+            threading.Timer(1.0, server.release.set).start()  # the fetch in flight answers during the stop
+            _, err = proc.communicate(timeout=60)
+        finally:
+            server.release.set()
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode == 0 and "Traceback" not in err, err[-3000:]
+    assert ("the crawl stopped (shutdown) before its example pages were all fetched: it used none of them and fetched "
+            "no seed; a JOBDIR resume fetches them again") in err, err[-3000:]
+    stats = _stats(tmp_path / "out")
+    assert stats["finish_reason"] == "shutdown" and stats.get("topiccrawl/dp", 0) == 0
+    assert "topiccrawl/examples/words" not in stats
+    # as the line says: the resume fetches the examples again and crawls
+    with loopback_server(_Site, asked=threading.Event(), release=threading.Event()) as server:
+        server.release.set()
+        site = f"http://127.0.0.1:{server.server_port}"
+        topic = _topic(tmp_path, site, f'examples = ["{site}/ex1", "{site}/slow"]')
+        proc, out = run_crawl(tmp_path, args={"topic": str(topic), "strategy": "learned", "max_pages": 5},
+                              settings={**LIVE, "JOBDIR": str(tmp_path / "job")}, feed=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    stats = _stats(out)
+    assert stats["topiccrawl/examples/fetched"] == 2 and stats["topiccrawl/dp"] == 5
+    assert "before its example pages were all fetched" not in proc.stderr

@@ -53,7 +53,8 @@ class FocusedSpider(scrapy.Spider):
         super().__init__(*args, **kwargs)
         self.seed_arg = seeds
         self.examples_arg = examples
-        self._waiting = 0
+        self._waiting = self._asked = 0  # example (and background) requests: unanswered, made
+        self._past_examples = False  # start() went on past the examples' wait
         self._examples_done: Deferred | None = None
         #: fetched example and background pages waiting for the last one: (request index, kind, terms,
         #: the URLs an example links to)
@@ -78,6 +79,7 @@ class FocusedSpider(scrapy.Spider):
             yield request
         if self._examples_done is not None:  # the seeds wait for the examples' verdict
             await maybe_deferred_to_future(self._examples_done)
+        self._past_examples = True  # a stop before this line (Ctrl-C cancels start()) used none of them
         if self._refused():  # Redis was lost while the examples were fetched: the worker stops
             return
         try:
@@ -194,9 +196,18 @@ class FocusedSpider(scrapy.Spider):
                                                                 LOCAL_META: True, "example_index": len(urls) + i})
                          for i, url in enumerate(tc.seed_arg(self.seed_arg))]
         if requests:
-            self._waiting = len(requests)
+            self._waiting = self._asked = len(requests)
             self._examples_done = Deferred()
         return requests
+
+    def closed(self, reason: str) -> None:
+        """A crawl stopped (Ctrl-C, a timeout) while its example pages were still fetched: say that
+        it used none of them, and that a resume fetches them again."""
+        if not self._asked or self._past_examples:
+            return
+        resume = "; a JOBDIR resume fetches them again" if self.crawler.settings.get("JOBDIR") else ""
+        self.logger.warning("the crawl stopped (%s) before its example pages were all fetched: it used none of them "
+                            "and fetched no seed%s", reason, resume)
 
     def parse_example(self, response):
         """An example page (it trains the classifier) or a background page; no item, no links.
