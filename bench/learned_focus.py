@@ -65,6 +65,7 @@ from pathlib import Path
 from bench.strategies import (
     CrawlFailed,
     check_passed_through,
+    checkpoints_for,
     ended,
     ended_cell,
     load_run,
@@ -76,7 +77,6 @@ from topiccrawl.scoring.metrics import mean_sd
 from topiccrawl.scoring.topic import Topic, TopicError, load_topic
 
 REPO = Path(__file__).resolve().parent.parent
-CHECKPOINTS = (100, 250, 500, 1000)
 RATIO_AT = (100, 250)
 FRIEDMAN_AT = 250
 EXAMPLES = "truth:5"
@@ -116,11 +116,6 @@ CORPORA = {
 
 
 # -- pure helpers ---------------------------------------------------------------------------------
-
-def checkpoints_for(pages: int) -> list[int]:
-    """The standard checkpoints below the page budget, then the budget itself."""
-    return [c for c in CHECKPOINTS if c < pages] + [pages]
-
 
 def friedman_checkpoint(checkpoints: list[int]) -> int:
     """:data:`FRIEDMAN_AT` when measured, else the largest checkpoint below it (else the first)."""

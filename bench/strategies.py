@@ -34,6 +34,11 @@ REPO = Path(__file__).resolve().parent.parent
 CHECKPOINTS = (100, 250, 500, 1000)
 
 
+def checkpoints_for(pages: int) -> list[int]:
+    """The standard checkpoints below the page budget, then the budget itself."""
+    return [c for c in CHECKPOINTS if c < pages] + [pages]
+
+
 def scrapy_bin() -> str:
     return str(Path(sys.executable).parent / "scrapy")
 
@@ -194,7 +199,8 @@ def main() -> None:
     ap.add_argument("--pages", type=int, default=1000)
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--spider", default="focused", help="focused, or wl (the WL paper's settings: threshold 0.2)")
+    ap.add_argument("--spider", default="focused", choices=("focused", "wl"),
+                    help="focused, or wl (the WL paper's settings: threshold 0.2)")
     ap.add_argument("-s", "--setting", dest="settings", action="append", default=[], type=name_value,
                     metavar="NAME=VALUE", help="a Scrapy/topiccrawl setting for every run (repeatable)")
     ap.add_argument("-a", "--arg", dest="spider_args", action="append", default=[], type=name_value,
@@ -204,6 +210,9 @@ def main() -> None:
     strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
     if not strategies or args.pages < 1 or args.repeats < 1:
         raise SystemExit("--strategies needs at least one strategy; --pages and --repeats must be >= 1")
+    twice = next((s for s in strategies if strategies.count(s) > 1), None)
+    if twice is not None:  # one folder and one row per strategy: the second run would replace the first
+        raise SystemExit(f"--strategies names {twice} twice; use --repeats for more runs of one strategy")
     results: dict[str, list[dict]] = {s: [] for s in strategies}
     try:
         with WebLab(args.web) as lab:
@@ -225,7 +234,7 @@ def main() -> None:
     except WebLabError as err:  # an unknown preset, a missing corpus: the lab's own line
         raise SystemExit(str(err)) from None
 
-    checkpoints = [c for c in CHECKPOINTS if c <= args.pages]
+    checkpoints = checkpoints_for(args.pages)
     lines = [
         f"Corpus `{args.web}` ({info.get('pages')} pages), topic `{args.topic}`, "
         f"{args.repeats} run(s) per strategy, {args.pages} pages each, spider `{args.spider}`"

@@ -329,6 +329,48 @@ def test_an_audit_from_a_spreadsheet_reads_back_in_its_order_column_and_its_enco
     assert proc.returncode == 2 and "save it as CSV UTF-8" in proc.stderr and len(proc.stderr.splitlines()) == 1
 
 
+def test_an_audit_saved_with_semicolons_tabs_or_spaced_headers_reads_back_and_is_never_written_over(tmp_path):
+    """Spreadsheets in comma-decimal locales separate by semicolons, "Unicode text" is UTF-16 with
+    tabs, some write ``order, url`` with spaces and rows of empty cells: all read as the audit they
+    are. A later crawl into the folder keeps such a file (it wrote over the labels when it did not
+    read them), and a page or order number twice is a one-line error."""
+    from topiccrawl.crawl.audit import audit, keep_earlier_audit
+
+    _harvest(tmp_path, 40)
+    urls = [f"https://example.org/{i}" for i in range(0, 40, 4)]
+
+    def save(sep: str, encoding: str, header_sep: str | None = None, extra: str = "") -> None:
+        head = (header_sep or sep).join(AUDIT_FIELDS)
+        body = "".join(f"{n}{sep}{u}{sep}页 {n}{sep}{n % 2}\r\n" for n, u in enumerate(urls, 1))
+        (tmp_path / "audit.csv").write_bytes((head + "\r\n" + body + extra).encode(encoding))
+
+    for sep, encoding, header_sep, extra in ((";", "utf-8-sig", None, ";;;\r\n;;;\r\n"), ("\t", "utf-16", None, ""),
+                                             (",", "utf-8", ", ", ",,,\r\n")):
+        save(sep, encoding, header_sep, extra)
+        estimate, extra_facts = audit(tmp_path)
+        assert estimate.labelled == 10 and estimate.plain.estimate == pytest.approx(0.5), (sep, encoding)
+        assert extra_facts["skipped"] == 0
+        keep_earlier_audit(tmp_path)  # labelled: set aside, not written over
+        assert not (tmp_path / "audit.csv").exists() and (tmp_path / "audit.1.csv").is_file()
+        (tmp_path / "audit.1.csv").unlink()
+    # a file that is no audit at all (some other table saved over it) is kept too
+    (tmp_path / "audit.csv").write_text("a|b\n1|2\n", encoding="utf-8")
+    keep_earlier_audit(tmp_path)
+    assert (tmp_path / "audit.1.csv").read_text(encoding="utf-8") == "a|b\n1|2\n"
+    proc = _audit(tmp_path / "audit.1.csv")  # only the folder's audit.csv is read
+    assert proc.returncode == 2 and "not a folder" in proc.stderr
+    (tmp_path / "audit.1.csv").rename(tmp_path / "audit.csv")
+    with pytest.raises(AuditError, match=r"expected the columns order, url, title, label separated by commas .*"
+                                         r"the first line has a\|b$"):
+        audit(tmp_path)
+    save(",", "utf-8", extra=f"11,{urls[0]},again,1\r\n")  # a row pasted twice, renumbered
+    with pytest.raises(AuditError, match=rf"line 12: url {urls[0]} is on line 2 too"):
+        audit(tmp_path)
+    save(",", "utf-8", extra="3,https://example.org/39,,1\r\n")  # an order number twice
+    with pytest.raises(AuditError, match="order 3 is on line 4 too"):
+        audit(tmp_path)
+
+
 def test_a_new_audit_sets_the_earlier_runs_report_aside(tmp_path):
     """A crawl written into a folder that holds an earlier audit's audit.json keeps it as
     audit.N.json, beside the labelled audit.N.csv it reports on (it stayed as audit.json, the report
@@ -346,6 +388,13 @@ def test_a_new_audit_sets_the_earlier_runs_report_aside(tmp_path):
     assert (tmp_path / "audit.2.csv").read_text(encoding="utf-8").splitlines()[1].endswith(",1")
     assert json.loads((tmp_path / "audit.2.json").read_text(encoding="utf-8")) == {"labels": "audit.csv"}
     assert not (tmp_path / "audit.json").exists() and (tmp_path / "audit.1.json").exists()
+    # a crawl that writes no audit (TOPICCRAWL_AUDIT_ENABLED=False) keeps even an unlabelled one aside
+    from topiccrawl.crawl.audit import keep_earlier_audit
+
+    (tmp_path / "audit.json").write_text("{}", encoding="utf-8")
+    keep_earlier_audit(tmp_path, replace=False)
+    assert not (tmp_path / "audit.csv").exists() and not (tmp_path / "audit.json").exists()
+    assert (tmp_path / "audit.3.csv").is_file() and (tmp_path / "audit.3.json").is_file()
 
 
 def test_scrapy_audit_of_a_classifier_crawl_stopped_before_its_first_fit_says_it_reported_no_rate(tmp_path):
@@ -464,3 +513,21 @@ def test_the_next_crawl_learns_from_the_labelled_audit(tmp_path):
                                                    "examples": f"audit:{first}"}, settings=settings, feed=False)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "no [words] table" in proc.stderr
+
+
+def test_the_audits_crawl_is_read_only_beside_its_own_audit_and_webs_compare_by_their_parameters(tmp_path):
+    """``examples=audit:`` warns of another topic or web by the stats.json beside the audit: an
+    earlier run's audit kept as audit.N.csv has a later crawl's stats.json beside it (it warned of
+    the wrong topic), and two spellings of one web are one web (it warned of another)."""
+    from topiccrawl.crawl.audit import audited_crawl
+    from topiccrawl.weblab.corpus import same_web
+
+    (tmp_path / "stats.json").write_text(json.dumps({"topiccrawl/topic": "房产", "topiccrawl/web": WEB}),
+                                         encoding="utf-8")
+    assert audited_crawl(tmp_path / "audit.csv") == ("房产", WEB)
+    assert audited_crawl(tmp_path / "audit.1.csv") == (None, None)
+    assert audited_crawl(tmp_path / "elsewhere" / "audit.csv") == (None, None)
+    assert same_web("generated:zh-disaster?pages=5000&seed=11", "generated:zh-disaster?seed=11&pages=5000")
+    assert not same_web("generated:zh-disaster?pages=5000&seed=11", "generated:zh-disaster?pages=5000&seed=12")
+    assert same_web("live", "") and not same_web("live", WEB)
+    assert same_web(f"wikispeedia:{tmp_path}/w", f"wikispeedia:{tmp_path}/./w")

@@ -114,6 +114,23 @@ def test_a_passed_through_argument_cannot_override_what_the_bench_labels_its_run
         check_passed_through([], ["topic=x"], {"topic": "--topics"}, "--settings", "--args")
 
 
+def test_the_strategies_bench_refuses_a_strategy_twice_and_an_unknown_spider_in_one_line(tmp_path):
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    base = [sys.executable, "-m", "bench.strategies", "--web", "generated:zh-disaster", "--topic", "台风灾害",
+            "--out", str(tmp_path)]
+    proc = subprocess.run([*base, "--strategies", "learned,bestfirst,learned"], cwd=REPO, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 1 and proc.stderr.strip().splitlines() == [
+        "--strategies names learned twice; use --repeats for more runs of one strategy"]
+    proc = subprocess.run([*base, "--spider", "nospider"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and "invalid choice: 'nospider'" in proc.stderr
+    assert not any(tmp_path.iterdir())  # nothing ran
+
+
 def test_the_estimate_cell_shows_the_classifiers_figure_and_its_unreliable_flag():
     assert estimate_cell([{"expected_harvest": None}, {}]) == "–"
     assert estimate_cell([{"expected_harvest": 0.2, "unreliable": False},

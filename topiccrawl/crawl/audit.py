@@ -3,7 +3,9 @@ with a person's labels by ``scrapy audit`` (:mod:`topiccrawl.scoring.audit` has 
 
 from __future__ import annotations
 
+import codecs
 import csv
+import io
 import json
 import logging
 import random
@@ -17,48 +19,67 @@ logger = logging.getLogger(__name__)
 AUDIT_FIELDS = ["order", "url", "title", "label"]
 
 
-#: the encodings an ``audit.csv`` is read in, in turn: UTF-8 (with or without the byte-order mark
-#: a spreadsheet's "CSV UTF-8" writes), then GB18030, the superset of GBK that a spreadsheet's
-#: plain "CSV" writes on a Simplified-Chinese system (labels and URLs are ASCII in both)
+#: the encodings an ``audit.csv`` is read in, in turn: UTF-16 when it starts with its byte-order
+#: mark (a spreadsheet's "Unicode text"), UTF-8 (with or without the byte-order mark a spreadsheet's
+#: "CSV UTF-8" writes), then GB18030, the superset of GBK that a spreadsheet's plain "CSV" writes on
+#: a Simplified-Chinese system (labels and URLs are ASCII in both)
 AUDIT_ENCODINGS = ("utf-8-sig", "gb18030")
+#: the field separators an ``audit.csv`` may use: the comma, the semicolon of spreadsheets in
+#: locales whose decimal mark is a comma, the tab of "Unicode text"
+AUDIT_DELIMITERS = (",", ";", "\t")
 
 
 def _labelled(path: Path) -> bool:
+    """Whether ``path`` is more than a crawl's unlabelled audit: a label in it, or a file that
+    cannot be read as an audit (kept rather than written over what a person made of it)."""
     if not path.is_file():  # e.g. a folder in the way: the audit is not written (a warning says so)
         return False
     try:
-        return any((row.get("label") or "").strip() for row in _read_csv(path, "audit.csv", AUDIT_ENCODINGS))
+        fields, rows = _audit_rows(path)
     except AuditError:
-        return True  # unreadable as written here: set aside rather than overwrite what a person made of it
+        return True
+    return not {"url", "label"} <= fields or any((row.get("label") or "").strip() for row in rows)
 
 
-def _set_aside(out: Path, names: tuple[str, ...], n: int | None = None) -> int:
+def _set_aside(out: Path, names: tuple[str, ...]) -> int:
     """Rename ``out/audit<ext>`` for each of ``names``' extensions that exists to ``audit.<n><ext>``,
-    n the first number free for all of them (or ``n``); returns n."""
-    if n is None:
-        n = 1
-        while any((out / f"audit.{n}{ext}").exists() for ext in names):
-            n += 1
+    n the first number free for all of them; returns n."""
+    n = 1
+    while any((out / f"audit.{n}{ext}").exists() for ext in names):
+        n += 1
     for ext in names:
         if (out / f"audit{ext}").exists():
             (out / f"audit{ext}").rename(out / f"audit.{n}{ext}")
     return n
 
 
-def write_audit(out: Path, rows: list[dict], k: int, rng: random.Random) -> Path | None:
-    """``out/audit.csv``: k of the counted pages that carry a judgement, uniformly at random, in
-    random order, with an empty ``label`` column. An ``audit.csv`` that already holds labels (a
-    crawl resumed after its audit was labelled) is kept as ``audit.1.csv`` (``.2``, …) first."""
-    pool = [row for row in rows if row.get("judged") is not None]
-    if not pool:
-        return None
+def keep_earlier_audit(out: Path, replace: bool = True) -> None:
+    """Before a crawl writes its outputs into ``out``: an earlier run's ``audit.csv`` holding labels
+    (or not readable as an unlabelled audit), or any when this crawl writes none (``replace``
+    False), is kept as ``audit.N.csv`` with its report ``audit.json`` as ``audit.N.json``; a report
+    beside an unlabelled audit as the first free ``audit.N.json``. An ``audit.json`` in a folder
+    is always the report of the ``audit.csv`` there."""
     path = out / "audit.csv"
-    if path.exists() and _labelled(path):
+    if path.is_file() and (not replace or _labelled(path)):
         n = _set_aside(out, (".csv", ".json"))
-        logger.warning("kept the labelled audit of the earlier run as %s", out / f"audit.{n}.csv")
-    elif (out / "audit.json").exists():  # the report of an earlier run's audit (e.g. --truth): not of this one
+        logger.warning("kept the %s of the earlier run as %s", "audit" if replace else "audit (this crawl writes none)",
+                       out / f"audit.{n}.csv")
+    elif (out / "audit.json").is_file():  # the report of an earlier run's audit (e.g. --truth): not of this one
         n = _set_aside(out, (".json",))
         logger.warning("kept the audit report of the earlier run as %s", out / f"audit.{n}.json")
+
+
+def write_audit(out: Path, rows: list[dict], k: int, rng: random.Random) -> Path | None:
+    """``out/audit.csv``: k of the counted pages that carry a judgement, uniformly at random, in
+    random order, with an empty ``label`` column; an earlier run's audit there is kept first
+    (:func:`keep_earlier_audit`)."""
+    keep_earlier_audit(out)
+    path = out / "audit.csv"
+    pool = [row for row in rows if row.get("judged") is not None]
+    if not pool:
+        if path.is_file():  # the earlier run's unlabelled sample: not of this crawl's pages
+            path.unlink()
+        return None
     with path.open("w", newline="", encoding="utf-8") as fh:
         writer = csv.DictWriter(fh, fieldnames=AUDIT_FIELDS)
         writer.writeheader()
@@ -67,39 +88,80 @@ def write_audit(out: Path, rows: list[dict], k: int, rng: random.Random) -> Path
     return path
 
 
-def _read_csv(path: Path, what: str, encodings: tuple[str, ...] = ("utf-8",)) -> list[dict]:
+def _read_csv(path: Path, what: str) -> list[dict]:
+    try:
+        with path.open(encoding="utf-8", newline="") as fh:
+            return list(csv.DictReader(fh))
+    except FileNotFoundError:
+        raise AuditError(f"{path}: no {what} here (is this a crawl's output folder?)") from None
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise AuditError(f"{path}: cannot read the {what}: {exc}") from None
+
+
+def _audit_text(path: Path) -> str:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise AuditError(f"{path}: no audit.csv here (is this a crawl's output folder?)") from None
+    except OSError as exc:
+        raise AuditError(f"{path}: cannot read the audit.csv: {exc}") from None
+    encodings = ("utf-16",) if data[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE) else AUDIT_ENCODINGS
     for encoding in encodings:
         try:
-            with path.open(encoding=encoding, newline="") as fh:
-                return list(csv.DictReader(fh))
-        except FileNotFoundError:
-            raise AuditError(f"{path}: no {what} here (is this a crawl's output folder?)") from None
-        except UnicodeDecodeError as exc:
-            if encoding == encodings[-1]:
-                raise AuditError(f"{path}: cannot read the {what}: not UTF-8 ({exc.reason}); save it as "
-                                 "CSV UTF-8") from None
-        except (OSError, csv.Error) as exc:
-            raise AuditError(f"{path}: cannot read the {what}: {exc}") from None
-    return []
+            return data.decode(encoding)
+        except UnicodeDecodeError:
+            continue
+    raise AuditError(f"{path}: cannot read the audit.csv: not UTF-8, UTF-16 or GB18030 text; save it as CSV UTF-8")
+
+
+def _audit_rows(path: Path) -> tuple[set[str], list[dict]]:
+    """An audit file's column names (spaces around them dropped) and its rows that are not blank,
+    each with ``_line``, the line it ends on; separated by a comma, a semicolon or a tab, whichever
+    makes a header with ``url`` and ``label``."""
+    text = _audit_text(path)
+    header = next((line for line in text.splitlines() if line.strip()), "")
+    delimiter = next((d for d in AUDIT_DELIMITERS
+                      if {"url", "label"} <= {f.strip() for f in next(csv.reader([header], delimiter=d), [])}), ",")
+    try:
+        reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter)
+        fields = {(f or "").strip() for f in reader.fieldnames or ()}
+        rows = []
+        for row in reader:
+            row = {(k or "").strip(): v for k, v in row.items() if k is not None}
+            if any((v or "").strip() for v in row.values()):  # a spreadsheet's cleared rows (,,,) are not rows
+                row["_line"] = reader.line_num
+                rows.append(row)
+    except csv.Error as exc:
+        raise AuditError(f"{path}: cannot read the audit.csv: {exc}") from None
+    return fields, rows
 
 
 def _read_audit(path: Path) -> list[dict]:
     """The rows of an ``audit.csv`` in its ``order`` column's order (the file's when it has none; a
     spreadsheet may have sorted the rows by another column), each with ``_line``, its line in the
-    file. It must have its ``url`` and ``label`` columns."""
-    rows = _read_csv(path, "audit.csv", AUDIT_ENCODINGS)
-    if rows and not {"url", "label"} <= set(rows[0]):
-        raise AuditError(f"{path}: expected the columns {', '.join(AUDIT_FIELDS)}")
-    for line, row in enumerate(rows, 2):
-        row["_line"] = line
-    if rows and "order" in rows[0]:
+    file. It must have its ``url`` and ``label`` columns; a page or an order number may appear once."""
+    fields, rows = _audit_rows(path)
+    if not {"url", "label"} <= fields:
+        raise AuditError(f"{path}: expected the columns {', '.join(AUDIT_FIELDS)} separated by commas (or "
+                         f"semicolons, or tabs); the first line has {', '.join(sorted(fields)) or 'none'}")
+    if "order" in fields:
         for row in rows:
-            text = unicodedata.normalize("NFKC", row["order"] or "").strip()
+            text = unicodedata.normalize("NFKC", row.get("order") or "").strip()
             if not (text.isascii() and text.isdigit()):
-                raise AuditError(f"{path}, line {row['_line']}: order {row['order']!r} is not a whole number "
+                raise AuditError(f"{path}, line {row['_line']}: order {row.get('order')!r} is not a whole number "
                                  "(the column numbers the random order; keep it as written)")
             row["_order"] = int(text)
         rows.sort(key=lambda row: row["_order"])
+    seen: dict[tuple[str, str], int] = {}
+    for row in rows:
+        row["url"] = (row.get("url") or "").strip()
+        for key in (("url", row["url"]), ("order", row.get("_order"))):
+            if key[1] is None:
+                continue
+            first = seen.setdefault((key[0], str(key[1])), row["_line"])
+            if first != row["_line"]:
+                raise AuditError(f"{path}, line {row['_line']}: {key[0]} {key[1]} is on line {first} too (each page "
+                                 "once, each order number once: a row pasted twice?)")
     return rows
 
 
@@ -140,10 +202,13 @@ def _stats(out: Path) -> dict:
     return stats if isinstance(stats, dict) else {}
 
 
-def audited_crawl(out: Path) -> tuple[str | None, str | None]:
-    """The topic and offline web (``TOPICCRAWL_WEB``, "" on the live web) of the crawl in folder
-    ``out``, from its stats.json; (None, None) when it has none."""
-    stats = _stats(out)
+def audited_crawl(path: Path) -> tuple[str | None, str | None]:
+    """The topic and offline web (``TOPICCRAWL_WEB``, "" on the live web) of the crawl an audit file
+    labels, from the stats.json beside it; (None, None) when it has none, or for an earlier run's
+    audit kept as ``audit.N.csv`` (the stats.json there is a later crawl's)."""
+    if path.name != "audit.csv":
+        return None, None
+    stats = _stats(path.parent)
     topic = stats.get("topiccrawl/topic")
     return (topic, stats.get("topiccrawl/web")) if isinstance(topic, str) else (None, None)
 

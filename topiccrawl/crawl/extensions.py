@@ -18,7 +18,7 @@ from scrapy import signals
 from scrapy.exceptions import CloseSpider
 from twisted.internet import task
 
-from topiccrawl.crawl.audit import write_audit
+from topiccrawl.crawl.audit import keep_earlier_audit, write_audit
 from topiccrawl.crawl.feeds import writes_nothing
 from topiccrawl.crawl.runtime import TopicComponent
 
@@ -150,6 +150,11 @@ class TopicStats(TopicComponent):
             if audit is not None:
                 self.crawler.stats.set_value("topiccrawl/audit/pages", min(
                     self.tc.config.audit_pages, sum(r.get("judged") is not None for r in self.tc.harvest_rows)))
+        else:  # an earlier run's audit here is not of this crawl's pages
+            try:
+                keep_earlier_audit(out, replace=False)
+            except OSError as exc:
+                logger.error("could not keep the earlier audit in %s aside: %s", out, exc)
         stats = {k: v for k, v in self.crawler.stats.get_stats().items()}
         stats["finish_reason"] = reason
         stats["topiccrawl/checkpoints"] = self.tc.metrics.checkpoints(self.tc.config.checkpoints, total)

@@ -799,13 +799,17 @@ class TopicCrawl:
         logger.info("examples from the audit %s: %d page(s) labelled on topic, %d off topic (counter-examples)",
                     pages.audit, len(pages.urls), len(pages.counter))
         from topiccrawl.crawl.audit import audited_crawl
+        from topiccrawl.weblab.corpus import same_web
 
-        topic, web = audited_crawl(pages.audit.parent)
+        topic, web = audited_crawl(pages.audit)
         here = (self.topic.name, self.config.web or "")
-        if topic is not None and (topic, web or "") != here:
+        if topic is not None and (topic != here[0] or not same_web(web or "", here[1])):
+            def name(web: str) -> str:
+                return web if (web or "live") != "live" else "the live web"
+
             logger.warning("examples from the audit %s: it labels a crawl of topic %r on %s; this crawl is of topic "
                            "%r on %s: its labels may not hold for this topic, or its pages not be on this web",
-                           pages.audit, topic, web or "the live web", here[0], here[1] or "the live web")
+                           pages.audit, topic, name(web or ""), here[0], name(here[1]))
 
     def add_example(self, terms: list[str], counter: bool = False, links: Iterable[str] = ()) -> None:
         """A fetched example (or counter-example) page: its terms, and for an example the URLs it

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import abc
 import importlib
+import os
 import random
 import re
 from collections.abc import Callable, Iterator
@@ -230,6 +231,21 @@ def parse_spec(spec: str) -> CorpusSpec:
     except ValueError:
         raise CorpusError(f"malformed parameters {query!r} in corpus spec {text!r}") from None
     return CorpusSpec(kind, arg.strip(), params, text)
+
+
+def same_web(a: str, b: str) -> bool:
+    """Whether two ``TOPICCRAWL_WEB`` values name the same web: the same kind, argument (a corpus
+    path as the same file) and parameters in any order; "" and ``live`` both the live web."""
+    a, b = (a or "").strip(), (b or "").strip()
+    if (a or "live") == "live" or (b or "live") == "live":
+        return (a or "live") == (b or "live")
+    try:
+        x, y = parse_spec(a), parse_spec(b)
+    except CorpusError:
+        return a == b
+    if x.kind != y.kind or x.params != y.params:
+        return False
+    return x.arg == y.arg or (x.kind != "generated" and os.path.realpath(x.arg) == os.path.realpath(y.arg))
 
 
 #: reader kind -> "module:function" checking (arg, params) without reading the corpus
