@@ -36,6 +36,38 @@ def _start(tmp_path, name: str, redis_url: str, proxy: str, spider="dwdbrm"):
                         _settings(redis_url, proxy, tmp_path / name))
 
 
+def test_a_discovery_worker_that_loses_redis_stops_in_one_line_and_keeps_its_pages(tmp_path, redis_server, lab):
+    """Redis gone in the middle of a dwdbrm crawl: the worker stops with one error line, finish
+    reason ``redis_lost`` and exit status 1, its results in its feed and reports (it logged a
+    traceback per page and at each idle, and closed as ``finished`` with exit status 0)."""
+    import time
+
+    client = redis_server.client()
+    worker = start_worker(tmp_path, "w", "dwdbrm", ["-a", "seeds=truth:5", "-a", "pages=5000"],
+                          _settings(redis_server.url, lab.proxy_url, tmp_path / "w"))
+    try:
+        deadline = time.monotonic() + 180
+        while int(client.hget(crawl_keys("disc")["stats"], "discovery_results") or 0) < 30:
+            assert time.monotonic() < deadline and worker.poll() is None, worker.log.read_text()[-3000:]
+            time.sleep(0.05)
+        redis_server.proc.kill()  # Redis goes away mid-crawl
+        redis_server.proc.wait(10)
+        worker.wait(120)  # the worker stops by itself
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+    log = worker.log.read_text()
+    assert worker.returncode == 1 and "Traceback" not in log, log[-3000:]
+    errors = [line for line in log.splitlines() if " ERROR: " in line]
+    assert len(errors) == 1 and f"lost Redis at redis://127.0.0.1:{redis_server.port}/0 (" in errors[0], errors
+    stats = json.loads((worker.out / "stats.json").read_text(encoding="utf-8"))
+    assert stats["finish_reason"] == "redis_lost" and stats["topiccrawl/redis/lost"] is True
+    urls = [p["url"] for p in _read(worker.out / "pages.jsonl")]
+    assert len(urls) == len(set(urls)) >= 30
+    # every result it found is in its feed, those of the iteration Redis went in too, and in its ranking
+    assert set(urls) == {r["url"] for r in _read(worker.out / "ranked.jsonl")}
+
+
 def _read(path) -> list[dict]:
     return [json.loads(l) for l in path.read_text(encoding="utf-8").splitlines()]
 

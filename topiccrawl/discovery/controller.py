@@ -73,6 +73,7 @@ class DiscoveryController:
         self.operator: str | None = None
         self.top: list[str] = []
         self.found: list[str] = []
+        self._emitting: list[DiscoveredPage] = []  # pages an unfinished end_iteration was to emit
         #: pages each operator has already started from: an operator plans from the k best pages
         #: it has not expanded yet (as DISCO does), else a stable top-k starves every operator
         self.expanded: dict[str, set[str]] = {op: set() for op in self.bandit.operators}
@@ -167,15 +168,21 @@ class DiscoveryController:
         """Close the running iteration and open the next one.
 
         Returns the pages found in the closed iteration (to emit, ranked) and the requests of the
-        next iteration (empty when the crawl is over: :attr:`finished` says why).
+        next iteration (empty when the crawl is over: :attr:`finished` says why). An error on the
+        way (a shared bandit out of reach) leaves those pages to :meth:`flush`.
         """
+        result = self._end_iteration()
+        self._emitting = []
+        return result
+
+    def _end_iteration(self) -> tuple[list[DiscoveredPage], list[PlannedRequest]]:
         if self.ranker is None:
             if not self.seeds:
                 self.finished = "no seed page could be fetched"
                 return [], []
             self._fit()
         previous = self.ranking
-        emitted = [self.results[u] for u in self.found]
+        emitted = self._emitting = [self.results[u] for u in self.found]
         if self.operator is not None:
             self.ranking = self.ranker.rank(list(self.results.values()), self.graph)
             reward = operator_reward(self.ranking.urls, previous.urls, self.found, self.reward)
@@ -207,6 +214,20 @@ class DiscoveryController:
         self.finished = "no operator can find anything new"
         self.operator = None
         return emitted, []
+
+    def flush(self) -> list[DiscoveredPage]:
+        """The pages found so far in the running iteration, to emit, ranked with the rest, without
+        rewarding its operator (the crawl stops with its bandit out of reach). Its operator stays
+        the running one: a resumed crawl finishes the iteration and rewards it for the pages found
+        from then on."""
+        emitted = list({page.url: page for page in (*self._emitting, *(self.results[u] for u in self.found))}.values())
+        self._emitting, self.found = [], []
+        if not emitted:
+            return []
+        if self.ranker is None:
+            self._fit()
+        self.ranking = self.ranker.rank(list(self.results.values()), self.graph)
+        return emitted
 
     def _top_for(self, operator: str) -> list[DiscoveredPage]:
         """The k best pages (seeds, then the ranking) that ``operator`` has not started from."""

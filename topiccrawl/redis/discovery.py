@@ -36,15 +36,15 @@ import logging
 
 from scrapy import signals
 from scrapy.exceptions import CloseSpider
-from scrapy.utils.job import job_dir
 
 from topiccrawl.crawl.runtime import TopicCrawl
 from topiccrawl.crawl.scheduler import TopicScheduler
 from topiccrawl.crawl.settings import ConfigError
 from topiccrawl.discovery.bandit import IterationRecord, UCB1Bandit
 from topiccrawl.redis.bandit import RedisBandit
-from topiccrawl.redis.connection import connect, crawl_keys, redact
+from topiccrawl.redis.connection import crawl_keys, redact
 from topiccrawl.redis.dupefilter import RedisDupeFilter
+from topiccrawl.redis.scheduler import REDIS_DOWN, RedisWorker
 
 logger = logging.getLogger(__name__)
 
@@ -83,6 +83,17 @@ class WorkerBandit(RedisBandit):
         super().__init__(client, prefix, operators)
         self.mine: list[IterationRecord] = []
         self.playing: str | None = None
+        self._dropped: dict[str, str] = {}
+
+    @property
+    def dropped(self) -> dict[str, str]:
+        """The shared dropped operators; the last ones read once Redis is gone (the worker's report
+        at its close)."""
+        try:
+            self._dropped = super().dropped
+        except REDIS_DOWN:
+            pass
+        return dict(self._dropped)
 
     def select(self) -> str:
         """UCB1 (eq. 11) on the shared statistics plus the pending plays; choosing and counting
@@ -153,28 +164,27 @@ class WorkerBandit(RedisBandit):
         return self.totals[op] / plays if plays else 0.0
 
 
-class RedisDiscoveryScheduler(TopicScheduler):
+class RedisDiscoveryScheduler(RedisWorker, TopicScheduler):
     """The TopicScheduler of a discovery worker: its own in-memory queue, the crawl's shared
     dupefilter; the controller a spider hands it (``scheduler.discovery = ctl``) is switched to
-    the shared bandit and the shared page-limit counter."""
+    the shared bandit and the shared page-limit counter. Redis gone stops the worker as it stops
+    a focused one (:meth:`RedisWorker.lost`: one error line, finish reason ``redis_lost``)."""
 
-    def __init__(self, crawler, client, stats) -> None:
+    def __init__(self, crawler, client, jobdir, stats, down: Exception | None = None) -> None:
         cfg = TopicCrawl.for_crawler(crawler).config
         self.crawl_id = cfg.crawl_id or crawler.spider.name
         self.keys = crawl_keys(self.crawl_id)
         self._ctl = None
         df = RedisDupeFilter(client, self.keys["dupefilter"], crawler.request_fingerprinter, stats,
                              crawler.settings.getbool("DUPEFILTER_DEBUG"))
-        super().__init__(crawler, df, job_dir(crawler.settings), stats)
+        super().__init__(crawler, df, jobdir, stats)
         self.r = client
+        self.down = down
         self.bandit: WorkerBandit | None = None
         self.results = SharedCount(client, self.keys["stats"], RESULTS_FIELD)
         self.refused: str | None = None
+        self._renewal = None  # a discovery worker leases nothing
         crawler.signals.connect(self._idle, signal=signals.spider_idle)
-
-    @classmethod
-    def from_crawler(cls, crawler):
-        return cls(crawler, connect(TopicCrawl.for_crawler(crawler).config.redis_url), crawler.stats)
 
     @property
     def discovery(self):
@@ -190,6 +200,11 @@ class RedisDiscoveryScheduler(TopicScheduler):
         ctl.share(self.bandit, self.results)
 
     def open(self, spider):
+        self._open_or_lost(spider)
+        return super().open(spider)
+
+    def _open(self) -> None:
+        spider = self.spider
         self.r.hsetnx(self.keys["meta"], "strategy", DISCOVERY)
         started = self.r.hget(self.keys["meta"], "strategy")
         if started != DISCOVERY:
@@ -206,21 +221,30 @@ class RedisDiscoveryScheduler(TopicScheduler):
             self.stats.set_value("topiccrawl/redis/crawl_id", self.crawl_id)
             logger.info("discovery worker joined crawl %r at %s: %d results, %d bandit plays so far",
                         self.crawl_id, redact(self.tc.config.redis_url), self.results.total(), self.bandit.n)
-        return super().open(spider)
+            self.joined = True
 
     def close(self, reason: str):
-        if self.bandit is not None:
-            self.bandit.release()
-            shared = self.bandit.snapshot()
-            for op in shared.operators:
-                self.stats.set_value(f"topiccrawl/dwdbrm/shared/{op}/pulls", shared.plays[op])
-                self.stats.set_value(f"topiccrawl/dwdbrm/shared/{op}/reward_mean", shared.mean(op))
-            self.stats.set_value("topiccrawl/dwdbrm/shared/results", self.results.total())
+        if self.bandit is not None and not self.lost_redis:
+            try:
+                self.bandit.release()
+                shared = self.bandit.snapshot()
+                for op in shared.operators:
+                    self.stats.set_value(f"topiccrawl/dwdbrm/shared/{op}/pulls", shared.plays[op])
+                    self.stats.set_value(f"topiccrawl/dwdbrm/shared/{op}/reward_mean", shared.mean(op))
+                self.stats.set_value("topiccrawl/dwdbrm/shared/results", self.results.total())
+            except REDIS_DOWN as exc:  # gone during the close: said once, the shared figures left out
+                self.lost(exc)
         return super().close(reason)
 
     def enqueue_request(self, request) -> bool:
-        return not self.refused and super().enqueue_request(request)
+        if self.refused:
+            return False
+        try:
+            return super().enqueue_request(request)
+        except REDIS_DOWN as exc:  # the shared duplicate filter
+            self.lost(exc)
+            return False
 
     def _idle(self, spider) -> None:
         if self.refused:
-            raise CloseSpider("redis_refused")
+            raise CloseSpider(self.refusal)

@@ -32,7 +32,7 @@ from scrapy import signals
 from scrapy.exceptions import CloseSpider, DontCloseSpider
 from scrapy.utils.defer import deferred_from_coro
 
-from topiccrawl.crawl.feeds import NO_OUTPUT_REASONS
+from topiccrawl.crawl.feeds import writes_nothing
 from topiccrawl.crawl.runtime import TopicCrawl, html_page
 from topiccrawl.discovery.bandit import REWARDS
 from topiccrawl.discovery.controller import DiscoveryController
@@ -98,6 +98,7 @@ class DiscoverySpider(scrapy.Spider):
             self.logger.warning("spider argument backend_url is deprecated: use -a search_url=URL")
         self.seed_arg = seeds
         self.background_arg = background
+        self._flushed = False  # the pages of the iteration running when Redis went are out
         self.backend_name = backend
         self.backend_url = _search_url(search_url, backend_url)
         self.k = int(k)
@@ -223,8 +224,25 @@ class DiscoverySpider(scrapy.Spider):
     def spider_idle(self, spider) -> None:
         if getattr(self, "ctl", None) is None:
             return
+        scheduler = self.crawler.engine.scheduler
+        if getattr(scheduler, "lost_redis", False) and not self._flushed:
+            # Redis gone: the pages this iteration found go out, unrewarded; the scheduler then closes
+            self._flushed = True
+            emitted = self.ctl.flush()
+            if emitted:
+                self._emit(emitted)
+                raise DontCloseSpider
+        if getattr(scheduler, "refused", None):  # a Redis worker refused, or that lost Redis: it closes the crawl
+            return
         if not self.ctl.finished:
-            emitted, planned = self.ctl.end_iteration()
+            try:
+                emitted, planned = self.ctl.end_iteration()
+            except Exception as exc:  # the shared bandit or page count on Redis: Redis gone
+                down = getattr(scheduler, "redis_down", None)
+                if down is None or not down(exc):
+                    raise
+                self.spider_idle(spider)  # its pages go out, then the scheduler closes the crawl
+                return
             self._emit(emitted)
             for p in planned:
                 self.crawler.engine.crawl(self._request(p))
@@ -249,7 +267,7 @@ class DiscoverySpider(scrapy.Spider):
     # -- report ---------------------------------------------------------------------------------
     def spider_closed(self, spider, reason) -> None:
         ctl = getattr(self, "ctl", None)
-        if ctl is None or reason in NO_OUTPUT_REASONS:  # refused: an earlier run's files stay as they were
+        if ctl is None or writes_nothing(self.crawler, reason):  # refused: an earlier run's files stay as they were
             return
         stats = self.crawler.stats
         for op, values in ctl.operator_stats().items():
