@@ -596,12 +596,17 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--plain-repeats", type=int, default=1,
                     help="runs of the plain Scrapy spider after the crawls (the × plain columns use their mean)")
     args = ap.parse_args(argv)
-    check_passed_through(args.settings, args.spider_args, {"topic": "--topics", "strategy": "--variants",
-                                                          "web": "--corpus or --web"}, "--settings", "--args")
     variants = list(dict.fromkeys(v.strip() for v in args.variants.split(",") if v.strip()))
     unknown = [v for v in variants if v not in VARIANTS]
     if unknown:
         raise SystemExit(f"unknown variant {unknown[0]!r}: choose from {', '.join(VARIANTS)}")
+    # what a chosen variant sets itself (its examples, its repetition's seed) labels its rows too
+    own_args = {a.partition("=")[0]: f"the variant {v} (it sets it)" for v in variants for a in VARIANTS[v].args}
+    own_settings = {VARIANTS[v].seed_setting: "--first-seed (the repetitions' seeds)" for v in variants
+                    if VARIANTS[v].seed_setting}
+    check_passed_through(args.settings, args.spider_args, {"topic": "--topics", "strategy": "--variants",
+                                                          "web": "--corpus or --web"}, "--settings", "--args",
+                         (own_args, own_settings))
     if args.pages < 1 or args.repeats < 1 or args.plain_repeats < 1:
         raise SystemExit("--pages, --repeats and --plain-repeats must be >= 1")
     if args.first_seed < 0:

@@ -64,13 +64,15 @@ RESERVED = {"topic": ("topic", "TOPICCRAWL_TOPIC"), "strategy": ("strategy", "TO
 
 
 def check_passed_through(settings: Sequence[str], spider_args: Sequence[str], options: dict[str, str] | None = None,
-                         setting_flag: str = "-s", arg_flag: str = "-a") -> None:
+                         setting_flag: str = "-s", arg_flag: str = "-a", own: Sequence[dict[str, str]] = ({}, {})) -> None:
     """SystemExit (one line) when a passed-through setting or spider argument (``NAME=VALUE``) names
-    what the bench sets itself (:data:`RESERVED`); ``options`` names the bench's option for each."""
+    what the bench sets itself (:data:`RESERVED`); ``options`` names the bench's option for each;
+    ``own``: more names the bench sets (arguments, settings: name -> what sets it)."""
     options = {"topic": "--topic", "strategy": "--strategies", "pages": "--pages", "web": "--web",
                "lab": "the bench's own web lab", "out": "--out", **(options or {})}
     for flag, values, column in ((setting_flag, settings, 1), (arg_flag, spider_args, 0)):
         reserved = {names[column]: options[key] for key, names in RESERVED.items() if names[column]}
+        reserved.update(own[column])
         for text in values:
             name = text.partition("=")[0].strip()
             if name in reserved:

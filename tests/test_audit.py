@@ -324,9 +324,13 @@ def test_an_audit_from_a_spreadsheet_reads_back_in_its_order_column_and_its_enco
     assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
         f"error: {tmp_path / 'audit.csv'}, line 4: order 'three' is not a whole number (the column numbers the "
         "random order; keep it as written)"]
-    (tmp_path / "audit.csv").write_bytes(b"order,url,title,label\n1,https://example.org/1,\xff\xff\xff,1\n")
+    # Western Europe's plain "CSV": windows-1252 and semicolons; only the title had other letters
+    (tmp_path / "audit.csv").write_bytes("order;url;title;label\n1;https://example.org/1;Café;1\n".encode("cp1252"))
     proc = _audit(tmp_path)
-    assert proc.returncode == 2 and "save it as CSV UTF-8" in proc.stderr and len(proc.stderr.splitlines()) == 1
+    assert proc.returncode == 0 and "labelled: 1" in proc.stdout, proc.stderr
+    (tmp_path / "audit.csv").write_bytes(b"\xff\xfeo\x00r\x00d")  # UTF-16 cut in the middle of a character
+    proc = _audit(tmp_path)
+    assert proc.returncode == 2 and "broken UTF-16" in proc.stderr and len(proc.stderr.splitlines()) == 1
 
 
 def test_an_audit_saved_with_semicolons_tabs_or_spaced_headers_reads_back_and_is_never_written_over(tmp_path):
@@ -344,9 +348,13 @@ def test_an_audit_saved_with_semicolons_tabs_or_spaced_headers_reads_back_and_is
         body = "".join(f"{n}{sep}{u}{sep}页 {n}{sep}{n % 2}\r\n" for n, u in enumerate(urls, 1))
         (tmp_path / "audit.csv").write_bytes((head + "\r\n" + body + extra).encode(encoding))
 
-    for sep, encoding, header_sep, extra in ((";", "utf-8-sig", None, ";;;\r\n;;;\r\n"), ("\t", "utf-16", None, ""),
-                                             (",", "utf-8", ", ", ",,,\r\n")):
+    for sep, encoding, header_sep, extra in ((";", "utf-8-sig", None, ";;;\r\n;;note;\r\n"), ("\t", "utf-16", None, ""),
+                                             (",", "utf-8", ", ", ",,,\r\n"), (";", "utf-8", None, "")):
         save(sep, encoding, header_sep, extra)
+        if sep == ";" and not extra:  # Excel's "sep=;" line, blank lines and capitalised headers above it
+            text = (tmp_path / "audit.csv").read_text(encoding="utf-8")
+            (tmp_path / "audit.csv").write_text("\r\nsep=;\r\n" + text.replace("url;", "URL;").replace(";label", ";Label"),
+                                                encoding="utf-8")
         estimate, extra_facts = audit(tmp_path)
         assert estimate.labelled == 10 and estimate.plain.estimate == pytest.approx(0.5), (sep, encoding)
         assert extra_facts["skipped"] == 0
@@ -395,6 +403,14 @@ def test_a_new_audit_sets_the_earlier_runs_report_aside(tmp_path):
     keep_earlier_audit(tmp_path, replace=False)
     assert not (tmp_path / "audit.csv").exists() and not (tmp_path / "audit.json").exists()
     assert (tmp_path / "audit.3.csv").is_file() and (tmp_path / "audit.3.json").is_file()
+    # a report set aside on its own takes a number no kept audit has (audit.N.json reports on audit.N.csv)
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    (alone / "audit.1.csv").write_text("order,url,title,label\n1,http://x.test/1,,1\n", encoding="utf-8")
+    write_audit(alone, rows, 5, random.Random(3))
+    (alone / "audit.json").write_text("{}", encoding="utf-8")
+    keep_earlier_audit(alone)
+    assert (alone / "audit.2.json").is_file() and not (alone / "audit.1.json").exists()
 
 
 def test_scrapy_audit_of_a_classifier_crawl_stopped_before_its_first_fit_says_it_reported_no_rate(tmp_path):

@@ -112,6 +112,13 @@ def test_a_passed_through_argument_cannot_override_what_the_bench_labels_its_run
             check_passed_through(settings, args)
     with pytest.raises(SystemExit, match=r"^--args topic=x: .* use --topics$"):
         check_passed_through([], ["topic=x"], {"topic": "--topics"}, "--settings", "--args")
+    # what a chosen variant sets itself (bench/learned_focus.py): its examples, its seed setting
+    own = ({"examples": "the variant learned-examples"}, {"TOPICCRAWL_LEARNED_SEED": "--first-seed"})
+    check_passed_through(["TOPICCRAWL_WL_SEED=1"], ["seeds=truth:3"], None, "--settings", "--args", own)
+    with pytest.raises(SystemExit, match=r"^--args examples=truth:3: .* use the variant learned-examples$"):
+        check_passed_through([], ["examples=truth:3"], None, "--settings", "--args", own)
+    with pytest.raises(SystemExit, match=r"^--settings TOPICCRAWL_LEARNED_SEED=4: .* use --first-seed$"):
+        check_passed_through(["TOPICCRAWL_LEARNED_SEED=4"], [], None, "--settings", "--args", own)
 
 
 def test_the_strategies_bench_refuses_a_strategy_twice_and_an_unknown_spider_in_one_line(tmp_path):

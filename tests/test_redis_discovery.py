@@ -4,6 +4,7 @@ redis-server and one shared web lab (docs/dwdbrm.md, "Discovery (dwdbrm) on Redi
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 
 import pytest
@@ -38,16 +39,24 @@ def _start(tmp_path, name: str, redis_url: str, proxy: str, spider="dwdbrm"):
 
 def test_a_discovery_worker_that_loses_redis_stops_in_one_line_and_keeps_its_pages(tmp_path, redis_server, lab):
     """Redis gone in the middle of a dwdbrm crawl: the worker stops with one error line, finish
-    reason ``redis_lost`` and exit status 1, its results in its feed and reports (it logged a
-    traceback per page and at each idle, and closed as ``finished`` with exit status 0)."""
+    reason ``redis_lost`` and exit status 1, fetches nothing more, its results in its feed and
+    reports and its queue and iteration in its JOBDIR (it logged a traceback per page and at each
+    idle, closed as ``finished`` with exit status 0, and its JOBDIR save failed); restarted with
+    Redis back (here a new, empty one), it resumes the iteration it was in."""
     import time
 
+    from redis_fixture import _start as start_redis
+    from redis_fixture import _stop as stop_redis
+
     client = redis_server.client()
-    worker = start_worker(tmp_path, "w", "dwdbrm", ["-a", "seeds=truth:5", "-a", "pages=5000"],
-                          _settings(redis_server.url, lab.proxy_url, tmp_path / "w"))
+    job = tmp_path / "job"
+    # two requests at a time: a backlog of planned requests waits in the worker's queue
+    settings = {**_settings(redis_server.url, lab.proxy_url, tmp_path / "w"), "JOBDIR": str(job),
+                "CONCURRENT_REQUESTS": "2"}
+    worker = start_worker(tmp_path, "w", "dwdbrm", ["-a", "seeds=truth:5", "-a", "pages=5000"], settings)
     try:
         deadline = time.monotonic() + 180
-        while int(client.hget(crawl_keys("disc")["stats"], "discovery_results") or 0) < 30:
+        while int(client.hget(crawl_keys("disc")["stats"], "discovery_results") or 0) < 3:
             assert time.monotonic() < deadline and worker.poll() is None, worker.log.read_text()[-3000:]
             time.sleep(0.05)
         redis_server.proc.kill()  # Redis goes away mid-crawl
@@ -63,9 +72,28 @@ def test_a_discovery_worker_that_loses_redis_stops_in_one_line_and_keeps_its_pag
     stats = json.loads((worker.out / "stats.json").read_text(encoding="utf-8"))
     assert stats["finish_reason"] == "redis_lost" and stats["topiccrawl/redis/lost"] is True
     urls = [p["url"] for p in _read(worker.out / "pages.jsonl")]
-    assert len(urls) == len(set(urls)) >= 30
+    assert len(urls) == len(set(urls)) >= 3
     # every result it found is in its feed, those of the iteration Redis went in too, and in its ranking
     assert set(urls) == {r["url"] for r in _read(worker.out / "ranked.jsonl")}
+    # what it had planned and not fetched stays queued, saved with its iteration (no page fetched after the loss)
+    saved = re.search(r"saved (\d+) queued requests and the crawl state", log)
+    assert saved and int(saved.group(1)) > 0, log[-3000:]
+    assert stats["scheduler/dequeued"] + int(saved.group(1)) == stats["scheduler/enqueued"]
+    records = _read(worker.out / "iterations.jsonl")
+
+    (tmp_path / "redis2").mkdir()
+    again = start_redis(tmp_path / "redis2")
+    try:
+        resumed = start_worker(tmp_path, "w", "dwdbrm", ["-a", "seeds=truth:5", "-a", "pages=40"],
+                               {**settings, "TOPICCRAWL_REDIS_URL": again.url})
+        resumed.wait(300)
+    finally:
+        stop_redis(again)
+    log = resumed.log.read_text()
+    assert resumed.returncode == 0 and "Traceback" not in log, log[-3000:]
+    assert re.search(r"resumed discovery at iteration \d+ with \d+ results", log)
+    after = _read(worker.out / "iterations.jsonl")
+    assert after[:len(records)] == records and len(after) > len(records)
 
 
 def _read(path) -> list[dict]:

@@ -21,9 +21,10 @@ AUDIT_FIELDS = ["order", "url", "title", "label"]
 
 #: the encodings an ``audit.csv`` is read in, in turn: UTF-16 when it starts with its byte-order
 #: mark (a spreadsheet's "Unicode text"), UTF-8 (with or without the byte-order mark a spreadsheet's
-#: "CSV UTF-8" writes), then GB18030, the superset of GBK that a spreadsheet's plain "CSV" writes on
-#: a Simplified-Chinese system (labels and URLs are ASCII in both)
-AUDIT_ENCODINGS = ("utf-8-sig", "gb18030")
+#: "CSV UTF-8" writes), GB18030 (the superset of GBK that a spreadsheet's plain "CSV" writes on a
+#: Simplified-Chinese system), windows-1252 (its plain "CSV" in Western Europe), else Latin-1; what
+#: the audit reads (order, URL, label) is ASCII in all of them, only a title may come out garbled
+AUDIT_ENCODINGS = ("utf-8-sig", "gb18030", "cp1252", "latin-1")
 #: the field separators an ``audit.csv`` may use: the comma, the semicolon of spreadsheets in
 #: locales whose decimal mark is a comma, the tab of "Unicode text"
 AUDIT_DELIMITERS = (",", ";", "\t")
@@ -43,9 +44,10 @@ def _labelled(path: Path) -> bool:
 
 def _set_aside(out: Path, names: tuple[str, ...]) -> int:
     """Rename ``out/audit<ext>`` for each of ``names``' extensions that exists to ``audit.<n><ext>``,
-    n the first number free for all of them; returns n."""
+    n the first number free for an audit and its report (an ``audit.N.json`` names the report of
+    ``audit.N.csv``); returns n."""
     n = 1
-    while any((out / f"audit.{n}{ext}").exists() for ext in names):
+    while any((out / f"audit.{n}{ext}").exists() for ext in (".csv", ".json")):
         n += 1
     for ext in names:
         if (out / f"audit{ext}").exists():
@@ -105,31 +107,41 @@ def _audit_text(path: Path) -> str:
         raise AuditError(f"{path}: no audit.csv here (is this a crawl's output folder?)") from None
     except OSError as exc:
         raise AuditError(f"{path}: cannot read the audit.csv: {exc}") from None
-    encodings = ("utf-16",) if data[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE) else AUDIT_ENCODINGS
-    for encoding in encodings:
+    if data[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE):
+        try:
+            return data.decode("utf-16")
+        except UnicodeDecodeError as exc:
+            raise AuditError(f"{path}: cannot read the audit.csv: broken UTF-16 ({exc.reason}); save it as "
+                             "CSV UTF-8") from None
+    for encoding in AUDIT_ENCODINGS[:-1]:
         try:
             return data.decode(encoding)
         except UnicodeDecodeError:
             continue
-    raise AuditError(f"{path}: cannot read the audit.csv: not UTF-8, UTF-16 or GB18030 text; save it as CSV UTF-8")
+    return data.decode(AUDIT_ENCODINGS[-1])  # Latin-1 decodes any byte
 
 
 def _audit_rows(path: Path) -> tuple[set[str], list[dict]]:
     """An audit file's column names (spaces around them dropped) and its rows that are not blank,
     each with ``_line``, the line it ends on; separated by a comma, a semicolon or a tab, whichever
     makes a header with ``url`` and ``label``."""
-    text = _audit_text(path)
-    header = next((line for line in text.splitlines() if line.strip()), "")
-    delimiter = next((d for d in AUDIT_DELIMITERS
-                      if {"url", "label"} <= {f.strip() for f in next(csv.reader([header], delimiter=d), [])}), ",")
+    lines = _audit_text(path).splitlines(keepends=True)
+    start = next((i for i, line in enumerate(lines) if line.strip()), len(lines))  # blank lines above the header
+    hint = None
+    if start < len(lines) and lines[start].strip().lower().startswith("sep=") and len(lines[start].strip()) == 5:
+        hint, start = lines[start].strip()[4], start + 1  # a spreadsheet's "sep=;" line names the separator
+    header = lines[start] if start < len(lines) else ""
+    delimiter = hint or next((d for d in AUDIT_DELIMITERS if {"url", "label"} <= {
+        f.strip().lower() for f in next(csv.reader([header], delimiter=d), [])}), ",")
     try:
-        reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter)
-        fields = {(f or "").strip() for f in reader.fieldnames or ()}
+        reader = csv.DictReader(io.StringIO("".join(lines[start:]), newline=""), delimiter=delimiter)
+        fields = {(f or "").strip().lower() for f in reader.fieldnames or ()}
         rows = []
         for row in reader:
-            row = {(k or "").strip(): v for k, v in row.items() if k is not None}
-            if any((v or "").strip() for v in row.values()):  # a spreadsheet's cleared rows (,,,) are not rows
-                row["_line"] = reader.line_num
+            row = {(k or "").strip().lower(): v for k, v in row.items() if k is not None}
+            # a spreadsheet's cleared rows (",,," or a note left beside them) are not rows
+            if any((row.get(k) or "").strip() for k in ("order", "url", "label")):
+                row["_line"] = start + reader.line_num
                 rows.append(row)
     except csv.Error as exc:
         raise AuditError(f"{path}: cannot read the audit.csv: {exc}") from None
@@ -174,7 +186,7 @@ def _number(text: str, path: Path, line: int, column: str) -> float:
 
 def audit_labels(path: Path) -> tuple[list[str], list[str]]:
     """The pages a person labelled in an ``audit.csv`` (``path``, or ``path/audit.csv`` for a crawl's
-    folder): those labelled on topic and those labelled off topic, in file order; unlabelled rows
+    folder): those labelled on topic and those labelled off topic, in ``order``; unlabelled rows
     are left out. :class:`AuditError` (one line) for an unreadable file, a bad label or no label."""
     if path.is_dir():
         path = path / "audit.csv"

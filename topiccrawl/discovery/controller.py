@@ -74,6 +74,9 @@ class DiscoveryController:
         self.top: list[str] = []
         self.found: list[str] = []
         self._emitting: list[DiscoveredPage] = []  # pages an unfinished end_iteration was to emit
+        #: while end_iteration opens the next iteration: (iteration, operator, top) before it, the
+        #: operator chosen and the pages it added to ``expanded`` (undone by :meth:`flush`)
+        self._opening: tuple | None = None
         #: pages each operator has already started from: an operator plans from the k best pages
         #: it has not expanded yet (as DISCO does), else a stable top-k starves every operator
         self.expanded: dict[str, set[str]] = {op: set() for op in self.bandit.operators}
@@ -172,7 +175,7 @@ class DiscoveryController:
         way (a shared bandit out of reach) leaves those pages to :meth:`flush`.
         """
         result = self._end_iteration()
-        self._emitting = []
+        self._emitting, self._opening = [], None
         return result
 
     def _end_iteration(self) -> tuple[list[DiscoveredPage], list[PlannedRequest]]:
@@ -200,10 +203,13 @@ class DiscoveryController:
             return emitted, []
         # an operator that plans nothing (queries used up, no new links) scores 0 and yields
         for _ in range(len(self.bandit.active)):
+            before = (self.iteration, self.operator, self.top)
+            self._opening = (*before, None, [])
             self.iteration += 1
             self.operator = self.bandit.select()
             top_pages = self._top_for(self.operator)
             self.top = [p.url for p in top_pages]
+            self._opening = (*before, self.operator, [u for u in self.top if u not in self.expanded[self.operator]])
             self.expanded[self.operator].update(self.top)
             self.found = []
             planned = self._room(self.planner.plan(self.operator, top_pages, self.known))
@@ -220,6 +226,11 @@ class DiscoveryController:
         rewarding its operator (the crawl stops with its bandit out of reach). Its operator stays
         the running one: a resumed crawl finishes the iteration and rewards it for the pages found
         from then on."""
+        if self._opening is not None:  # stopped while opening the next iteration: as if not begun
+            self.iteration, self.operator, self.top, op, added = self._opening
+            if op is not None:
+                self.expanded[op].difference_update(added)
+            self._opening = None
         emitted = list({page.url: page for page in (*self._emitting, *(self.results[u] for u in self.found))}.values())
         self._emitting, self.found = [], []
         if not emitted:

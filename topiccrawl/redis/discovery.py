@@ -55,16 +55,22 @@ RESULTS_FIELD = "discovery_results"
 
 
 class SharedCount:
-    """A counter of all workers: one field of a Redis hash (``HINCRBY``)."""
+    """A counter of all workers: one field of a Redis hash (``HINCRBY``). ``offline`` (Redis gone):
+    the last value read, plus this worker's additions since."""
 
     def __init__(self, client, key: str, field: str) -> None:
         self.r, self.key, self.field = client, key, field
+        self.offline = False
+        self.last = 0
 
     def add(self, n: int = 1) -> int:
-        return int(self.r.hincrby(self.key, self.field, n))
+        self.last = self.last + n if self.offline else int(self.r.hincrby(self.key, self.field, n))
+        return self.last
 
     def total(self) -> int:
-        return int(self.r.hget(self.key, self.field) or 0)
+        if not self.offline:
+            self.last = int(self.r.hget(self.key, self.field) or 0)
+        return self.last
 
 
 class WorkerBandit(RedisBandit):
@@ -84,16 +90,26 @@ class WorkerBandit(RedisBandit):
         self.mine: list[IterationRecord] = []
         self.playing: str | None = None
         self._dropped: dict[str, str] = {}
+        #: Redis gone (set by the scheduler): the worker's report and JOBDIR state at its close use
+        #: what it knows (its own plays, the dropped operators last read), asking Redis nothing
+        self.offline = False
 
     @property
     def dropped(self) -> dict[str, str]:
-        """The shared dropped operators; the last ones read once Redis is gone (the worker's report
-        at its close)."""
-        try:
+        """The shared dropped operators (the last ones read once offline)."""
+        if not self.offline:
             self._dropped = super().dropped
-        except REDIS_DOWN:
-            pass
         return dict(self._dropped)
+
+    def state(self) -> dict:
+        """As :meth:`RedisBandit.state`; offline, this worker's own plays (a JOBDIR resume reads
+        only its records, and the play it was in, from the state)."""
+        if not self.offline:
+            return super().state()
+        own = UCB1Bandit.from_state({"operators": list(self.operators), "log": [], "plays": self.plays,
+                                     "totals": self.totals, "dropped": self.dropped})
+        own.log = self.log
+        return own.state()
 
     def select(self) -> str:
         """UCB1 (eq. 11) on the shared statistics plus the pending plays; choosing and counting
@@ -235,6 +251,19 @@ class RedisDiscoveryScheduler(RedisWorker, TopicScheduler):
             except REDIS_DOWN as exc:  # gone during the close: said once, the shared figures left out
                 self.lost(exc)
         return super().close(reason)
+
+    def lost(self, exc: Exception) -> None:
+        super().lost(exc)
+        self.results.offline = True  # the worker's close and its last pages ask Redis nothing more
+        if self.bandit is not None:
+            self.bandit.offline = True
+
+    def next_request(self):
+        # refused, or Redis gone: its planned requests stay queued (saved in its JOBDIR)
+        return None if self.refused else super().next_request()
+
+    def has_pending_requests(self) -> bool:
+        return not self.refused and super().has_pending_requests()
 
     def enqueue_request(self, request) -> bool:
         if self.refused:
