@@ -119,6 +119,13 @@ def test_a_labelled_audit_is_kept_when_a_new_one_is_written(tmp_path):
     assert not (tmp_path / "audit.2.csv").exists()
 
 
+def _label_every_row(folder, label: str) -> None:
+    """A person labels every row of ``folder/audit.csv`` ``label``."""
+    lines = (folder / "audit.csv").read_text(encoding="utf-8").splitlines()
+    (folder / "audit.csv").write_text("\n".join([lines[0]] + [line + label for line in lines[1:]]) + "\n",
+                                      encoding="utf-8")
+
+
 def _audit(out, *extra):
     return subprocess.run([bin_path("scrapy"), "audit", str(out), *extra], cwd=REPO, capture_output=True, text=True,
                           timeout=120)
@@ -215,9 +222,7 @@ def test_a_crawl_without_ground_truth_is_audited_from_labels_only(tmp_path):
     (tmp_path / "stats.json").write_text(json.dumps({"topiccrawl/dp": 100}), encoding="utf-8")
     rows = [{"url": f"https://example.org/{i}", "judged": 0.0} for i in range(100)]
     write_audit(tmp_path, rows, 20, random.Random(0))
-    lines = (tmp_path / "audit.csv").read_text(encoding="utf-8").splitlines()
-    (tmp_path / "audit.csv").write_text("\n".join([lines[0]] + [line + "no" for line in lines[1:]]) + "\n",
-                                        encoding="utf-8")
+    _label_every_row(tmp_path, "no")
     estimate, extra = audit(tmp_path)
     assert estimate.labelled == 20 and estimate.self_assessed == pytest.approx(0.25)
     assert estimate.audited.estimate == 0.0 and estimate.audited.high > 0.1  # no relevant page among 20: Wilson's
@@ -236,9 +241,7 @@ def test_scrapy_audit_names_the_figure_the_crawl_reported_when_it_was_the_auc_bo
             writer.writerow([i + 1, 0, f"https://example.org/{i}", 0.5 if i % 2 else 0.1])
     rows = [{"url": f"https://example.org/{i}", "judged": 0.0} for i in range(100)]
     write_audit(tmp_path, rows, 20, random.Random(0))
-    lines = (tmp_path / "audit.csv").read_text(encoding="utf-8").splitlines()
-    (tmp_path / "audit.csv").write_text("\n".join([lines[0]] + [line + "1" for line in lines[1:]]) + "\n",
-                                        encoding="utf-8")
+    _label_every_row(tmp_path, "1")
     stats = {"topiccrawl/dp": 100, "topiccrawl/classifier/expected_harvest": 0.61,
              "topiccrawl/classifier/mean_probability": 0.3}
     for rule, named in (("mean", False), ("auc_bound", True)):
@@ -268,9 +271,7 @@ def test_scrapy_audit_says_how_many_counted_pages_it_leaves_out_for_want_of_a_ju
     (tmp_path / "stats.json").write_text(json.dumps({"topiccrawl/dp": 100}), encoding="utf-8")
     write_audit(tmp_path, [{"url": f"https://example.org/{i}", "judged": 0.4} for i in range(30, 100)], 20,
                 random.Random(0))
-    lines = (tmp_path / "audit.csv").read_text(encoding="utf-8").splitlines()
-    (tmp_path / "audit.csv").write_text("\n".join([lines[0]] + [line + "1" for line in lines[1:]]) + "\n",
-                                        encoding="utf-8")
+    _label_every_row(tmp_path, "1")
     proc = _audit(tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.strip().splitlines() == [
@@ -419,9 +420,7 @@ def test_scrapy_audit_of_a_classifier_crawl_stopped_before_its_first_fit_says_it
     _harvest(tmp_path, 20, **{"topiccrawl/classifier/pages": 20, "topiccrawl/classifier/refits": 0})
     write_audit(tmp_path, [{"url": f"https://example.org/{i}", "judged": 0.3} for i in range(20)], 10,
                 random.Random(0))
-    lines = (tmp_path / "audit.csv").read_text(encoding="utf-8").splitlines()
-    (tmp_path / "audit.csv").write_text("\n".join([lines[0]] + [line + "0" for line in lines[1:]]) + "\n",
-                                        encoding="utf-8")
+    _label_every_row(tmp_path, "0")
     proc = _audit(tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert ("self-assessed harvest rate: none reported (the page classifier had not fit when the crawl stopped); "
