@@ -185,14 +185,17 @@ def test_a_stopped_worker_resumes_its_iteration_from_its_jobdir(tmp_path, redis_
 def test_discovery_worker_refuses_a_focused_crawl_id(tmp_path, redis_server, lab):
     client = redis_server.client()
     client.hset(crawl_keys("disc")["meta"], "strategy", "bfs")  # as a focused crawl leaves it
+    job = tmp_path / "job"
     proc, out = run_crawl(tmp_path, "dwdbrm", args={"seeds": "truth:3", "pages": 20},
-                          settings=_settings(redis_server.url, lab.proxy_url, tmp_path / "out"))
+                          settings={**_settings(redis_server.url, lab.proxy_url, tmp_path / "out"), "JOBDIR": str(job)})
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]  # a user mistake
     errors = [l for l in proc.stderr.splitlines() if " ERROR: " in l]
     assert len(errors) == 1 and "started with strategy 'bfs'" in errors[0], errors
     assert "Spider closed (redis_refused)" in proc.stderr and not (out / "pages.jsonl").exists()
     # refused: nothing written, the discovery reports included
     assert not any((out / name).exists() for name in ("stats.json", "ranked.jsonl", "iterations.jsonl", "discovery.json"))
+    # and no crawl state in its JOBDIR: one saved would resume, with another crawl id, a crawl with no seeds
+    assert not (job / "topiccrawl.state").exists()
 
 
 def test_operator_spider_cannot_join_a_dwdbrm_crawl(tmp_path, redis_server, lab):

@@ -252,6 +252,11 @@ class RedisDiscoveryScheduler(RedisWorker, TopicScheduler):
                 self.lost(exc)
         return super().close(reason)
 
+    def _save(self, final: bool = True) -> None:
+        if not self.joined:  # refused, or Redis lost before the join: a JOBDIR it resumed stays as it was
+            return
+        super()._save(final)
+
     def lost(self, exc: Exception) -> None:
         super().lost(exc)
         self.results.offline = True  # the worker's close and its last pages ask Redis nothing more
