@@ -11,7 +11,7 @@ import time
 import pytest
 
 from conftest import run_crawl
-from redis_fixture import RedisCut, redis_server, start_gate, start_worker  # noqa: F401
+from redis_fixture import RedisCut, lose_redis_when, redis_server, start_gate, start_worker  # noqa: F401
 from topiccrawl.redis import crawl_keys
 from topiccrawl.redis.sites import RedisSiteTasks, site_keys
 from topiccrawl.weblab.api import WebLab
@@ -348,3 +348,16 @@ def test_late_hits_stay_within_the_site_budget(redis_server):
     urls = [first.url, *_walk(holder)]
     assert len(urls) == len(set(urls)) == 4
     assert holder.tasks.results()["budget.example"]["pages_fetched"] == 4
+
+
+def test_a_site_worker_that_loses_redis_mid_crawl_stops_in_one_line(tmp_path, redis_server, lab):
+    """Redis gone after the first verdicts: the worker stops with one error line, ``redis_lost``,
+    exit 1, the sites it decided in its feed, each once."""
+    client = redis_server.client()
+    k = site_keys(crawl_keys("sites")["meta"][: -len("meta")])
+    worker = _start(tmp_path, "w", redis_server.url, lab.proxy_url)
+    lose_redis_when(redis_server, worker, lambda: client.hlen(k["sites:results"]) >= 3)
+    stats = json.loads((worker.out / "stats.json").read_text(encoding="utf-8"))
+    assert stats["finish_reason"] == "redis_lost" and stats["topiccrawl/redis/lost"] is True
+    sites = [i["site"] for i in _items(worker.out)]
+    assert len(sites) == len(set(sites)) >= 3
