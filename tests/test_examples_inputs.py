@@ -309,7 +309,7 @@ def test_an_audit_that_labels_no_page_on_topic_says_so_for_a_topic_without_words
 
 def test_a_crawl_stopped_while_its_examples_are_fetched_says_it_used_none(tmp_path):
     """Ctrl-C while an example page is still on its way: the crawl stops (after the fetch in flight)
-    and its log says that it used none of the examples and fetched no seed, and that a resume fetches
+    and its log says that it used none of the examples and counted no page, and that a resume fetches
     them again (it said nothing of them)."""
     import signal
     import subprocess
@@ -335,8 +335,8 @@ def test_a_crawl_stopped_while_its_examples_are_fetched_says_it_used_none(tmp_pa
             if proc.poll() is None:
                 proc.kill()
     assert proc.returncode == 0 and "Traceback" not in err, err[-3000:]
-    assert ("the crawl stopped (shutdown) before its example pages were all fetched: it used none of them and fetched "
-            "no seed; a JOBDIR resume fetches them again") in err, err[-3000:]
+    assert ("the crawl stopped (shutdown) before its example pages were all fetched: it used none of them and counted "
+            "no page; a JOBDIR resume fetches them again") in err, err[-3000:]
     stats = _stats(tmp_path / "out")
     assert stats["finish_reason"] == "shutdown" and stats.get("topiccrawl/dp", 0) == 0
     assert "topiccrawl/examples/words" not in stats

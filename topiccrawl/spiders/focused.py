@@ -207,7 +207,7 @@ class FocusedSpider(scrapy.Spider):
             return
         resume = "; a JOBDIR resume fetches them again" if self.crawler.settings.get("JOBDIR") else ""
         self.logger.warning("the crawl stopped (%s) before its example pages were all fetched: it used none of them "
-                            "and fetched no seed%s", reason, resume)
+                            "and counted no page%s", reason, resume)
 
     def parse_example(self, response):
         """An example page (it trains the classifier) or a background page; no item, no links.
