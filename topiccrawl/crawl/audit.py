@@ -122,7 +122,7 @@ def _audit_text(path: Path) -> str:
 
 
 def _audit_rows(path: Path) -> tuple[set[str], list[dict]]:
-    """An audit file's column names (spaces around them dropped) and its rows that are not blank,
+    """An audit file's column names (lower case, spaces around them dropped) and its rows that are not blank,
     each with ``_line``, the line it ends on; separated by a comma, a semicolon or a tab, whichever
     makes a header with ``url`` and ``label``."""
     lines = _audit_text(path).splitlines(keepends=True)
@@ -184,13 +184,16 @@ def _number(text: str, path: Path, line: int, column: str) -> float:
         raise AuditError(f"{path}, line {line}: {column} {text!r} is not a number") from None
 
 
+def audit_file(path: Path) -> Path:
+    """The audit a user named: a file, or the ``audit.csv`` of a crawl's folder."""
+    return path / "audit.csv" if path.is_dir() else path
+
+
 def audit_labels(path: Path) -> tuple[list[str], list[str]]:
     """The pages a person labelled in an ``audit.csv`` (``path``, or ``path/audit.csv`` for a crawl's
     folder): those labelled on topic and those labelled off topic, in ``order``; unlabelled rows
     are left out. :class:`AuditError` (one line) for an unreadable file, a bad label or no label."""
-    if path.is_dir():
-        path = path / "audit.csv"
-    rows = _read_audit(path)
+    rows = _read_audit(audit_file(path))
     yes: list[str] = []
     no: list[str] = []
     for row in rows:
@@ -266,9 +269,7 @@ def audit(out: Path, *, truth: bool = False, confidence: float = 0.95) -> tuple[
     """The audit of the crawl in folder ``out``: labels from ``audit.csv``'s ``label`` column (the
     labelled rows must be the first ones: a prefix of a random order is a random sample), or with
     ``truth`` from the offline web's ground truth in ``harvest.csv``. Returns the estimate and
-    extra facts (``true_harvest_rate`` when known, ``skipped`` rows). ``out`` may name the folder's
-    ``audit.csv`` itself."""
-    out = crawl_folder(out)
+    extra facts (``true_harvest_rate`` when known, ``skipped`` rows)."""
     audit_path = out / "audit.csv"
     stats = _stats(out)
     counted: set[str] = set()

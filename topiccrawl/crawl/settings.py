@@ -400,11 +400,10 @@ def parse_url_list(name: str, value: str | None, offline: bool = True) -> UrlLis
     if value.startswith("audit:"):
         if name != "examples":
             raise ConfigError(f"spider argument {name}={value!r}: audit: names examples (-a examples=audit:PATH)")
-        from topiccrawl.crawl.audit import audit_labels
+        from topiccrawl.crawl.audit import audit_file, audit_labels
         from topiccrawl.scoring.audit import AuditError
 
-        path = Path(value[6:].strip() or ".")
-        path = path / "audit.csv" if path.is_dir() else path
+        path = audit_file(Path(value[6:].strip() or "."))
         try:
             yes, no = audit_labels(path)
         except AuditError as exc:

@@ -44,7 +44,7 @@ from topiccrawl.discovery.bandit import IterationRecord, UCB1Bandit
 from topiccrawl.redis.bandit import RedisBandit
 from topiccrawl.redis.connection import crawl_keys, redact
 from topiccrawl.redis.dupefilter import RedisDupeFilter
-from topiccrawl.redis.scheduler import REDIS_DOWN, RedisWorker
+from topiccrawl.redis.scheduler import RedisWorker, _guarded
 
 logger = logging.getLogger(__name__)
 
@@ -240,17 +240,20 @@ class RedisDiscoveryScheduler(RedisWorker, TopicScheduler):
             self.joined = True
 
     def close(self, reason: str):
-        if self.bandit is not None and not self.lost_redis:
-            try:
-                self.bandit.release()
-                shared = self.bandit.snapshot()
-                for op in shared.operators:
-                    self.stats.set_value(f"topiccrawl/dwdbrm/shared/{op}/pulls", shared.plays[op])
-                    self.stats.set_value(f"topiccrawl/dwdbrm/shared/{op}/reward_mean", shared.mean(op))
-                self.stats.set_value("topiccrawl/dwdbrm/shared/results", self.results.total())
-            except REDIS_DOWN as exc:  # gone during the close: said once, the shared figures left out
-                self.lost(exc)
+        if self.bandit is not None:
+            self._shared_stats()
         return super().close(reason)
+
+    @_guarded()
+    def _shared_stats(self) -> None:
+        """The shared bandit's figures and result count in this worker's stats at its close (left
+        out once Redis is gone)."""
+        self.bandit.release()
+        shared = self.bandit.snapshot()
+        for op in shared.operators:
+            self.stats.set_value(f"topiccrawl/dwdbrm/shared/{op}/pulls", shared.plays[op])
+            self.stats.set_value(f"topiccrawl/dwdbrm/shared/{op}/reward_mean", shared.mean(op))
+        self.stats.set_value("topiccrawl/dwdbrm/shared/results", self.results.total())
 
     def _save(self, final: bool = True) -> None:
         if not self.joined:  # refused, or Redis lost before the join: a JOBDIR it resumed stays as it was
@@ -270,14 +273,9 @@ class RedisDiscoveryScheduler(RedisWorker, TopicScheduler):
     def has_pending_requests(self) -> bool:
         return not self.refused and super().has_pending_requests()
 
-    def enqueue_request(self, request) -> bool:
-        if self.refused:
-            return False
-        try:
-            return super().enqueue_request(request)
-        except REDIS_DOWN as exc:  # the shared duplicate filter
-            self.lost(exc)
-            return False
+    @_guarded(False)
+    def enqueue_request(self, request) -> bool:  # the shared duplicate filter asks Redis
+        return not self.refused and super().enqueue_request(request)
 
     def _idle(self, spider) -> None:
         if self.refused:

@@ -53,7 +53,7 @@ class FocusedSpider(scrapy.Spider):
         super().__init__(*args, **kwargs)
         self.seed_arg = seeds
         self.examples_arg = examples
-        self._waiting = self._asked = 0  # example (and background) requests: unanswered, made
+        self._waiting = 0  # example (and background) requests not answered yet
         self._past_examples = False  # start() went on past the examples' wait
         self._examples_done: Deferred | None = None
         #: fetched example and background pages waiting for the last one: (request index, kind, terms,
@@ -196,14 +196,14 @@ class FocusedSpider(scrapy.Spider):
                                                                 LOCAL_META: True, "example_index": len(urls) + i})
                          for i, url in enumerate(tc.seed_arg(self.seed_arg))]
         if requests:
-            self._waiting = self._asked = len(requests)
+            self._waiting = len(requests)
             self._examples_done = Deferred()
         return requests
 
     def closed(self, reason: str) -> None:
         """A crawl stopped (Ctrl-C, a timeout) while its example pages were still fetched: say that
         it used none of them, and that a resume fetches them again."""
-        if not self._asked or self._past_examples:
+        if self._examples_done is None or self._past_examples:  # none asked for, or their verdict reached
             return
         resume = "; a JOBDIR resume fetches them again" if self.crawler.settings.get("JOBDIR") else ""
         self.logger.warning("the crawl stopped (%s) before its example pages were all fetched: it used none of them "
