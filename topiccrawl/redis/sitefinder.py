@@ -204,6 +204,7 @@ class RedisSiteScheduler(RedisWorker, TopicScheduler):
         """The next :meth:`has_pending_requests` asks Redis again (this worker offered a task)."""
         self._checked = 0.0
 
+    @_guarded(0)
     def __len__(self) -> int:
         """Queued requests, as in one process: this worker's, plus those the crawl's waiting tasks
         stand for (a search page each; a site its entry pages, as :meth:`SharedSiteFinderFrontier.take_site`
@@ -215,6 +216,7 @@ class RedisSiteScheduler(RedisWorker, TopicScheduler):
                       for t, hits in self.tasks.waiting())
         return super().__len__() + waiting
 
+    @_guarded(False)
     def has_pending_requests(self) -> bool:
         if self.refused:
             return False
@@ -226,6 +228,7 @@ class RedisSiteScheduler(RedisWorker, TopicScheduler):
             self._waiting = self.tasks.status()["waiting"]
         return self._waiting > 0
 
+    @_guarded(False)
     def enqueue_request(self, request) -> bool:
         if self.refused:
             return False
@@ -241,6 +244,7 @@ class RedisSiteScheduler(RedisWorker, TopicScheduler):
             return True
         return super().enqueue_request(request)
 
+    @_guarded()
     def next_request(self):
         if self.refused:
             return None
