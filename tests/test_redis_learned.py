@@ -554,3 +554,50 @@ def test_a_new_trainer_retrains_every_n_pages_of_the_crawl_not_at_once(redis_ser
     assert b.trainer and b.model_meta()["version"] == meta["version"]  # 5 pages after it: not due
     _crawl([b], 25)
     assert b.model_meta()["version"] > meta["version"] and b.model_meta()["trainer"] == "b"
+
+
+def test_a_lone_worker_stopped_before_its_seeds_withdraws_its_crawl(redis_server):
+    """``withdraw`` (a worker stopped by ``no_topic_words``): the crawl's keys are deleted only when
+    it was the crawl's only worker and no page was counted, so its claimed options do not refuse the
+    worker started next with others; a second claimant or a counted page keeps the crawl."""
+    client = redis_server.client()
+    keys = crawl_keys("wd")
+    a = _frontier(client, "a", crawl="wd")
+    client.hset(keys["meta"], mapping={"strategy": "learned", "joins": 1})  # as the scheduler's join does
+    other = {**OPTIONS, "learned_epsilon": 0.2}
+    with pytest.raises(ConfigError, match="learned_epsilon"):
+        _frontier(client, "b", crawl="wd", options=other)
+    assert a.withdraw() and client.keys("topiccrawl:wd:*") == []
+    assert _frontier(client, "b", crawl="wd", options=other).withdraw()  # a fresh crawl: claimed
+    # two workers claimed it: kept
+    a = _frontier(client, "a", crawl="wd2")
+    _frontier(client, "b", crawl="wd2")
+    assert not a.withdraw() and client.hget("topiccrawl:wd2:learned:state", "options")
+    # one claimant, but another worker joined (its strategy has no claimed state), or a page counted
+    client.hset(crawl_keys("wd3")["meta"], mapping={"strategy": "learned", "joins": 2})
+    assert not _frontier(client, "a", crawl="wd3").withdraw()
+    c = _frontier(client, "a", crawl="wd4")
+    client.hset(crawl_keys("wd4")["stats"], "dp", 1)
+    assert not c.withdraw() and client.hget("topiccrawl:wd4:learned:state", "options")
+
+
+def test_a_worker_whose_examples_gave_no_words_leaves_its_crawl_to_the_next(tmp_path, redis_server):
+    """A lone ``learned`` worker stopped by ``no_topic_words`` (exit 2) withdraws its crawl from
+    Redis: a worker started next on the same crawl id with other ``learned`` options crawls (it was
+    refused: the first worker had claimed the crawl's options)."""
+    web = "generated:zh-disaster?pages=1000&seed=1"
+    redis = {"TOPICCRAWL_STORE": "redis", "TOPICCRAWL_REDIS_URL": redis_server.url, "TOPICCRAWL_CRAWL_ID": "nowords",
+             "TOPICCRAWL_WEB": web, "TOPICCRAWL_PLOT_ENABLED": "false"}
+    topic = tmp_path / "nothing.toml"
+    topic.write_text('name = "nothing"\nlanguage = "zh"\nexamples = ["http://www.example-missing.cn/nope.html"]\n',
+                     encoding="utf-8")
+    proc, _ = run_crawl(tmp_path / "a", args={"topic": str(topic), "strategy": "learned"}, settings=redis)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert "Spider closed (no_topic_words)" in proc.stderr
+    assert "crawl 'nowords' withdrawn from Redis" in proc.stderr
+    assert redis_server.client().keys("topiccrawl:nowords:*") == []
+    proc, out = run_crawl(tmp_path / "b", args={"topic": "台风灾害", "strategy": "learned", "max_pages": 10},
+                          settings={**redis, "TOPICCRAWL_LEARNED_EPSILON": "0.2"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Spider closed (topiccrawl_max_pages)" in proc.stderr
+    assert len((out / "pages.jsonl").read_text(encoding="utf-8").splitlines()) == 10

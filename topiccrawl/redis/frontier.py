@@ -43,6 +43,7 @@ import struct
 from collections.abc import Callable, Iterable, Sequence
 
 from topiccrawl.crawl.errors import ConfigError
+from topiccrawl.redis.connection import load_script
 from topiccrawl.redis.leases import Leases
 from topiccrawl.strategies.base import FrontierBase, Link
 
@@ -278,6 +279,25 @@ class RedisFrontier(FrontierBase):
             raise ConfigError(f"{what} of this crawl runs with options other than this worker's: "
                               f"{option_differences(json.loads(theirs), self.options)} "
                               "(set TOPICCRAWL_CRAWL_ID to start another crawl)")
+        self.r.hincrby(state, "claims", 1)  # the workers that claimed it: see withdraw()
+        self.claimed = state
+
+    #: the HASH whose options this worker claimed (:meth:`claim_options`), if its strategy has one
+    claimed = ""
+
+    def own_keys(self) -> list[str]:
+        """Every key of the strategy's own (:meth:`extra_keys` and any a script does not take)."""
+        return self.extra_keys()
+
+    def withdraw(self) -> bool:
+        """This worker stopped before its seeds (no topic words): when it was its crawl's only worker
+        (``joins`` of ``meta``, ``claims`` of the claimed state) and no page was counted, delete every
+        key of the crawl, so that a worker started next begins it afresh, with options of its own
+        (they were claimed). True when withdrawn."""
+        script = load_script(self.r, "crawl_withdraw.lua")
+        keys = [self.keys["meta"], self.keys["stats"], self.claimed,
+                *dict.fromkeys([*self.keys.values(), *self.own_keys()])]
+        return bool(script(keys=keys))
 
     def leave(self) -> None:
         """This worker stops (the scheduler's close, after its leases went back): a strategy's last

@@ -257,6 +257,9 @@ class RedisLearnedFrontier(RedisFrontier):
     def extra_keys(self) -> list[str]:
         return [self.learned_keys[name] for name in NAMES]
 
+    def own_keys(self) -> list[str]:
+        return list(self.learned_keys.values())
+
     def _claim(self) -> None:
         """Join the crawl's model: the first worker sets the options; a worker with others is
         refused (one model cannot learn with two label rules)."""

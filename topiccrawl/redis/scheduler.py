@@ -48,7 +48,7 @@ from twisted.internet import task
 
 from topiccrawl.crawl.codec import decode, encode
 from topiccrawl.crawl.engine import default_callback, wake_engine
-from topiccrawl.crawl.feeds import keep_feeds
+from topiccrawl.crawl.feeds import NO_TOPIC_WORDS, keep_feeds
 from topiccrawl.crawl.meta import LOCAL_META, META_KEY
 from topiccrawl.crawl.runtime import TopicCrawl
 from topiccrawl.crawl.scheduler import TopicScheduler
@@ -196,6 +196,7 @@ class RedisWorker:
         self.r.hsetnx(self.keys["meta"], "strategy", strategy)
         started = self.r.hget(self.keys["meta"], "strategy")
         if started == strategy:
+            self.r.hincrby(self.keys["meta"], "joins", 1)  # the workers that joined (RedisFrontier.withdraw)
             return None
         return (f"crawl id {self.crawl_id!r} in Redis was started with strategy {started!r}, "
                 f"not {strategy!r} (set TOPICCRAWL_CRAWL_ID to start another crawl)")
@@ -347,6 +348,10 @@ class RedisScheduler(RedisWorker, TopicScheduler):
         return self.df.close(reason)
 
     def _close(self, reason: str) -> None:
+        if reason == NO_TOPIC_WORDS and self.joined and not self.refused and self.frontier.withdraw():
+            logger.info("crawl %r withdrawn from Redis: it counted no page and had no other worker, so the next "
+                        "worker starts it afresh", self.crawl_id)
+            return
         if not self.refused:
             self.flush()
             released = self.frontier.release(self.leases)

@@ -11,14 +11,11 @@ from scrapy.spidermiddlewares.httperror import HttpError
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred
 
+from topiccrawl.crawl.feeds import NO_TOPIC_WORDS
 from topiccrawl.crawl.meta import LOCAL_META, META_KEY
 from topiccrawl.crawl.runtime import TopicCrawl, html_page
 from topiccrawl.learning.examples import example_files, folder_digest
 from topiccrawl.scoring.text import document_terms, extract
-
-#: the close reason of a crawl whose topic has no words and none could be derived from its examples
-#: (``scrapy crawl`` then exits with status 2, as for other user mistakes)
-NO_TOPIC_WORDS = "no_topic_words"
 
 
 class FocusedSpider(scrapy.Spider):
