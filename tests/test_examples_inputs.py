@@ -310,7 +310,10 @@ def test_an_audit_that_labels_no_page_on_topic_says_so_for_a_topic_without_words
 def test_a_crawl_stopped_while_its_examples_are_fetched_says_it_used_none(tmp_path):
     """Ctrl-C while an example page is still on its way: the crawl stops (after the fetch in flight)
     and its log says that it used none of the examples and counted no page, and that a resume fetches
-    them again (it said nothing of them)."""
+    them again (it said nothing of them); it writes no output file, so an earlier crawl's in its
+    folder stay as they were (its stats.json and harvest.csv were written over). The resume fetches
+    each example once: the example requests the stop left queued in JOBDIR are not fetched beside
+    them (they were, and the examples were learned from twice, or before the last had answered)."""
     import signal
     import subprocess
     import threading
@@ -319,7 +322,11 @@ def test_a_crawl_stopped_while_its_examples_are_fetched_says_it_used_none(tmp_pa
 
     with loopback_server(_Site, asked=threading.Event(), release=threading.Event()) as server:
         site = f"http://127.0.0.1:{server.server_port}"
-        topic = _topic(tmp_path, site, f'examples = ["{site}/ex1", "{site}/slow"]')
+        topic = _topic(tmp_path, site, f'examples = ["{site}/ex1", "{site}/slow", "{site}/ex2"]')
+        earlier = tmp_path / "out"
+        earlier.mkdir()
+        for name in ("stats.json", "harvest.csv", "audit.csv"):
+            (earlier / name).write_text(f"an earlier crawl's {name}\n", encoding="utf-8")
         cmd = [bin_path("scrapy"), "crawl", "focused", "-a", f"topic={topic}", "-a", "strategy=learned",
                "-a", "max_pages=5", "-s", f"TOPICCRAWL_OUTPUT_DIR={tmp_path / 'out'}",
                "-s", f"JOBDIR={tmp_path / 'job'}", *(x for k, v in LIVE.items() for x in ("-s", f"{k}={v}"))]
@@ -337,17 +344,19 @@ def test_a_crawl_stopped_while_its_examples_are_fetched_says_it_used_none(tmp_pa
     assert proc.returncode == 0 and "Traceback" not in err, err[-3000:]
     assert ("the crawl stopped (shutdown) before its example pages were all fetched: it used none of them and counted "
             "no page; a JOBDIR resume fetches them again") in err, err[-3000:]
-    stats = _stats(tmp_path / "out")
-    assert stats["finish_reason"] == "shutdown" and stats.get("topiccrawl/dp", 0) == 0
-    assert "topiccrawl/examples/words" not in stats
+    assert f"stopped before any page (shutdown): nothing written to {earlier}" in err, err[-3000:]
+    assert sorted(p.name for p in earlier.iterdir()) == ["audit.csv", "harvest.csv", "stats.json"]
+    assert all(p.read_text(encoding="utf-8") == f"an earlier crawl's {p.name}\n" for p in earlier.iterdir())
     # as the line says: the resume fetches the examples again and crawls
     with loopback_server(_Site, asked=threading.Event(), release=threading.Event()) as server:
         server.release.set()
         site = f"http://127.0.0.1:{server.server_port}"
-        topic = _topic(tmp_path, site, f'examples = ["{site}/ex1", "{site}/slow"]')
+        topic = _topic(tmp_path, site, f'examples = ["{site}/ex1", "{site}/slow", "{site}/ex2"]')
         proc, out = run_crawl(tmp_path, args={"topic": str(topic), "strategy": "learned", "max_pages": 5},
                               settings={**LIVE, "JOBDIR": str(tmp_path / "job")}, feed=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     stats = _stats(out)
-    assert stats["topiccrawl/examples/fetched"] == 2 and stats["topiccrawl/dp"] == 5
+    assert stats["topiccrawl/examples/fetched"] == 3 and stats["topiccrawl/examples/background"] == 1
+    assert stats["topiccrawl/classifier/examples"] == 3 and stats["topiccrawl/dp"] == 5
+    assert "topic words derived from 3 example pages" in proc.stderr
     assert "before its example pages were all fetched" not in proc.stderr

@@ -41,9 +41,10 @@ NO_OUTPUT_REASONS = frozenset({"redis_refused", NO_TOPIC_WORDS})
 
 def writes_nothing(crawler, reason: str) -> bool:
     """A crawl closed for ``reason`` writes no output file: a reason of :data:`NO_OUTPUT_REASONS`,
-    or ``redis_lost`` in a Redis worker that lost Redis before it joined its crawl (its
-    scheduler's ``joined`` is False)."""
-    if reason in NO_OUTPUT_REASONS:
+    a crawl stopped while its example pages were fetched (its spider's ``stopped_in_examples``:
+    it counted no page), or ``redis_lost`` in a Redis worker that lost Redis before it joined its
+    crawl (its scheduler's ``joined`` is False)."""
+    if reason in NO_OUTPUT_REASONS or getattr(getattr(crawler, "spider", None), "stopped_in_examples", False):
         return True
     if reason != "redis_lost":
         return False

@@ -35,6 +35,11 @@ TRAP_META = "topiccrawl_trap_chain"
 #: example pages and their background pages): the Redis scheduler keeps it out of the shared queue
 LOCAL_META = "topiccrawl_local"
 
+#: ``meta[EXAMPLE_META] = i``: a request of a topic's example phase (its i-th example, counter-example
+#: or background page; ``spiders.focused``), always :data:`LOCAL_META` too. Such a request left
+#: queued in JOBDIR by a stop before the examples' verdict is not restored: a resume asks for them again
+EXAMPLE_META = "example_index"
+
 #: keys of ``meta[META_KEY]`` the spiders set
 LINK_KEYS = ("score", "depth", "potential", "parent", "anchor")
 #: keys the schedulers add: the insertion number and, on Redis, the lease

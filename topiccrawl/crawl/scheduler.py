@@ -28,7 +28,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from itemadapter import ItemAdapter
-from scrapy import signals
+from scrapy import Request, signals
 from scrapy.core.scheduler import BaseScheduler
 from scrapy.utils.job import job_dir
 from scrapy.utils.misc import build_from_crawler, load_object
@@ -38,7 +38,7 @@ from topiccrawl.crawl import jobdir as jd
 from topiccrawl.crawl.codec import RequestPacker
 from topiccrawl.crawl.engine import live_requests, start_pending, wake_engine
 from topiccrawl.crawl.feeds import keep_feeds, writes_nothing
-from topiccrawl.crawl.meta import META_KEY
+from topiccrawl.crawl.meta import EXAMPLE_META, META_KEY
 from topiccrawl.crawl.runtime import TopicCrawl, registered_domain
 from topiccrawl.crawl.settings import build_frontier, page_links_mode
 from topiccrawl.strategies.base import Frontier, Link
@@ -496,6 +496,9 @@ class TopicScheduler(BaseScheduler):
         first += [request(l) for l in inflight.values() if l is not None]
         first += [request(l) for l in replay.chosen.values()]
         first = list({jd.key(l): l for l in first}.values())  # each key once
+        # the example phase of a crawl stopped before its examples' verdict: the spider asks for them
+        # again, so these would be fetched twice and settle a wait that is not theirs
+        first = [l for l in first if not (isinstance(l.payload, Request) and EXAMPLE_META in l.payload.meta)]
         pushed = sorted(replay.pushed.values(), key=lambda l: l.seq)
         seqs = [l.seq for l in (*pushed, *first)]
         if seqs and "next_seq" in data["frontier"]:

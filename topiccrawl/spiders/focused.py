@@ -12,7 +12,7 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred
 
 from topiccrawl.crawl.feeds import NO_TOPIC_WORDS
-from topiccrawl.crawl.meta import LOCAL_META, META_KEY
+from topiccrawl.crawl.meta import EXAMPLE_META, LOCAL_META, META_KEY
 from topiccrawl.crawl.runtime import TopicCrawl, html_page
 from topiccrawl.learning.examples import example_files, folder_digest
 from topiccrawl.scoring.text import document_terms, extract
@@ -182,7 +182,7 @@ class FocusedSpider(scrapy.Spider):
         urls = [(u, False) for u in examples] + [(u, True) for u in counter_examples]
         requests = [scrapy.Request(url, callback=self.parse_example, errback=self.example_failed, dont_filter=True,
                                    meta={META_KEY: {"score": 2.0, "depth": 0}, "counter_example": counter,
-                                         LOCAL_META: True, "example_index": i})
+                                         LOCAL_META: True, EXAMPLE_META: i})
                     for i, (url, counter) in enumerate(urls)]
         has_examples = any(not counter for _, counter in urls) or (tc.focus is not None and tc.focus.n_examples)
         if has_examples and tc.config.examples_background == "seeds":
@@ -190,17 +190,24 @@ class FocusedSpider(scrapy.Spider):
             # derived against (docs/learned.md); fetched again later as seeds, then they count
             requests += [scrapy.Request(url, callback=self.parse_example, errback=self.example_failed,
                                         dont_filter=True, meta={META_KEY: {"score": 2.0, "depth": 0}, "background": True,
-                                                                LOCAL_META: True, "example_index": len(urls) + i})
+                                                                LOCAL_META: True, EXAMPLE_META: len(urls) + i})
                          for i, url in enumerate(tc.seed_arg(self.seed_arg))]
         if requests:
             self._waiting = len(requests)
             self._examples_done = Deferred()
         return requests
 
+    @property
+    def stopped_in_examples(self) -> bool:
+        """Example pages were asked for and the crawl has not gone on past them: stopped now (Ctrl-C,
+        a timeout), it used none of them and counted no page, so it writes no output file
+        (:func:`~topiccrawl.crawl.feeds.writes_nothing`)."""
+        return self._examples_done is not None and not self._past_examples
+
     def closed(self, reason: str) -> None:
         """A crawl stopped (Ctrl-C, a timeout) while its example pages were still fetched: say that
         it used none of them, and that a resume fetches them again."""
-        if self._examples_done is None or self._past_examples:  # none asked for, or their verdict reached
+        if not self.stopped_in_examples:  # none asked for, or their verdict reached
             return
         resume = "; a JOBDIR resume fetches them again" if self.crawler.settings.get("JOBDIR") else ""
         self.logger.warning("the crawl stopped (%s) before its example pages were all fetched: it used none of them "
@@ -213,7 +220,7 @@ class FocusedSpider(scrapy.Spider):
         kind = _kind(response.meta)
         if html_page(response):
             ex, terms = self.tc.page_terms(response)
-            index = response.meta.get("example_index", len(self._fetched))
+            index = response.meta.get(EXAMPLE_META, len(self._fetched))
             if not terms:
                 self._not_used("no_text", kind, "%s page %s has no text: not used", kind, response.url)
             elif kind == "background":
@@ -252,7 +259,7 @@ class FocusedSpider(scrapy.Spider):
     def _request_dropped(self, request, spider=None) -> None:
         """An example or background request the scheduler dropped (a Redis worker refused, or that
         lost Redis) never answers: it settles, so the wait for the examples ends."""
-        if "example_index" in request.meta and request.meta.get(LOCAL_META):
+        if EXAMPLE_META in request.meta and request.meta.get(LOCAL_META):
             self._example_settled()
 
     def _example_settled(self) -> None:
