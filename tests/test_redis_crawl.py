@@ -216,6 +216,59 @@ def test_a_worker_that_loses_redis_stops_in_one_line_and_keeps_its_pages(tmp_pat
     assert len(urls) == len(set(urls)) == stats["topiccrawl/dp"] >= 40
 
 
+def test_a_worker_that_loses_redis_as_it_stops_on_ctrl_c_exits_1(tmp_path, redis_server, slow_lab):
+    """Ctrl-C, then Redis gone while the worker closes (its leases cannot go back): one line, exit
+    status 1 as for any loss (it was 0: the close reason stays ``shutdown``), and a page in flight
+    is dropped as not counted because Redis was lost (it said "page budget spent")."""
+    client = redis_server.client()
+    k = crawl_keys("e2e")
+    worker = _start(tmp_path, "w", redis_server.url, slow_lab.proxy_url, strategy="learned", CONCURRENT_REQUESTS="16")
+    try:
+        deadline = time.monotonic() + 180
+        while int(client.hget(k["stats"], "dp") or 0) < 20:
+            assert time.monotonic() < deadline and worker.poll() is None, worker.log.read_text()[-3000:]
+            time.sleep(0.05)
+        worker.send_signal(signal.SIGINT)
+        redis_server.proc.kill()
+        redis_server.proc.wait(10)
+        worker.wait(120)
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+    log = worker.log.read_text()
+    assert worker.returncode == 1 and "Traceback" not in log, log[-3000:]
+    errors = [line for line in log.splitlines() if " ERROR: " in line]
+    assert len(errors) == 1 and f"lost Redis at {redis_server.url} (" in errors[0], errors
+    stats = _stats(worker.out)
+    assert stats["topiccrawl/redis/lost"] is True and stats["finish_reason"] in ("shutdown", "redis_lost")
+    assert "page budget spent" not in log
+    urls = _urls(worker.out)
+    assert len(urls) == len(set(urls)) == stats["topiccrawl/dp"] >= 20
+
+
+def test_a_worker_with_another_topic_is_refused_in_one_line(tmp_path, redis_server, lab):
+    """A crawl's workers judge pages by one topic: a worker started with another topic, or with
+    the same topic's words weighted otherwise, is refused in one line, exit 2, writing nothing (it
+    joined and counted its pages into the crawl without a word)."""
+    redis = {"TOPICCRAWL_STORE": "redis", "TOPICCRAWL_REDIS_URL": redis_server.url, "TOPICCRAWL_CRAWL_ID": "topic",
+             "TOPICCRAWL_WEB": WEB, "TOPICCRAWL_WEB_PROXY": lab.proxy_url, "TOPICCRAWL_PLOT_ENABLED": "false"}
+    proc, _ = run_crawl(tmp_path / "first", args={"topic": "台风灾害", "strategy": "learned", "max_pages": 10},
+                        settings=redis)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    text = (REPO / "data" / "topics" / "台风灾害.toml").read_text(encoding="utf-8")
+    edited = tmp_path / "typhoon.toml"
+    edited.write_text(text.replace('"台风" = 0.8', '"台风" = 0.5'), encoding="utf-8")
+    for topic, why in [("暴雨灾害", "was started with topic '台风灾害', not '暴雨灾害'"),
+                       (str(edited), "was started with topic '台风灾害' judged otherwise: words 台风 0.8 (this worker: 0.5)")]:
+        proc, out = run_crawl(tmp_path / "other", args={"topic": topic, "strategy": "learned", "max_pages": 20},
+                              settings=redis)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+        errors = [line for line in proc.stderr.splitlines() if " ERROR: " in line]
+        assert len(errors) == 1 and f"crawl id 'topic' in Redis {why} (set TOPICCRAWL_CRAWL_ID" in errors[0], errors
+        assert "Spider closed (redis_refused)" in proc.stderr and not out.exists()
+    assert int(redis_server.client().hget(crawl_keys("topic")["stats"], "dp")) == 10  # nothing counted into it
+
+
 def test_a_worker_that_loses_redis_while_its_examples_wait_stops(tmp_path, redis_server, lab, start_gate):
     """Redis lost while the example pages wait in the worker's own queue (one request in flight, held
     at a gate): they are dropped, the wait for them ends and the worker stops with ``redis_lost``

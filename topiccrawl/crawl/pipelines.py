@@ -31,7 +31,7 @@ class HarvestPipeline(TopicComponent):
             return item
         row = self.tc.record(item)
         if row is None:
-            raise DropItem("page budget spent (TOPICCRAWL_MAX_PAGES)")
+            raise DropItem(self.tc.not_counted)
         # strategies that learn from harvest (fcsa-host's host memory) get each counted page
         frontier = self.tc.frontier  # None: a foreign SCHEDULER
         if frontier is not None:

@@ -182,6 +182,10 @@ def check_output_dir(path: Path, what: str = "output directory") -> None:
 #: best-first's and wl's were not, on the Chinese corpora)
 REPORTING_STRATEGIES = frozenset({"bfs"})
 
+#: why a fetched page is not counted, the usual case (:meth:`TopicCrawl.record`; a shared store's
+#: ``not_counted`` names its own reasons)
+BUDGET_SPENT = "page budget spent (TOPICCRAWL_MAX_PAGES)"
+
 #: spider arguments that override the TOPICCRAWL_* setting of the same name
 OVERRIDABLE = ("topic", "strategy", "max_pages", "link_threshold", "scorer", "topic_tree", "topic_node")
 
@@ -919,14 +923,18 @@ class TopicCrawl:
             wake_engine(self.crawler, 0.0)
 
     def record(self, item: PageItem) -> dict | None:
-        """Count one downloaded page in the metrics; None once the page budget is spent."""
+        """Count one downloaded page in the metrics; None once the page budget is spent, or when a
+        shared store does not count it (:attr:`not_counted` then says why)."""
         observed = self._observed.pop(item.url, None)
         if self.links_open:  # its last link was dropped on the way (or none reached the scheduler)
             self.close_links(item.url)
+        self.not_counted = BUDGET_SPENT
         if self.config.max_pages and self.metrics.dp >= self.config.max_pages:
             return None
         if self.shared is not None and not self.shared.count(item):
-            return None  # global budget spent, or another worker counted this page
+            # global budget spent, another worker counted this page, or Redis lost: the store says
+            self.not_counted = getattr(self.shared, "not_counted", None) or BUDGET_SPENT
+            return None
         gt = self.ground_truth
         labels = gt.labels(item.url) if gt else None
         identity = gt.identity(item.url) if gt else None

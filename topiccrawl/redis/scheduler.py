@@ -33,6 +33,7 @@ focused spiders). What differs from the memory scheduler:
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import os
 import socket
@@ -58,6 +59,7 @@ from topiccrawl.redis.connection import RedisStoreError, client_for, connect, cr
 from topiccrawl.redis.dupefilter import RedisDupeFilter
 from topiccrawl.redis.frontier import RedisFrontier
 from topiccrawl.redis.graph import SharedLinkGraph
+from topiccrawl.scoring.topic import Topic
 from topiccrawl.strategies.base import FrontierError
 from topiccrawl.strategies.simple import Link
 
@@ -82,6 +84,26 @@ def _guarded(default=None):
                 return default
         return guarded
     return wrap
+
+
+def _topic_tag(topic: Topic) -> str:
+    """What a crawl's workers must agree on of their topic, as stored in ``meta``'s ``topic``."""
+    return json.dumps({"name": topic.name, "language": topic.language, "beta": topic.beta,
+                       "words": dict(sorted(topic.words.items()))}, ensure_ascii=False, sort_keys=True)
+
+
+def _topic_difference(theirs: dict, mine: dict) -> str:
+    """``was started with topic '台风灾害', not '暴雨灾害'``, or which of its words or β differ."""
+    if theirs.get("name") != mine["name"]:
+        return f"was started with topic {theirs.get('name')!r}, not {mine['name']!r}"
+    parts = [f"{key} {theirs.get(key)} (this worker: {mine[key]})" for key in ("language", "beta")
+             if theirs.get(key) != mine[key]]
+    a, b = theirs.get("words") or {}, mine["words"]
+    changed = sorted(w for w in a.keys() | b.keys() if a.get(w) != b.get(w))
+    if changed:
+        shown = ", ".join(f"{w} {a.get(w, '–')} (this worker: {b.get(w, '–')})" for w in changed[:5])
+        parts.append(f"words {shown}{f' and {len(changed) - 5} more' if len(changed) > 5 else ''}")
+    return f"was started with topic {mine['name']!r} judged otherwise: {'; '.join(parts)}"
 
 
 class RedisLostMiddleware:
@@ -190,16 +212,25 @@ class RedisWorker:
             return True
         return False
 
-    def _join(self, strategy: str) -> str | None:
-        """Tag the crawl id with ``strategy`` (the first worker's wins); the refusal when the crawl
-        was started with another one."""
-        self.r.hsetnx(self.keys["meta"], "strategy", strategy)
-        started = self.r.hget(self.keys["meta"], "strategy")
-        if started == strategy:
-            self.r.hincrby(self.keys["meta"], "joins", 1)  # the workers that joined (RedisFrontier.withdraw)
-            return None
-        return (f"crawl id {self.crawl_id!r} in Redis was started with strategy {started!r}, "
-                f"not {strategy!r} (set TOPICCRAWL_CRAWL_ID to start another crawl)")
+    def _join(self, strategy: str, topic: Topic | None = None) -> str | None:
+        """Tag the crawl id with ``strategy`` and ``topic`` (the first worker's win); the refusal
+        when the crawl was started with another strategy, or another topic (name, language, words
+        and β: one crawl's counts, labels and models cannot judge pages by two topics)."""
+        meta = self.keys["meta"]
+        self.r.hsetnx(meta, "strategy", strategy)
+        started = self.r.hget(meta, "strategy")
+        if started != strategy:
+            return (f"crawl id {self.crawl_id!r} in Redis was started with strategy {started!r}, "
+                    f"not {strategy!r} (set TOPICCRAWL_CRAWL_ID to start another crawl)")
+        if topic is not None:
+            mine = _topic_tag(topic)
+            self.r.hsetnx(meta, "topic", mine)
+            theirs = self.r.hget(meta, "topic")
+            if theirs != mine:
+                return f"crawl id {self.crawl_id!r} in Redis {_topic_difference(json.loads(theirs), json.loads(mine))}" \
+                       " (set TOPICCRAWL_CRAWL_ID to start another crawl)"
+        self.r.hincrby(meta, "joins", 1)  # the workers that joined (RedisFrontier.withdraw)
+        return None
 
     #: the finish reason of a refused worker (``redis_lost`` once Redis is gone)
     refusal = "redis_refused"
@@ -314,7 +345,7 @@ class RedisScheduler(RedisWorker, TopicScheduler):
     def _open(self) -> None:
         spider = self.spider
         if not self.refused:
-            mismatch = self._join(self.frontier.name)
+            mismatch = self._join(self.frontier.name, self.tc.topic)
             if getattr(spider, "topiccrawl_queue", None) != "frontier":
                 self.refused = f"TOPICCRAWL_STORE=redis supports the focused and discovery spiders only, not {spider.name!r}"
             else:
@@ -491,23 +522,34 @@ class RedisScheduler(RedisWorker, TopicScheduler):
         budget = self.tc.config.max_pages
         return bool(budget) and self.frontier.last["dp"] >= budget
 
+    @property
+    def not_counted(self) -> str | None:
+        """Why the last page :meth:`count` answered False for was not counted (None: the budget)."""
+        return "not counted: Redis was lost (this worker stops)" if self.lost_redis else self._not_counted
+
+    _not_counted: str | None = None
+
     @_guarded(False)
     def count(self, item) -> bool:
         """Count a page in the global DP and settle its lease (``TopicCrawl.record``); False when
-        the budget is spent (the lease goes back to the queue) or another worker counted it."""
+        the budget is spent (the lease goes back to the queue) or another worker counted it
+        (:attr:`not_counted` says which)."""
         adapter = ItemAdapter(item)
         url = adapter["url"]
         member = self.responding.pop(url, None)
+        self._not_counted = "not counted: this worker no longer holds its lease (it expired, or went back to the queue)"
         if member not in self.leases:
             return False
         lp = adapter["relevance"] >= self.tc.topic.beta
         self.flush()  # the page's links reach Redis before its lease ends
         dp = self.frontier.count(member, lp, self.tc.is_truly_relevant(url))
         if dp == -1:
+            self._not_counted = None
             self.requeue(self.leases[member])
             return False
         self._settled(member)
         if dp == -2:  # a re-delivered lease that another worker counted first
+            self._not_counted = "not counted: another worker counted this page first"
             self.stats.inc_value("topiccrawl/redis/duplicate_fetch")
             return False
         return True

@@ -390,7 +390,8 @@ class Command(ScrapyCrawlCommand):
 
     def _crawl(self, name: str, opts) -> None:
         """Scrapy's ``crawl``, with the exit status of its close reason (:data:`EXIT_STATUS`): 2
-        for a user mistake found only once it ran, as for those found before it."""
+        for a user mistake found only once it ran, as for those found before it; 1 for a worker
+        that lost Redis whatever its close reason (the loss may come during a Ctrl-C stop)."""
         crawler = self._create_crawler(name)
         self.crawler_process.crawl(crawler, **opts.spargs)
         self.crawler_process.start()
@@ -398,3 +399,5 @@ class Command(ScrapyCrawlCommand):
             self.exitcode = 1
         else:
             self.exitcode = EXIT_STATUS.get(crawler.stats.get_value("finish_reason"), self.exitcode)
+            if not self.exitcode and crawler.stats.get_value("topiccrawl/redis/lost"):
+                self.exitcode = 1  # Redis lost as the crawl closed for another reason (Ctrl-C, its budget)
