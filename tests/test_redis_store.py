@@ -200,6 +200,10 @@ def test_password_url_and_one_line_errors(redis_server_auth):
         connect(f"redis://127.0.0.1:{free_port()}/0", timeout=2)
     with pytest.raises(RedisStoreError, match="redis://"):
         connect("http://127.0.0.1:6379/0")
+    # a database that is not a number: redis-py would use database 0 without a word
+    with pytest.raises(RedisStoreError, match="the database after the port must be a number") as exc:
+        connect(url.replace("/0", "/crawls"))
+    assert PASSWORD not in str(exc.value)
 
 
 def test_config_takes_every_strategy_on_redis(redis_server):

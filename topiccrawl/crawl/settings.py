@@ -423,7 +423,8 @@ def parse_url_list(name: str, value: str | None, offline: bool = True) -> UrlLis
     urls = tuple(filter(None, (u.strip() for u in value.split(","))))
     for url in urls:
         if not _is_http_url(url):
-            raise ConfigError(f"spider argument {name}: {url!r} is not an http(s) URL (expected URL,URL,… or truth:N)")
+            forms = "URL,URL,…, truth:N or audit:PATH" if name == "examples" else "URL,URL,… or truth:N"
+            raise ConfigError(f"spider argument {name}: {url!r} is not an http(s) URL (expected {forms})")
     return UrlList(urls)
 
 

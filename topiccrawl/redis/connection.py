@@ -28,8 +28,14 @@ def client_for(url: str, timeout: float = 10.0):
     unix://path), not yet connected: it connects at its first command."""
     import redis
 
-    if urlsplit(url).scheme not in ("redis", "rediss", "unix"):
+    parts = urlsplit(url)
+    if parts.scheme not in ("redis", "rediss", "unix"):
         raise RedisStoreError(f"TOPICCRAWL_REDIS_URL={redact(url)!r} must start with redis://, rediss:// or unix://")
+    database = parts.path.strip("/")
+    if parts.scheme != "unix" and database and not (database.isascii() and database.isdigit()):
+        # redis-py reads a path it cannot parse as database 0: another crawl's database, maybe
+        raise RedisStoreError(f"TOPICCRAWL_REDIS_URL={redact(url)!r}: the database after the port must be a number "
+                              "(redis://host:6379/0)")
     return redis.Redis.from_url(url, socket_connect_timeout=timeout, socket_timeout=timeout,
                                 health_check_interval=30, decode_responses=True)
 

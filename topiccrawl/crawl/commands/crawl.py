@@ -196,6 +196,9 @@ def check_seeds(spidercls, spargs: dict, cfg: TopicCrawlConfig, topic) -> None:
     ``topiccrawl_seeds = "required"`` needs ``-a seeds`` or the topic's seeds, one with ``"web"``
     falls back to the offline web's entry pages (so only a live crawl needs seeds)."""
     for name in ("seeds", "examples"):
+        if name in spargs and not str(spargs[name]).strip():  # e.g. -a examples=$UNSET: a mistake, not "none"
+            raise ConfigError(f"spider argument {name} is empty: give URL,URL,…{', truth:N' if cfg.offline else ''}"
+                              f"{' or audit:PATH' if name == 'examples' else ''}, or leave it out")
         if spargs.get(name):
             pages = parse_url_list(name, spargs[name], cfg.offline)
             if pages.truth is not None and topic is not None and not topic.labels:
