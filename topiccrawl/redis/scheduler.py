@@ -88,8 +88,9 @@ def _guarded(default=None):
 
 def _topic_tag(topic: Topic) -> str:
     """What a crawl's workers must agree on of their topic, as stored in ``meta``'s ``topic``."""
-    return json.dumps({"name": topic.name, "language": topic.language, "beta": topic.beta,
-                       "words": dict(sorted(topic.words.items()))}, ensure_ascii=False, sort_keys=True)
+    return json.dumps({"name": topic.name, "language": topic.language, "beta": float(topic.beta),
+                       "words": {w: float(v) for w, v in sorted(topic.words.items())}}, ensure_ascii=False,
+                      sort_keys=True)
 
 
 def _topic_difference(theirs: dict, mine: dict) -> str:
