@@ -360,3 +360,48 @@ def test_a_crawl_stopped_while_its_examples_are_fetched_says_it_used_none(tmp_pa
     assert stats["topiccrawl/classifier/examples"] == 3 and stats["topiccrawl/dp"] == 5
     assert "topic words derived from 3 example pages" in proc.stderr
     assert "before its example pages were all fetched" not in proc.stderr
+
+
+def test_a_crawl_stopped_after_reading_its_examples_dir_gathers_every_example_when_resumed(tmp_path):
+    """A topic with words, an ``examples_dir`` and example URLs, stopped (Ctrl-C) while a URL is on
+    its way: the saved pages had been read, and the resume took them for the examples it started
+    with and never fetched the URLs; it gathers them all again now."""
+    import signal
+    import subprocess
+    import threading
+
+    from conftest import REPO, bin_path
+
+    folder = tmp_path / "saved"
+    folder.mkdir()
+    (folder / "ex2.html").write_bytes(_page("volcano", TEXT["ex2"], []))
+    lines = ['examples_dir = "saved"', "beta = 0.3", "[words]", "volcano = 1.0", "lava = 0.8"]
+    with loopback_server(_Site, asked=threading.Event(), release=threading.Event()) as server:
+        site = f"http://127.0.0.1:{server.server_port}"
+        topic = _topic(tmp_path, site, f'examples = ["{site}/ex1", "{site}/slow"]', *lines)
+        cmd = [bin_path("scrapy"), "crawl", "focused", "-a", f"topic={topic}", "-a", "strategy=learned",
+               "-a", "max_pages=5", "-s", f"TOPICCRAWL_OUTPUT_DIR={tmp_path / 'out'}",
+               "-s", f"JOBDIR={tmp_path / 'job'}", *(x for k, v in LIVE.items() for x in ("-s", f"{k}={v}"))]
+        proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                env={**os.environ, "TOPICCRAWL_CACHE": str(tmp_path / "cache")})
+        try:
+            assert server.asked.wait(60), "the slow example was never asked for"
+            proc.send_signal(signal.SIGINT)
+            _, err = proc.communicate(timeout=60)  # the slow example is still held: it fails at the stop
+        finally:
+            server.release.set()
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode == 0 and "Traceback" not in err, err[-3000:]
+    assert "before its example pages were all fetched: it used none of them and counted no page" in err
+    with loopback_server(_Site, asked=threading.Event(), release=threading.Event()) as server:
+        server.release.set()
+        site = f"http://127.0.0.1:{server.server_port}"
+        topic = _topic(tmp_path, site, f'examples = ["{site}/ex1", "{site}/slow"]', *lines)
+        proc, out = run_crawl(tmp_path, args={"topic": str(topic), "strategy": "learned", "max_pages": 5},
+                              settings={**LIVE, "JOBDIR": str(tmp_path / "job")}, feed=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "resumes with the 1 example page it started with" not in proc.stderr
+    stats = _stats(out)
+    assert stats["topiccrawl/examples/read"] == 1 and stats["topiccrawl/examples/fetched"] == 2
+    assert stats["topiccrawl/classifier/examples"] == 3 and stats["topiccrawl/dp"] == 5

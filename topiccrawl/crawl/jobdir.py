@@ -175,7 +175,9 @@ CARRIED = ("downloader/", "scheduler/", "retry/", "dupefilter/", "httperror/", "
            # the crawl's own counters of responses and pages (not those its state gives at close)
            "topiccrawl/non_html", "topiccrawl/outside_corpus", "topiccrawl/refused_private",
            "topiccrawl/redirect_refiltered", "topiccrawl/classifier/guarded_pages",
-           "topiccrawl/semantic/closeness_links", "topiccrawl/dispatch/page_link_timeouts")
+           "topiccrawl/semantic/closeness_links", "topiccrawl/dispatch/page_link_timeouts",
+           # 1: saved while the example pages' verdict was awaited (spiders.focused)
+           "topiccrawl/examples_pending")
 #: text stats a resumed crawl keeps as they were (the words derived from its example pages)
 CARRIED_TEXT = ("topiccrawl/examples/words",)
 

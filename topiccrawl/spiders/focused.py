@@ -17,6 +17,9 @@ from topiccrawl.crawl.runtime import TopicCrawl, html_page
 from topiccrawl.learning.examples import example_files, folder_digest
 from topiccrawl.scoring.text import document_terms, extract
 
+#: a stat that is 1 while the example pages' verdict is awaited (a JOBDIR saved then carries it)
+EXAMPLES_PENDING = "topiccrawl/examples_pending"
+
 
 class FocusedSpider(scrapy.Spider):
     """Fetch seeds, score every page (R(P)) and link (R(l)), let the scheduler's strategy choose.
@@ -77,6 +80,8 @@ class FocusedSpider(scrapy.Spider):
         if self._examples_done is not None:  # the seeds wait for the examples' verdict
             await maybe_deferred_to_future(self._examples_done)
         self._past_examples = True  # a stop before this line (Ctrl-C cancels start()) used none of them
+        if self._examples_done is not None:
+            self.crawler.stats.set_value(EXAMPLES_PENDING, 0)
         if self._refused():  # Redis was lost while the examples were fetched: the worker stops
             return
         try:
@@ -144,9 +149,11 @@ class FocusedSpider(scrapy.Spider):
         examples, counter_examples = tc.example_urls(self.examples_arg)
         sources = {"examples": examples, "counter_examples": counter_examples, "examples_dir": topic.examples_dir,
                    "examples_dir_pages": folder_digest(topic.examples_dir) if topic.examples_dir else None}
-        if tc.focus is not None and tc.focus.n_examples and not tc.topic.words and not tc.metrics.dp:
+        stopped = self.crawler.stats.get_value(EXAMPLES_PENDING)  # a JOBDIR saved in the examples' phase
+        if tc.focus is not None and tc.focus.n_examples and not tc.metrics.dp and (stopped or not tc.topic.words):
             # a JOBDIR saved when the examples gave a topic without words none (the crawl stopped
-            # before its seeds): the examples given now are fetched instead
+            # before its seeds), or before their verdict (examples_dir's pages were read, the
+            # URLs not all answered): the examples given now are gathered instead
             tc.forget_examples()
         if tc.focus is not None and tc.focus.n_examples:  # a JOBDIR resume restored them
             old = tc.example_sources or {}  # a key a JOBDIR of an older release lacks is not compared
@@ -195,23 +202,26 @@ class FocusedSpider(scrapy.Spider):
         if requests:
             self._waiting = len(requests)
             self._examples_done = Deferred()
+            self.crawler.stats.set_value(EXAMPLES_PENDING, 1)  # saved with JOBDIR: see above
         return requests
 
     @property
     def stopped_in_examples(self) -> bool:
-        """Example pages were asked for and the crawl has not gone on past them: stopped now (Ctrl-C,
-        a timeout), it used none of them and counted no page, so it writes no output file
+        """Example pages were asked for, the crawl has not gone on past them and no page is counted
+        (a JOBDIR resume's restored queue, or a Redis worker's leases, may have been fetched
+        meanwhile): stopped now (Ctrl-C, a timeout), it has nothing to write
         (:func:`~topiccrawl.crawl.feeds.writes_nothing`)."""
-        return self._examples_done is not None and not self._past_examples
+        return self._examples_done is not None and not self._past_examples and not self.tc.metrics.dp
 
     def closed(self, reason: str) -> None:
         """A crawl stopped (Ctrl-C, a timeout) while its example pages were still fetched: say that
         it used none of them, and that a resume fetches them again."""
-        if not self.stopped_in_examples:  # none asked for, or their verdict reached
+        if self._examples_done is None or self._past_examples:  # none asked for, or their verdict reached
             return
         resume = "; a JOBDIR resume fetches them again" if self.crawler.settings.get("JOBDIR") else ""
-        self.logger.warning("the crawl stopped (%s) before its example pages were all fetched: it used none of them "
-                            "and counted no page%s", reason, resume)
+        counted = " and counted no page" if not self.tc.metrics.dp else ""
+        self.logger.warning("the crawl stopped (%s) before its example pages were all fetched: it used none of "
+                            "them%s%s", reason, counted, resume)
 
     def parse_example(self, response):
         """An example page (it trains the classifier) or a background page; no item, no links.
