@@ -579,6 +579,14 @@ def test_a_lone_worker_stopped_before_its_seeds_withdraws_its_crawl(redis_server
     c = _frontier(client, "a", crawl="wd4")
     client.hset(crawl_keys("wd4")["stats"], "dp", 1)
     assert not c.withdraw() and client.hget("topiccrawl:wd4:learned:state", "options")
+    # a second claimant refused at open (another topic, say) gives its claim back; a queued link
+    # (a crawl of an older release, which counts no joins) keeps the crawl
+    a, b = _frontier(client, "a", crawl="wd5"), _frontier(client, "b", crawl="wd5")
+    b.unclaim()
+    client.zadd(crawl_keys("wd5")["requests"], {"x": 1})
+    assert not a.withdraw()
+    client.delete(crawl_keys("wd5")["requests"])
+    assert a.withdraw() and client.keys("topiccrawl:wd5:*") == []
 
 
 def test_a_worker_whose_examples_gave_no_words_leaves_its_crawl_to_the_next(tmp_path, redis_server):

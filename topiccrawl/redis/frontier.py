@@ -285,17 +285,25 @@ class RedisFrontier(FrontierBase):
     #: the HASH whose options this worker claimed (:meth:`claim_options`), if its strategy has one
     claimed = ""
 
+    def unclaim(self) -> None:
+        """This worker was refused after its claim (another topic, another spider): it is not one
+        of the workers that claimed the options (:meth:`withdraw` counts them)."""
+        if self.claimed:
+            self.r.hincrby(self.claimed, "claims", -1)
+            self.claimed = ""
+
     def own_keys(self) -> list[str]:
         """Every key of the strategy's own (:meth:`extra_keys` and any a script does not take)."""
         return self.extra_keys()
 
     def withdraw(self) -> bool:
         """This worker stopped before its seeds (no topic words): when it was its crawl's only worker
-        (``joins`` of ``meta``, ``claims`` of the claimed state) and no page was counted, delete every
-        key of the crawl, so that a worker started next begins it afresh, with options of its own
-        (they were claimed). True when withdrawn."""
+        (``joins`` of ``meta``, ``claims`` of the claimed state), no page was counted and nothing is
+        queued or leased (a crawl of an older release counts no joins), delete every key of the
+        crawl, so that a worker started next begins it afresh, with options of its own (they were
+        claimed). True when withdrawn."""
         script = load_script(self.r, "crawl_withdraw.lua")
-        keys = [self.keys["meta"], self.keys["stats"], self.claimed,
+        keys = [self.keys["meta"], self.keys["stats"], self.claimed, self.keys["requests"], self.keys["leases"],
                 *dict.fromkeys([*self.keys.values(), *self.own_keys()])]
         return bool(script(keys=keys))
 

@@ -55,7 +55,7 @@ from topiccrawl.crawl.runtime import TopicCrawl
 from topiccrawl.crawl.scheduler import TopicScheduler
 from topiccrawl.crawl.settings import ConfigError, TopicCrawlConfig, strategy_options
 from topiccrawl.redis.annealing import make_redis_frontier
-from topiccrawl.redis.connection import RedisStoreError, client_for, connect, crawl_keys, redact
+from topiccrawl.redis.connection import RedisStoreError, client_for, connect, crawl_keys, load_script, redact
 from topiccrawl.redis.dupefilter import RedisDupeFilter
 from topiccrawl.redis.frontier import RedisFrontier
 from topiccrawl.redis.graph import SharedLinkGraph
@@ -217,21 +217,15 @@ class RedisWorker:
         """Tag the crawl id with ``strategy`` and ``topic`` (the first worker's win); the refusal
         when the crawl was started with another strategy, or another topic (name, language, words
         and β: one crawl's counts, labels and models cannot judge pages by two topics)."""
-        meta = self.keys["meta"]
-        self.r.hsetnx(meta, "strategy", strategy)
-        started = self.r.hget(meta, "strategy")
+        mine = "" if topic is None else _topic_tag(topic)
+        joined, started, theirs = load_script(self.r, "crawl_join.lua")(keys=[self.keys["meta"]], args=[strategy, mine])
+        if joined:
+            return None
         if started != strategy:
             return (f"crawl id {self.crawl_id!r} in Redis was started with strategy {started!r}, "
                     f"not {strategy!r} (set TOPICCRAWL_CRAWL_ID to start another crawl)")
-        if topic is not None:
-            mine = _topic_tag(topic)
-            self.r.hsetnx(meta, "topic", mine)
-            theirs = self.r.hget(meta, "topic")
-            if theirs != mine:
-                return f"crawl id {self.crawl_id!r} in Redis {_topic_difference(json.loads(theirs), json.loads(mine))}" \
-                       " (set TOPICCRAWL_CRAWL_ID to start another crawl)"
-        self.r.hincrby(meta, "joins", 1)  # the workers that joined (RedisFrontier.withdraw)
-        return None
+        return (f"crawl id {self.crawl_id!r} in Redis {_topic_difference(json.loads(theirs), json.loads(mine))}"
+                " (set TOPICCRAWL_CRAWL_ID to start another crawl)")
 
     #: the finish reason of a refused worker (``redis_lost`` once Redis is gone)
     refusal = "redis_refused"
@@ -353,6 +347,7 @@ class RedisScheduler(RedisWorker, TopicScheduler):
                 self.refused = mismatch
         if self.refused:
             logger.error("%s", self.refused)
+            self.frontier.unclaim()  # its claim must not keep a lone worker's crawl from a withdraw
             return
         self.tc.use_shared_store(self, SharedLinkGraph(self.r, self.keys["graph"]))
         if self.jobdir:
