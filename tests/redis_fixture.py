@@ -77,33 +77,36 @@ def _stop(server: RedisServer) -> None:
     server.proc.wait(10)
 
 
-def assert_lost_in_one_line(worker: subprocess.Popen, url: str) -> str:
+def assert_lost_in_one_line(worker: subprocess.Popen, url: str, reasons=("redis_lost",)) -> str:
     """A worker stopped as a lost Redis stops it: exit 1, no traceback, one ERROR line naming
-    ``url``, finish reason ``redis_lost``; returns its log."""
+    ``url``, a finish reason of ``reasons``; returns its log."""
     log = worker.log.read_text()
     assert worker.returncode == 1 and "Traceback" not in log, log[-3000:]
     errors = [line for line in log.splitlines() if " ERROR: " in line]
     assert len(errors) == 1 and f"lost Redis at {url} (" in errors[0], errors
-    assert "Spider closed (redis_lost)" in log
+    assert any(f"Spider closed ({reason})" in log for reason in reasons), log[-3000:]
     return log
 
 
-def lose_redis_when(server: RedisServer, worker: subprocess.Popen, ready, timeout: float = 180) -> str:
-    """Kill ``server`` (Redis goes away mid-crawl) once ``ready()`` holds, the worker still running;
-    let the worker stop by itself (killed after 120 s) and check it stopped in one line
-    (:func:`assert_lost_in_one_line`); returns its log."""
+def lose_redis_when(server: RedisServer, worker: subprocess.Popen, ready, timeout: float = 180, before=None,
+                    reasons=("redis_lost",)) -> str:
+    """Kill ``server`` (Redis goes away mid-crawl) once ``ready()`` holds, the worker still running
+    (``before()`` first, e.g. a Ctrl-C); let the worker stop by itself (killed after 120 s) and check
+    it stopped in one line (:func:`assert_lost_in_one_line`); returns its log."""
     try:
         deadline = time.monotonic() + timeout
         while not ready():
             assert time.monotonic() < deadline and worker.poll() is None, worker.log.read_text()[-3000:]
             time.sleep(0.05)
+        if before is not None:
+            before()
         server.proc.kill()
         server.proc.wait(10)
         worker.wait(120)
     finally:
         if worker.poll() is None:
             worker.kill()
-    return assert_lost_in_one_line(worker, server.url)
+    return assert_lost_in_one_line(worker, server.url, reasons)
 
 
 @pytest.fixture

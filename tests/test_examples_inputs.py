@@ -307,13 +307,10 @@ def test_an_audit_that_labels_no_page_on_topic_says_so_for_a_topic_without_words
     assert "labels no page on topic (1), only off topic (0)" in proc.stderr
 
 
-def test_a_crawl_stopped_while_its_examples_are_fetched_says_it_used_none(tmp_path):
-    """Ctrl-C while an example page is still on its way: the crawl stops (after the fetch in flight)
-    and its log says that it used none of the examples and counted no page, and that a resume fetches
-    them again (it said nothing of them); it writes no output file, so an earlier crawl's in its
-    folder stay as they were (its stats.json and harvest.csv were written over). The resume fetches
-    each example once: the example requests the stop left queued in JOBDIR are not fetched beside
-    them (they were, and the examples were learned from twice, or before the last had answered)."""
+def _ctrl_c_in_examples(tmp_path, examples: list[str], *lines: str, answer_in_stop: bool):
+    """``learned`` with JOBDIR on the test site, the topic's ``examples`` those paths (and ``lines``),
+    stopped with Ctrl-C once ``/slow`` is asked for; ``answer_in_stop``: it answers during the stop
+    (else it is still held). Returns the finished process (checked: exit 0, no traceback) and its log."""
     import signal
     import subprocess
     import threading
@@ -322,11 +319,8 @@ def test_a_crawl_stopped_while_its_examples_are_fetched_says_it_used_none(tmp_pa
 
     with loopback_server(_Site, asked=threading.Event(), release=threading.Event()) as server:
         site = f"http://127.0.0.1:{server.server_port}"
-        topic = _topic(tmp_path, site, f'examples = ["{site}/ex1", "{site}/slow", "{site}/ex2"]')
-        earlier = tmp_path / "out"
-        earlier.mkdir()
-        for name in ("stats.json", "harvest.csv", "audit.csv"):
-            (earlier / name).write_text(f"an earlier crawl's {name}\n", encoding="utf-8")
+        urls = ", ".join(f'"{site}/{path}"' for path in examples)
+        topic = _topic(tmp_path, site, f"examples = [{urls}]", *lines)
         cmd = [bin_path("scrapy"), "crawl", "focused", "-a", f"topic={topic}", "-a", "strategy=learned",
                "-a", "max_pages=5", "-s", f"TOPICCRAWL_OUTPUT_DIR={tmp_path / 'out'}",
                "-s", f"JOBDIR={tmp_path / 'job'}", *(x for k, v in LIVE.items() for x in ("-s", f"{k}={v}"))]
@@ -335,13 +329,31 @@ def test_a_crawl_stopped_while_its_examples_are_fetched_says_it_used_none(tmp_pa
         try:
             assert server.asked.wait(60), "the slow example was never asked for"
             proc.send_signal(signal.SIGINT)
-            threading.Timer(1.0, server.release.set).start()  # the fetch in flight answers during the stop
+            if answer_in_stop:
+                threading.Timer(1.0, server.release.set).start()  # the fetch in flight answers during the stop
             _, err = proc.communicate(timeout=60)
         finally:
             server.release.set()
             if proc.poll() is None:
                 proc.kill()
     assert proc.returncode == 0 and "Traceback" not in err, err[-3000:]
+    return proc, err
+
+
+def test_a_crawl_stopped_while_its_examples_are_fetched_says_it_used_none(tmp_path):
+    """Ctrl-C while an example page is still on its way: the crawl stops (after the fetch in flight)
+    and its log says that it used none of the examples and counted no page, and that a resume fetches
+    them again (it said nothing of them); it writes no output file, so an earlier crawl's in its
+    folder stay as they were (its stats.json and harvest.csv were written over). The resume fetches
+    each example once: the example requests the stop left queued in JOBDIR are not fetched beside
+    them (they were, and the examples were learned from twice, or before the last had answered)."""
+    import threading
+
+    earlier = tmp_path / "out"
+    earlier.mkdir()
+    for name in ("stats.json", "harvest.csv", "audit.csv"):
+        (earlier / name).write_text(f"an earlier crawl's {name}\n", encoding="utf-8")
+    proc, err = _ctrl_c_in_examples(tmp_path, ["ex1", "slow", "ex2"], answer_in_stop=True)
     assert ("the crawl stopped (shutdown) before its example pages were all fetched: it used none of them and counted "
             "no page; a JOBDIR resume fetches them again") in err, err[-3000:]
     assert f"stopped before any page (shutdown): nothing written to {earlier}" in err, err[-3000:]
@@ -366,33 +378,14 @@ def test_a_crawl_stopped_after_reading_its_examples_dir_gathers_every_example_wh
     """A topic with words, an ``examples_dir`` and example URLs, stopped (Ctrl-C) while a URL is on
     its way: the saved pages had been read, and the resume took them for the examples it started
     with and never fetched the URLs; it gathers them all again now."""
-    import signal
-    import subprocess
     import threading
-
-    from conftest import REPO, bin_path
 
     folder = tmp_path / "saved"
     folder.mkdir()
     (folder / "ex2.html").write_bytes(_page("volcano", TEXT["ex2"], []))
     lines = ['examples_dir = "saved"', "beta = 0.3", "[words]", "volcano = 1.0", "lava = 0.8"]
-    with loopback_server(_Site, asked=threading.Event(), release=threading.Event()) as server:
-        site = f"http://127.0.0.1:{server.server_port}"
-        topic = _topic(tmp_path, site, f'examples = ["{site}/ex1", "{site}/slow"]', *lines)
-        cmd = [bin_path("scrapy"), "crawl", "focused", "-a", f"topic={topic}", "-a", "strategy=learned",
-               "-a", "max_pages=5", "-s", f"TOPICCRAWL_OUTPUT_DIR={tmp_path / 'out'}",
-               "-s", f"JOBDIR={tmp_path / 'job'}", *(x for k, v in LIVE.items() for x in ("-s", f"{k}={v}"))]
-        proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                                env={**os.environ, "TOPICCRAWL_CACHE": str(tmp_path / "cache")})
-        try:
-            assert server.asked.wait(60), "the slow example was never asked for"
-            proc.send_signal(signal.SIGINT)
-            _, err = proc.communicate(timeout=60)  # the slow example is still held: it fails at the stop
-        finally:
-            server.release.set()
-            if proc.poll() is None:
-                proc.kill()
-    assert proc.returncode == 0 and "Traceback" not in err, err[-3000:]
+    # the slow example is still held at the stop: it fails then
+    proc, err = _ctrl_c_in_examples(tmp_path, ["ex1", "slow"], *lines, answer_in_stop=False)
     assert "before its example pages were all fetched: it used none of them and counted no page" in err
     with loopback_server(_Site, asked=threading.Event(), release=threading.Event()) as server:
         server.release.set()
