@@ -928,8 +928,8 @@ class TopicCrawl:
         observed = self._observed.pop(item.url, None)
         if self.links_open:  # its last link was dropped on the way (or none reached the scheduler)
             self.close_links(item.url)
-        self.not_counted = BUDGET_SPENT
         if self.config.max_pages and self.metrics.dp >= self.config.max_pages:
+            self.not_counted = BUDGET_SPENT
             return None
         if self.shared is not None and not self.shared.count(item):
             # global budget spent, another worker counted this page, or Redis lost: the store says

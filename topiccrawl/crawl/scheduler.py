@@ -28,7 +28,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from itemadapter import ItemAdapter
-from scrapy import Request, signals
+from scrapy import signals
 from scrapy.core.scheduler import BaseScheduler
 from scrapy.utils.job import job_dir
 from scrapy.utils.misc import build_from_crawler, load_object
@@ -498,7 +498,7 @@ class TopicScheduler(BaseScheduler):
         first = list({jd.key(l): l for l in first}.values())  # each key once
         # the example phase of a crawl stopped before its examples' verdict: the spider asks for them
         # again, so these would be fetched twice and settle a wait that is not theirs
-        first = [l for l in first if not (isinstance(l.payload, Request) and EXAMPLE_META in l.payload.meta)]
+        first = [l for l in first if EXAMPLE_META not in l.payload.meta]
         pushed = sorted(replay.pushed.values(), key=lambda l: l.seq)
         seqs = [l.seq for l in (*pushed, *first)]
         if seqs and "next_seq" in data["frontier"]:

@@ -533,8 +533,8 @@ class RedisScheduler(RedisWorker, TopicScheduler):
         adapter = ItemAdapter(item)
         url = adapter["url"]
         member = self.responding.pop(url, None)
-        self._not_counted = "not counted: this worker no longer holds its lease (it expired, or went back to the queue)"
         if member not in self.leases:
+            self._not_counted = "not counted: this worker no longer holds its lease (it expired, or went back to the queue)"
             return False
         lp = adapter["relevance"] >= self.tc.topic.beta
         self.flush()  # the page's links reach Redis before its lease ends
