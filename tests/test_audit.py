@@ -156,7 +156,8 @@ def test_a_crawl_writes_an_audit_that_scrapy_audit_reads_back(tmp_path):
     # the offline web's ground truth labels the pages: the figure is the difference estimate
     proc = _audit(out, "--truth")
     assert proc.returncode == 0, proc.stderr
-    report = json.loads((out / "audit.json").read_text(encoding="utf-8"))
+    assert not (out / "audit.json").exists()  # the report of a person's labels stays theirs
+    report = json.loads((out / "audit.truth.json").read_text(encoding="utf-8"))
     judged = {r["url"]: float(r["judged"]) for r in harvest}
     hit, previous = {}, 0
     for r in harvest:
@@ -183,6 +184,10 @@ def test_a_crawl_writes_an_audit_that_scrapy_audit_reads_back(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert json.loads((out / "audit.json").read_text(encoding="utf-8"))["labelled"] == 10
     assert "not a random sample" not in proc.stderr
+    # the ground truth's report beside it does not replace the person's
+    assert _audit(out, "--truth").returncode == 0
+    assert json.loads((out / "audit.json").read_text(encoding="utf-8"))["labels"] == "audit.csv"
+    assert json.loads((out / "audit.truth.json").read_text(encoding="utf-8"))["labelled"] == 40
     lines[3] = lines[3][:-1] + "maybe"
     (out / "audit.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
     proc = _audit(out)
@@ -386,24 +391,31 @@ def test_a_new_audit_sets_the_earlier_runs_report_aside(tmp_path):
     of another crawl next to this one's files)."""
     rows = [{"url": f"http://x.test/{i}", "title": str(i), "judged": 0.5} for i in range(20)]
     write_audit(tmp_path, rows, 5, random.Random(0))
-    (tmp_path / "audit.json").write_text('{"labels": "ground truth"}', encoding="utf-8")  # scrapy audit --truth
+    (tmp_path / "audit.truth.json").write_text('{"labels": "ground truth"}', encoding="utf-8")  # audit --truth
     write_audit(tmp_path, rows, 5, random.Random(1))
-    assert not (tmp_path / "audit.json").exists() and not (tmp_path / "audit.1.csv").exists()
-    assert json.loads((tmp_path / "audit.1.json").read_text(encoding="utf-8")) == {"labels": "ground truth"}
+    assert not (tmp_path / "audit.truth.json").exists() and not (tmp_path / "audit.1.csv").exists()
+    assert json.loads((tmp_path / "audit.1.truth.json").read_text(encoding="utf-8")) == {"labels": "ground truth"}
     lines = (tmp_path / "audit.csv").read_text(encoding="utf-8").splitlines()
     (tmp_path / "audit.csv").write_text("\n".join([lines[0], lines[1] + "1", *lines[2:]]) + "\n", encoding="utf-8")
     (tmp_path / "audit.json").write_text('{"labels": "audit.csv"}', encoding="utf-8")
-    write_audit(tmp_path, rows, 5, random.Random(2))  # a labelled audit and its report: kept as a pair
+    (tmp_path / "audit.truth.json").write_text('{"labels": "ground truth"}', encoding="utf-8")
+    write_audit(tmp_path, rows, 5, random.Random(2))  # a labelled audit and its reports: kept together
     assert (tmp_path / "audit.2.csv").read_text(encoding="utf-8").splitlines()[1].endswith(",1")
     assert json.loads((tmp_path / "audit.2.json").read_text(encoding="utf-8")) == {"labels": "audit.csv"}
-    assert not (tmp_path / "audit.json").exists() and (tmp_path / "audit.1.json").exists()
+    assert json.loads((tmp_path / "audit.2.truth.json").read_text(encoding="utf-8")) == {"labels": "ground truth"}
+    assert not (tmp_path / "audit.json").exists() and not (tmp_path / "audit.truth.json").exists()
+    assert (tmp_path / "audit.1.truth.json").exists()
+    # an earlier release's --truth report, written as audit.json beside an unlabelled audit, is set aside too
+    (tmp_path / "audit.json").write_text('{"labels": "ground truth"}', encoding="utf-8")
+    write_audit(tmp_path, rows, 5, random.Random(4))
+    assert json.loads((tmp_path / "audit.3.json").read_text(encoding="utf-8")) == {"labels": "ground truth"}
     # a crawl that writes no audit (TOPICCRAWL_AUDIT_ENABLED=False) keeps even an unlabelled one aside
     from topiccrawl.crawl.audit import keep_earlier_audit
 
     (tmp_path / "audit.json").write_text("{}", encoding="utf-8")
     keep_earlier_audit(tmp_path, replace=False)
     assert not (tmp_path / "audit.csv").exists() and not (tmp_path / "audit.json").exists()
-    assert (tmp_path / "audit.3.csv").is_file() and (tmp_path / "audit.3.json").is_file()
+    assert (tmp_path / "audit.4.csv").is_file() and (tmp_path / "audit.4.json").is_file()
     # a report set aside on its own takes a number no kept audit has (audit.N.json reports on audit.N.csv)
     alone = tmp_path / "alone"
     alone.mkdir()

@@ -42,12 +42,17 @@ def _labelled(path: Path) -> bool:
     return not {"url", "label"} <= fields or any((row.get("label") or "").strip() for row in rows)
 
 
+#: the reports ``scrapy audit`` writes of ``audit.csv``: of a person's labels, and of the offline
+#: web's ground truth (``--truth``), each in its own file so that neither is written over the other
+REPORTS = (".json", ".truth.json")
+
+
 def _set_aside(out: Path, names: tuple[str, ...]) -> int:
     """Rename ``out/audit<ext>`` for each of ``names``' extensions that exists to ``audit.<n><ext>``,
-    n the first number free for an audit and its report (an ``audit.N.json`` names the report of
-    ``audit.N.csv``); returns n."""
+    n the first number free for an audit and its reports (``audit.N.json`` and ``audit.N.truth.json``
+    name the reports of ``audit.N.csv``); returns n."""
     n = 1
-    while any((out / f"audit.{n}{ext}").exists() for ext in (".csv", ".json")):
+    while any((out / f"audit.{n}{ext}").exists() for ext in (".csv", *REPORTS)):
         n += 1
     for ext in names:
         if (out / f"audit{ext}").exists():
@@ -58,17 +63,18 @@ def _set_aside(out: Path, names: tuple[str, ...]) -> int:
 def keep_earlier_audit(out: Path, replace: bool = True) -> None:
     """Before a crawl writes its outputs into ``out``: an earlier run's ``audit.csv`` holding labels
     (or not readable as an unlabelled audit), or any when this crawl writes none (``replace``
-    False), is kept as ``audit.N.csv`` with its report ``audit.json`` as ``audit.N.json``; a report
-    beside an unlabelled audit as the first free ``audit.N.json``. An ``audit.json`` in a folder
-    is always the report of the ``audit.csv`` there."""
+    False), is kept as ``audit.N.csv`` with its reports ``audit.json`` and ``audit.truth.json`` as
+    ``audit.N.json`` and ``audit.N.truth.json``; reports beside an unlabelled audit under the first
+    free N. A report in a folder is always of the ``audit.csv`` there."""
     path = out / "audit.csv"
     if path.is_file() and (not replace or _labelled(path)):
-        n = _set_aside(out, (".csv", ".json"))
+        n = _set_aside(out, (".csv", *REPORTS))
         logger.warning("kept the %s of the earlier run as %s", "audit" if replace else "audit (this crawl writes none)",
                        out / f"audit.{n}.csv")
-    elif (out / "audit.json").is_file():  # the report of an earlier run's audit (e.g. --truth): not of this one
-        n = _set_aside(out, (".json",))
-        logger.warning("kept the audit report of the earlier run as %s", out / f"audit.{n}.json")
+    elif reports := [ext for ext in REPORTS if (out / f"audit{ext}").is_file()]:  # of an earlier run's audit
+        n = _set_aside(out, tuple(reports))
+        logger.warning("kept the audit report of the earlier run as %s",
+                       " and ".join(str(out / f"audit.{n}{ext}") for ext in reports))
 
 
 def write_audit(out: Path, rows: list[dict], k: int, rng: random.Random) -> Path | None:
@@ -317,7 +323,9 @@ def _reported_bound(stats: dict) -> float | None:
     return float(value) if isinstance(value, (int, float)) else None
 
 
-def write_report(out: Path, estimate: AuditEstimate, extra: dict) -> Path:
-    path = out / "audit.json"
+def write_report(out: Path, estimate: AuditEstimate, extra: dict, truth: bool = False) -> Path:
+    """``audit.json``, or with ``truth`` (the offline web's labels) ``audit.truth.json``: a report
+    of the ground truth never replaces the report of a person's labels."""
+    path = out / ("audit.truth.json" if truth else "audit.json")
     path.write_text(json.dumps({**estimate.as_dict(), **extra}, indent=2), encoding="utf-8")
     return path

@@ -34,7 +34,8 @@ class Command(ScrapyCommand):
     def long_desc(self) -> str:
         return ("Read OUTPUT_DIR/audit.csv (label 1 = relevant, 0 = not, from the top) and harvest.csv, print "
                 "the audited harvest rate with its confidence interval next to the crawl's self-assessed "
-                "one, and write OUTPUT_DIR/audit.json (OUTPUT_DIR may be given as OUTPUT_DIR/audit.csv); see docs/audit.md.")
+                "one, and write OUTPUT_DIR/audit.json (with --truth audit.truth.json; OUTPUT_DIR may be "
+                "given as OUTPUT_DIR/audit.csv); see docs/audit.md.")
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         super().add_options(parser)
@@ -48,7 +49,7 @@ class Command(ScrapyCommand):
         out = crawl_folder(Path(args[0]))
         try:
             estimate, extra = audit(out, truth=opts.truth, confidence=opts.confidence)
-            report = write_report(out, estimate, extra)
+            report = write_report(out, estimate, extra, truth=opts.truth)
         except (AuditError, OSError) as exc:
             print(f"error: {exc}", file=sys.stderr, flush=True)
             self.exitcode = 2
