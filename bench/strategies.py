@@ -61,6 +61,9 @@ def name_value(text: str) -> str:
 RESERVED = {"topic": ("topic", "TOPICCRAWL_TOPIC"), "strategy": ("strategy", "TOPICCRAWL_STRATEGY"),
             "pages": ("max_pages", "TOPICCRAWL_MAX_PAGES"), "web": (None, "TOPICCRAWL_WEB"),
             "lab": (None, "TOPICCRAWL_WEB_PROXY"), "out": (None, "TOPICCRAWL_OUTPUT_DIR")}
+#: what would make a run's topic a category node instead of the topic its rows are labelled by
+#: (the crawl then ignores ``topic``): a node's crawls are ``bench.tdcs_crawl``'s
+NODE_TOPIC = {"scorer": "TOPICCRAWL_SCORER", "topic_tree": "TOPICCRAWL_TOPIC_TREE", "topic_node": "TOPICCRAWL_TOPIC_NODE"}
 
 
 def check_passed_through(settings: Sequence[str], spider_args: Sequence[str], options: dict[str, str] | None = None,
@@ -73,10 +76,14 @@ def check_passed_through(settings: Sequence[str], spider_args: Sequence[str], op
     for flag, values, column in ((setting_flag, settings, 1), (arg_flag, spider_args, 0)):
         reserved = {names[column]: options[key] for key, names in RESERVED.items() if names[column]}
         reserved.update(own[column])
+        node = {(arg, setting)[column] for arg, setting in NODE_TOPIC.items()}
         for text in values:
             name = text.partition("=")[0].strip()
             if name in reserved:
                 raise SystemExit(f"{flag} {text}: the bench sets {name} for every run; use {reserved[name]}")
+            if name in node:
+                raise SystemExit(f"{flag} {text}: the runs are labelled by the topic of {options['topic']}, which this "
+                                 "would replace by a category node; a node's crawls: python -m bench.tdcs_crawl")
 
 
 def crawl_command(web: str, proxy: str, topic: str, strategy: str, pages: int, out: Path,

@@ -112,6 +112,13 @@ def test_a_passed_through_argument_cannot_override_what_the_bench_labels_its_run
             check_passed_through(settings, args)
     with pytest.raises(SystemExit, match=r"^--args topic=x: .* use --topics$"):
         check_passed_through([], ["topic=x"], {"topic": "--topics"}, "--settings", "--args")
+    # nor make the topic a category node (the crawl would ignore the topic its rows are labelled by)
+    for settings, args in (([], ["topic_tree=wikispeedia:/d"]), ([], ["scorer=tdcs"]), ([], ["topic_node=A.B"]),
+                           (["TOPICCRAWL_SCORER=tdkw"], []), (["TOPICCRAWL_TOPIC_TREE=dmoz:x.rdf"], [])):
+        with pytest.raises(SystemExit, match=r"labelled by the topic of --topic, .* python -m bench.tdcs_crawl$"):
+            check_passed_through(settings, args)
+    with pytest.raises(SystemExit, match=r"^--args topic_node=A: the runs are labelled by the topic of --topics"):
+        check_passed_through([], ["topic_node=A"], {"topic": "--topics"}, "--settings", "--args")
     # what a chosen variant sets itself (bench/learned_focus.py): its examples, its seed setting
     own = ({"examples": "the variant learned-examples"}, {"TOPICCRAWL_LEARNED_SEED": "--first-seed"})
     check_passed_through(["TOPICCRAWL_WL_SEED=1"], ["seeds=truth:3"], None, "--settings", "--args", own)
