@@ -398,3 +398,74 @@ def test_a_crawl_stopped_after_reading_its_examples_dir_gathers_every_example_wh
     stats = _stats(out)
     assert stats["topiccrawl/examples/read"] == 1 and stats["topiccrawl/examples/fetched"] == 2
     assert stats["topiccrawl/classifier/examples"] == 3 and stats["topiccrawl/dp"] == 5
+
+
+class _LoggedSite(_Site):
+    """The test site, logging each path asked for (``server.paths``)."""
+
+    def do_GET(self):
+        self.server.paths.append(self.path)
+        super().do_GET()
+
+
+def test_a_resume_after_a_kill_hands_out_no_queued_page_before_its_examples_verdict(tmp_path):
+    """A topic of examples only, killed (kill -9) after counting pages and before any snapshot: the
+    resume has its queue (the journal) but not the examples' words, so it gathers the examples
+    again. Its queued pages wait for their verdict: they were handed out as soon as the start
+    requests' wait ended, and counted with an empty topic (relevance 0) before any word existed."""
+    import signal
+    import subprocess
+    import threading
+    import time
+
+    from conftest import REPO, bin_path
+
+    with loopback_server(_LoggedSite, asked=threading.Event(), release=threading.Event(), paths=[]) as server:
+        server.release.set()
+        site = f"http://127.0.0.1:{server.server_port}"
+        topic = _topic(tmp_path, site, f'examples = ["{site}/slow", "{site}/ex1"]')
+        feed = tmp_path / "out" / "pages.jsonl"
+        settings = {**LIVE, "CONCURRENT_REQUESTS": "4", "TOPICCRAWL_DISPATCH_MAX_WAIT": "0.3",
+                    "TOPICCRAWL_CHECKPOINT_INTERVAL": "3600", "JOBDIR": str(tmp_path / "job"),
+                    "TOPICCRAWL_OUTPUT_DIR": str(tmp_path / "out"), "TOPICCRAWL_PROGRESS_INTERVAL": "0"}
+
+        def crawl(max_pages: int, delay: str) -> subprocess.Popen:
+            cmd = [bin_path("scrapy"), "crawl", "focused", "-a", f"topic={topic}", "-a", "strategy=learned",
+                   "-a", f"max_pages={max_pages}", "-O" if max_pages > 10 else "-o", str(feed),
+                   *(x for k, v in {**settings, "DOWNLOAD_DELAY": delay}.items() for x in ("-s", f"{k}={v}"))]
+            return subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                    env={**os.environ, "TOPICCRAWL_CACHE": str(tmp_path / "cache")})
+
+        first = crawl(40, "0.2")
+        try:
+            deadline = time.monotonic() + 90
+            while not (feed.is_file() and len(feed.read_text(encoding="utf-8").splitlines()) >= 3):
+                assert first.poll() is None and time.monotonic() < deadline, "the first run counted no 3 pages"
+                time.sleep(0.05)
+            first.send_signal(signal.SIGKILL)
+        finally:
+            first.kill()
+            first.communicate()
+        counted = [json.loads(line)["url"] for line in feed.read_text(encoding="utf-8").splitlines()]
+        server.asked.clear()
+        server.release.clear()
+        start = len(server.paths)
+        second = crawl(len(counted) + 4, "0")
+        try:
+            assert server.asked.wait(60), "the resume did not ask for its examples again"
+            time.sleep(2.0)  # far beyond TOPICCRAWL_DISPATCH_MAX_WAIT
+            held = [p for p in server.paths[start:] if p.startswith("/p") and p != "/p0"]  # /p0: the background
+            server.release.set()
+            _, err = second.communicate(timeout=120)
+        finally:
+            server.release.set()
+            if second.poll() is None:
+                second.kill()
+    assert second.returncode == 0 and "Traceback" not in err, err[-3000:]
+    assert "resumed" in err and "topic words derived from 2 example pages" in err, err[-3000:]
+    assert held == [], f"queued pages fetched before the examples' verdict: {held}"
+    lines = [json.loads(line) for line in feed.read_text(encoding="utf-8").splitlines()]
+    resumed = [item for item in lines if item["url"] not in counted]
+    # each page of the resume that says "volcano" (/pN, N not a multiple of 3) is scored by the derived words
+    volcanic = [item for item in resumed if int(item["url"].rsplit("/p", 1)[1]) % 3]
+    assert len(resumed) == 4 and volcanic and all(item["relevance"] > 0 for item in volcanic), resumed

@@ -227,7 +227,15 @@ class TopicScheduler(BaseScheduler):
             if self.tc.metrics.dp + len(self.inflight) >= budget:
                 return None
         value = None
-        if self.chosen:
+        if getattr(self.spider, "awaiting_examples", False):
+            # no page before the examples' verdict (the topic's words may come from them): a
+            # resume's restored requests in flight and queued links wait, the examples go
+            i = next((i for i, l in enumerate(self.chosen) if EXAMPLE_META in getattr(l.payload, "meta", ())), None)
+            if i is None:
+                return None
+            link = self.chosen.pop(i)
+            self._last_start_out = time.monotonic()
+        elif self.chosen:
             link = self.chosen.pop(0)
             self._last_start_out = time.monotonic()
         elif self._links_held() or self._seeds_awaited() or self._page_links_held():

@@ -457,6 +457,8 @@ class RedisScheduler(RedisWorker, TopicScheduler):
         if self.local:
             self.stats.inc_value("scheduler/dequeued")
             return self.local.pop(0)
+        if getattr(self.spider, "awaiting_examples", False):  # no shared page before the examples' verdict
+            return None
         self.flush()
         if self.dispatch is not None and self.frontier.ordered and self._patient_now() and not self._patient_release():
             return None

@@ -206,12 +206,18 @@ class FocusedSpider(scrapy.Spider):
         return requests
 
     @property
+    def awaiting_examples(self) -> bool:
+        """Example pages were asked for and their verdict is not reached: no page can be judged
+        yet (the topic's words may come from them), so the schedulers hand out nothing but the
+        example requests meanwhile (a JOBDIR resume's restored queue, a Redis crawl's shared one)."""
+        return self._examples_done is not None and not self._past_examples
+
+    @property
     def stopped_in_examples(self) -> bool:
         """Example pages were asked for, the crawl has not gone on past them and no page is counted
-        (a JOBDIR resume's restored queue, or a Redis worker's leases, may have been fetched
-        meanwhile): stopped now (Ctrl-C, a timeout), it has nothing to write
-        (:func:`~topiccrawl.crawl.feeds.writes_nothing`)."""
-        return self._examples_done is not None and not self._past_examples and not self.tc.metrics.dp
+        (a JOBDIR resume restores pages counted before): stopped now (Ctrl-C, a timeout), it has
+        nothing to write (:func:`~topiccrawl.crawl.feeds.writes_nothing`)."""
+        return self.awaiting_examples and not self.tc.metrics.dp
 
     def closed(self, reason: str) -> None:
         """A crawl stopped (Ctrl-C, a timeout) while its example pages were still fetched: say that
