@@ -29,7 +29,7 @@ def _page(title: str, text: str, links: list[str]) -> bytes:
 
 class _Site(BaseHTTPRequestHandler):
     """/p0 … /p19 ordinary pages linking on, /ex1 … /ex3 volcano pages, /data.json JSON, /blank a page
-    without text, else 404."""
+    without text, /to-ex1 and /to-json redirects to /ex1 and /data.json, else 404."""
 
     def do_GET(self):
         path = self.path
@@ -45,6 +45,9 @@ class _Site(BaseHTTPRequestHandler):
             self.server.asked.set()
             self.server.release.wait(30)
             body = _page("slow", TEXT["ex3"], ["/p1"])
+        elif path in ("/to-ex1", "/to-json"):  # a redirect to an example, to JSON
+            reply(self, 302, content_type=None, headers={"Location": "/ex1" if path == "/to-ex1" else "/data.json"})
+            return
         elif path == "/blank":
             body = b"<html><head></head><body><script>render()</script></body></html>"
         if body is None:
@@ -221,6 +224,33 @@ def test_an_example_that_is_also_a_counter_example_is_refused_before_the_crawl(t
     assert errors == [f"error: -a examples: {site}/ex2 is a counter-example of topic {topic} (counter_examples): "
                       "a page is an example or a counter-example, not both"], proc.stderr[-2000:]
     assert not out.exists()
+    # the same page with a fragment is that page: in the topic file, and on the command line
+    topic = _topic(tmp_path, site, f'examples = ["{site}/ex1", "{site}/ex3"]', f'counter_examples = ["{site}/ex1#top"]')
+    proc, out = run_crawl(tmp_path, args={"topic": str(topic), "strategy": "learned"}, settings=LIVE)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert f"'{site}/ex1' is in both 'examples' and 'counter_examples'" in proc.stderr, proc.stderr[-3000:]
+    topic = _topic(tmp_path, site, f'counter_examples = ["{site}/ex2#part"]')
+    proc, out = run_crawl(tmp_path, args={"topic": str(topic), "strategy": "learned",
+                                          "examples": f"{site}/ex1,{site}/ex2"}, settings=LIVE)
+    assert proc.returncode == 2 and f"{site}/ex2 is a counter-example of topic" in proc.stderr, proc.stderr[-3000:]
+
+
+def test_one_page_given_as_several_examples_is_used_once_and_each_is_named_as_given(tmp_path, site):
+    """Examples that are one page (a fragment, a redirect to another example) were each used, so
+    one page counted as several ("derived from 3 example pages" of one), and a word of it met the
+    rule of two examples; a redirected example's warning named where it led, not the URL given."""
+    topic = _topic(tmp_path, site, "examples = [" + ", ".join(
+        f'"{site}/{path}"' for path in ("ex1", "ex1#top", "to-ex1", "ex2", "to-json")) + "]")
+    proc, out = run_crawl(tmp_path, args={"topic": str(topic), "strategy": "learned", "max_pages": 3},
+                          settings=LIVE, feed=False)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    stats = _stats(out)
+    assert stats["topiccrawl/examples/fetched"] == 2 and stats["topiccrawl/examples/duplicate"] == 1
+    assert stats["topiccrawl/classifier/examples"] == 2
+    assert "topic words derived from 2 example pages" in proc.stderr
+    assert (f"example page {site}/to-ex1 (redirected to {site}/ex1) is the page of example {site}/ex1 as well: "
+            "not used twice") in proc.stderr, proc.stderr[-3000:]
+    assert f"example page {site}/to-json (redirected to {site}/data.json) is not an HTML page" in proc.stderr
 
 
 def test_a_resume_keeps_its_examples_and_says_so_when_given_others(tmp_path, site):

@@ -26,6 +26,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import tomllib
+from w3lib.url import canonicalize_url
 
 from topiccrawl.scoring import text
 
@@ -126,6 +127,15 @@ def _loads(source: str) -> dict:
             raise first from None
 
 
+def _distinct_pages(urls: list[str]) -> list[str]:
+    """``urls`` without the repeats of a page (the same URL but for its fragment or the order of
+    its query), each page under the first spelling given."""
+    pages: dict[str, str] = {}
+    for url in urls:
+        pages.setdefault(canonicalize_url(url), url)
+    return list(pages.values())
+
+
 def _parse(data: dict, path: Path) -> Topic:
     def fail(problem: str) -> TopicError:
         return TopicError(f"{path}: {problem}")
@@ -139,7 +149,10 @@ def _parse(data: dict, path: Path) -> Topic:
 
     examples = _url_list(data, "examples", fail)
     counter = _url_list(data, "counter_examples", fail)
-    both = [url for url in examples if url in counter]
+    # one page under two spellings (a fragment, the query's order) is one page
+    examples, counter = _distinct_pages(examples), _distinct_pages(counter)
+    counter_pages = {canonicalize_url(url) for url in counter}
+    both = [url for url in examples if canonicalize_url(url) in counter_pages]
     if both:
         raise fail(f"{both[0]!r} is in both 'examples' and 'counter_examples': a page is one or the other")
     examples_dir = ""
@@ -177,9 +190,9 @@ def _parse(data: dict, path: Path) -> Topic:
         description=data.get("description", "").strip(),
         labels=frozenset(_str_list(data, "labels", fail)),
         path=str(path),
-        examples=tuple(dict.fromkeys(examples)),
+        examples=tuple(examples),
         examples_dir=examples_dir,
-        counter_examples=tuple(dict.fromkeys(counter)),
+        counter_examples=tuple(counter),
     )
 
 

@@ -10,6 +10,7 @@ from scrapy.exceptions import CloseSpider, IgnoreRequest
 from scrapy.spidermiddlewares.httperror import HttpError
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred
+from w3lib.url import canonicalize_url
 
 from topiccrawl.crawl.feeds import NO_TOPIC_WORDS
 from topiccrawl.crawl.meta import EXAMPLE_META, LOCAL_META, META_KEY
@@ -61,6 +62,9 @@ class FocusedSpider(scrapy.Spider):
         self._fetched: list[tuple[int, str, list[str], list[str]]] = []
         #: this run's example pages not used, by why (failed, not_html, no_text, skipped)
         self._unused: Counter[str] = Counter()
+        #: the pages this run's examples and counter-examples answered with (canonical URL after
+        #: redirects, without its fragment) -> (kind, URL as given): one page is used once
+        self._pages: dict[str, tuple[str, str]] = {}
 
     @property
     def tc(self) -> TopicCrawl:
@@ -234,11 +238,16 @@ class FocusedSpider(scrapy.Spider):
         Kept until every example request has settled, then handed over in the order the examples
         were given (:meth:`_learn_from_examples`), not the order they arrived in."""
         kind = _kind(response.meta)
-        if html_page(response):
+        name = _given(response.request, response.url)
+        page = canonicalize_url(response.url)  # the page it led to: another example's too?
+        if kind != "background" and page in self._pages:
+            self._not_used("duplicate", kind, "%s page %s is the page of %s %s as well: not used twice", kind, name,
+                           *self._pages[page])
+        elif html_page(response):
             ex, terms = self.tc.page_terms(response)
             index = response.meta.get(EXAMPLE_META, len(self._fetched))
             if not terms:
-                self._not_used("no_text", kind, "%s page %s has no text: not used", kind, response.url)
+                self._not_used("no_text", kind, "%s page %s has no text: not used", kind, name)
             elif kind == "background":
                 self._fetched.append((index, "background", terms, []))
                 self.crawler.stats.inc_value("topiccrawl/examples/background")
@@ -246,10 +255,11 @@ class FocusedSpider(scrapy.Spider):
                 counter = kind == "counter-example"
                 links = [] if counter else [a.url for a in ex.anchors]
                 self._fetched.append((index, "counter" if counter else "example", terms, links))
+                self._pages[page] = (kind, name)
                 self.crawler.stats.inc_value("topiccrawl/examples/fetched")
         else:
             self._not_used("not_html", kind, "%s page %s is not an HTML page (Content-Type %s): not used", kind,
-                           response.url, (response.headers.get(b"Content-Type") or b"none").decode("latin-1"))
+                           name, (response.headers.get(b"Content-Type") or b"none").decode("latin-1"))
         self._example_settled()
         return []
 
@@ -264,7 +274,7 @@ class FocusedSpider(scrapy.Spider):
 
     def example_failed(self, failure):
         kind = _kind(failure.request.meta)
-        self._not_used("failed", kind, "%s page %s could not be fetched: %s", kind, failure.request.url,
+        self._not_used("failed", kind, "%s page %s could not be fetched: %s", kind, _given(failure.request),
                        _failure_reason(failure))
         self._example_settled()
 
@@ -320,7 +330,8 @@ class FocusedSpider(scrapy.Spider):
         else:
             counts = [(self._unused[k], what) for k, what in (("failed", "failed"), ("not_html", "not HTML"),
                                                                ("no_text", "without text"),
-                                                               ("skipped", "skipped in examples_dir"))]
+                                                               ("skipped", "skipped in examples_dir"),
+                                                               ("duplicate", "the page of a counter-example"))]
             why = "no example page could be used"
             if any(n for n, _ in counts):
                 why += " (" + ", ".join(f"{n} {what}" for n, what in counts if n) + ")"
@@ -334,6 +345,14 @@ class FocusedSpider(scrapy.Spider):
 def _example_pages(n: int) -> str:
     """``"1 example page"``, ``"3 example pages"``."""
     return f"{n} example page{'s' if n != 1 else ''}"
+
+
+def _given(request, final: str | None = None) -> str:
+    """An example's URL as given, and where its redirects led when they did (``final``: the URL
+    that answered, else the last one asked for)."""
+    given = (request.meta.get("redirect_urls") or [request.url])[0]
+    final = final or request.url
+    return given if given == final else f"{given} (redirected to {final})"
 
 
 def _kind(meta: dict) -> str:

@@ -23,6 +23,7 @@ from urllib.parse import unquote, urlsplit
 
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.spiderloader import get_spider_loader
+from w3lib.url import canonicalize_url
 
 from topiccrawl.crawl.errors import redact_text
 from topiccrawl.crawl.runtime import OVERRIDABLE, check_output_dir, output_path, output_template, scrapyd_job
@@ -73,7 +74,8 @@ def check_crawl_inputs(settings, spargs: dict, spidercls=None) -> None:
     if cfg.scorer == "vsm" and not cfg.topic_tree:
         topic = load_topic(cfg.topic)
         given = parse_url_list("examples", spargs.get("examples"), cfg.offline)  # audit: may label none 1
-        both = [url for url in given.urls if url in topic.counter_examples]
+        counter = {canonicalize_url(url) for url in topic.counter_examples}  # a page, whatever its fragment
+        both = [url for url in given.urls if canonicalize_url(url) in counter]
         if both:
             raise ConfigError(f"-a examples: {both[0]} is a counter-example of topic {topic.path or topic.name} "
                               "(counter_examples): a page is an example or a counter-example, not both")
