@@ -238,7 +238,7 @@ def test_links_with_an_absolute_path_join_as_urljoin_does():
 
     from topiccrawl.scoring.text import _link
 
-    bases = ["http://h.test/a/b.html?q=1#f", "https://User@H.test:8443/x/", "http://h.test", "HTTP://h.test/;p?x"]
+    bases = ["http://h.test/a/b.html?q=1#f", "https://H.test:8443/x/", "http://h.test", "HTTP://h.test/;p?x"]
     hrefs = ["/", "/a/../b/./c", "/p;params?q=2#frag", "/..", "/%7Euser/x y", "/a//b", "/\\evil", "/ü/ß"]
     for base in bases:
         origin = (base.split(":")[0].lower(), base.split("/")[2])
@@ -312,3 +312,16 @@ def test_an_english_possessive_is_its_word():
         "o'sullivan", "hawai’i", "rock'n'roll", "storm's-eye", "wall"]
     assert tokenize("İstanbul's harbour") == [*tokenize("İstanbul"), "harbour"]  # the token-by-token path too
     assert tokenize("volcano's 火山") == ["volcano", "火山"]  # text with CJK takes the token pattern
+
+
+def test_links_no_download_can_follow_are_dropped_and_the_others_kept():
+    """A host with a space or a stray %, a port that is no number, credentials in the URL: Scrapy
+    could only fail them, each with two tracebacks in the log (a live site's typos)."""
+    hrefs = ["http://exa mple.com/x", "http://%zz/x", "http://user:pass@example.com/x", "http://example.com:abc/",
+             "http://example.com:99999/", "http://[::1]:8080/v6", "http://例子.中国/a", "http://a_b.example.com/u",
+             "/a b", "https://example.com:8443/ok"]
+    page = "<html><body>" + "".join(f'<a href="{h}">link {i}</a> ' for i, h in enumerate(hrefs)) + "</body></html>"
+    ex = extract(page.encode("utf-8"), "http://example.com/index.html", "text/html")
+    assert [a.url for a in ex.anchors] == ["http://[::1]:8080/v6", "http://xn--fsqu00a.xn--fiqs8s/a",
+                                          "http://a_b.example.com/u", "http://example.com/a%20b",
+                                          "https://example.com:8443/ok"]

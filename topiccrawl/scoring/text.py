@@ -466,12 +466,23 @@ def _join_rooted(scheme: str, netloc: str, href: str) -> str:
     return urljoin(f"{scheme}://{netloc}/", href)
 
 
+#: a host a link may name (``urlsplit``'s lower-cased ``hostname``, IDNs already in punycode): a
+#: DNS name or IPv4 address, or an IPv6 address (its brackets removed)
+_HOST = re.compile(r"[a-z0-9_.-]+|[0-9a-f:.]+")
+
+
 @lru_cache(maxsize=131072)
 def _absolute(url: str) -> str | None:
-    """Memoised: the same absolute links (navigation, hubs) recur on many pages."""
+    """Memoised: the same absolute links (navigation, hubs) recur on many pages. None for a link no
+    download can follow: not http(s), a host with a space or a stray ``%``, a port that is not a
+    number, or credentials (``user:pass@``) in it."""
     try:
         absolute = urldefrag(safe_url_string(url))[0]
+        parts = urlsplit(absolute)
+        _ = parts.port  # a port that is not a number in range raises ValueError
     except ValueError:
         return None
-    parts = urlsplit(absolute)
-    return absolute if parts.scheme in ("http", "https") and parts.netloc else None
+    host = parts.hostname
+    if parts.scheme not in ("http", "https") or not host or "@" in parts.netloc or not _HOST.fullmatch(host):
+        return None
+    return absolute
