@@ -436,8 +436,16 @@ def test_scrapy_audit_of_a_classifier_crawl_stopped_before_its_first_fit_says_it
     proc = _audit(tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert ("self-assessed harvest rate: none reported (the page classifier had not fit when the crawl stopped); "
-            "the lines here judge the mean of the pages' R(P), which stands in for P(relevant) until that fit: "
+            "the lines here judge the mean of the pages' R(P), which stands in for P(relevant) until a fit is kept: "
             "0.300") in proc.stdout.splitlines()
+    # it fit, but discarded each refit (it could not rank the pages it held out): not "had not fit"
+    stats = json.loads((tmp_path / "stats.json").read_text(encoding="utf-8"))
+    (tmp_path / "stats.json").write_text(json.dumps({**stats, "topiccrawl/classifier/refits": 2,
+                                                     "topiccrawl/classifier/discarded": 2}), encoding="utf-8")
+    proc = _audit(tmp_path)
+    assert ("self-assessed harvest rate: none reported (each of the page classifier's 2 refits was discarded, none "
+            "ranking its held-out positives above the fetched pages); the lines here judge the mean of the pages' "
+            "R(P), which stands in for P(relevant) until a fit is kept: 0.300") in proc.stdout.splitlines(), proc.stdout
     stats = json.loads((tmp_path / "stats.json").read_text(encoding="utf-8"))
     (tmp_path / "stats.json").write_text(json.dumps({**stats, "topiccrawl/classifier/expected_harvest": 0.3}),
                                          encoding="utf-8")

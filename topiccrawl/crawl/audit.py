@@ -308,9 +308,11 @@ def audit(out: Path, *, truth: bool = False, confidence: float = 0.95) -> tuple[
     if reported is not None:
         extra["reported_harvest_rate"] = reported
     if "topiccrawl/classifier/pages" in stats and "topiccrawl/classifier/expected_harvest" not in stats:
-        # the page classifier was on but had not fit when the crawl stopped: it reported no rate,
-        # and each page's judgement is its R(P), standing in for P(relevant) until the first fit
+        # the page classifier was on but had not fit when the crawl stopped, or discarded every refit
+        # (TOPICCRAWL_CLASSIFIER_UNRANKED=discard): it reported no rate, and each page's judgement is
+        # its R(P), standing in for P(relevant) until a fit is kept
         extra["no_estimate"] = True
+        extra["discarded_refits"] = int(stats.get("topiccrawl/classifier/discarded") or 0)
     return estimate, extra
 
 

@@ -63,10 +63,13 @@ class Command(ScrapyCommand):
         if extra["skipped"]:
             print(f"warning: {extra['skipped']} unlabelled rows lie above labelled ones; label from the top, or the "
                   "labelled pages are not a random sample", file=sys.stderr)
-        if extra.get("no_estimate"):  # a classifier crawl stopped before the classifier's first fit
-            print(f"self-assessed harvest rate: none reported (the page classifier had not fit when the crawl "
-                  f"stopped); the lines here judge the mean of the pages' R(P), which stands in for "
-                  f"P(relevant) until that fit: {estimate.self_assessed:.3f}")
+        if extra.get("no_estimate"):  # a classifier crawl without a kept fit: stopped before its first, or
+            discarded = extra.get("discarded_refits", 0)  # each refit discarded (it could not rank the pages)
+            why = (f"each of the page classifier's {discarded} refits was discarded, none ranking its held-out "
+                   "positives above the fetched pages" if discarded
+                   else "the page classifier had not fit when the crawl stopped")
+            print(f"self-assessed harvest rate: none reported ({why}); the lines here judge the mean of the pages' "
+                  f"R(P), which stands in for P(relevant) until a fit is kept: {estimate.self_assessed:.3f}")
         else:
             print(f"self-assessed harvest rate: {estimate.self_assessed:.3f}")
         if "reported_harvest_rate" in extra:  # TOPICCRAWL_CLASSIFIER_ESTIMATE=auc raised it to the bound
