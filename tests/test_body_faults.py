@@ -12,7 +12,8 @@ import pytest
 
 from conftest import QuietHandler, loopback_server, reply, run_crawl
 
-LINKS = '<a href="/a">台风</a> <a href="/b">灾害</a> <a href="/cut">台风预警</a> <a href="/gbk">台风路径</a>'
+LINKS = ('<a href="/a">台风</a> <a href="/b">灾害</a> <a href="/cut">台风预警</a> <a href="/gbk">台风路径</a> '
+         '<a href="/empty">台风</a>')
 PAGES = {
     "/": f"<html><head><title>台风首页</title></head><body>台风灾害 {LINKS}</body></html>".encode(),
     "/a": "<html><head><title>台风 a</title></head><body>台风灾害 a</body></html>".encode(),
@@ -22,6 +23,8 @@ PAGES = {
     # GBK bytes, declared utf-8 in the header and gbk in the page
     "/gbk": ('<html><head><meta charset="gbk"><title>台风路径图</title></head>'
              "<body>台风灾害 路径</body></html>").encode("gbk"),
+    # an empty page, whole as declared: nothing was cut from it
+    "/empty": b"",
 }
 
 

@@ -265,7 +265,7 @@ class FaultStatsMiddleware(_FaultCounter):
 
 class BodyFaultMiddleware(_FaultCounter):
     """The faults of an HTML body, counted like :class:`FaultStatsMiddleware`'s: ``badlength``
-    (a ``Content-Length`` page cut before ``</html>``), ``wrong_charset`` (the header's charset
+    (a ``Content-Length`` page cut before ``</html>``; an empty body is whole), ``wrong_charset`` (the header's charset
     replaced by the page's own) and ``decode_error``. Order 580: after ``HttpCompressionMiddleware``
     (590) has decompressed the body (before it, a compressed answer is a plain ``Response``, not
     HTML to check), before ``RetryMiddleware`` (550), so each attempt is counted."""
@@ -275,7 +275,7 @@ class BodyFaultMiddleware(_FaultCounter):
             return response
         if response.headers.get(b"Content-Encoding", b"identity").lower() not in (b"identity", b""):
             return response  # an encoding Scrapy could not undo (or compression off): not HTML to check
-        if b"Content-Length" in response.headers and b"</html" not in response.body[-2048:].lower():
+        if response.body and b"Content-Length" in response.headers and b"</html" not in response.body[-2048:].lower():
             self._count("badlength")
         return self._charset(response)
 
