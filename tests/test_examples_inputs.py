@@ -337,6 +337,32 @@ def test_an_audit_that_labels_no_page_on_topic_says_so_for_a_topic_without_words
     assert "labels no page on topic (1), only off topic (0)" in proc.stderr
 
 
+def test_a_crawl_learning_from_the_audit_in_its_own_folder_resumes_with_the_same_command(tmp_path, site):
+    """``-a examples=audit:OUT`` with OUT the crawl's own output folder: its close set the labelled
+    audit aside (audit.1.csv) as it wrote its own, and the same command, resumed, stopped with "no
+    labelled page"; the folder's newest labelled audit gives the examples now."""
+    from topiccrawl.crawl.audit import audit_file
+
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "audit.csv").write_text(f"order,url,title,label\n1,{site}/ex1,,1\n2,{site}/p3,,0\n3,{site}/ex2,,1\n",
+                                   encoding="utf-8")
+    topic = _topic(tmp_path, site)
+    args = {"topic": str(topic), "strategy": "learned", "examples": f"audit:{out}"}
+    settings = {**LIVE, "JOBDIR": str(tmp_path / "job")}
+    first, _ = run_crawl(tmp_path, args={**args, "max_pages": 3}, settings=settings, feed=False)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert (out / "audit.1.csv").is_file() and audit_file(out) == out / "audit.1.csv"
+    again, _ = run_crawl(tmp_path, args={**args, "max_pages": 5}, settings=settings, feed=False)
+    assert again.returncode == 0 and "Traceback" not in again.stderr, again.stderr[-3000:]
+    assert "resumed" in again.stderr and "examples given now differ" not in again.stderr, again.stderr[-3000:]
+    assert f"examples from the audit {out / 'audit.1.csv'}: 2 page(s) labelled on topic, 1 off topic" in again.stderr
+    assert _stats(out)["topiccrawl/dp"] == 5
+    # a file named is read as named: one line, as before
+    named, _ = run_crawl(tmp_path / "named", args={**args, "examples": f"audit:{out / 'audit.csv'}"}, settings=LIVE)
+    assert named.returncode == 2 and "no labelled page" in named.stderr and "Traceback" not in named.stderr
+
+
 def _ctrl_c_in_examples(tmp_path, examples: list[str], *lines: str, answer_in_stop: bool):
     """``learned`` with JOBDIR on the test site, the topic's ``examples`` those paths (and ``lines``),
     stopped with Ctrl-C once ``/slow`` is asked for; ``answer_in_stop``: it answers during the stop

@@ -191,8 +191,28 @@ def _number(text: str, path: Path, line: int, column: str) -> float:
 
 
 def audit_file(path: Path) -> Path:
-    """The audit a user named: a file, or the ``audit.csv`` of a crawl's folder."""
-    return path / "audit.csv" if path.is_dir() else path
+    """The audit a user named: a file, or the ``audit.csv`` of a crawl's folder — unless it has no
+    label while a labelled audit is kept beside it (``audit.N.csv``, the newest): a later crawl
+    into the folder, or a JOBDIR resume of this one, set the labelled audit aside when it wrote its
+    own, so the labels a person made of the folder's crawl are there (docs/audit.md)."""
+    if not path.is_dir():
+        return path
+    current = path / "audit.csv"
+    if current.is_file() and not _has_labels(current):
+        kept = [(int(f.name[6:-4]), f) for f in path.glob("audit.*.csv") if f.name[6:-4].isdigit()]
+        newest = next((f for _, f in sorted(kept, reverse=True) if _has_labels(f)), None)
+        if newest is not None:
+            return newest
+    return current
+
+
+def _has_labels(path: Path) -> bool:
+    """Whether ``path`` reads as an audit with a label in it."""
+    try:
+        fields, rows = _audit_rows(path)
+    except (AuditError, OSError):
+        return False
+    return {"url", "label"} <= fields and any((row.get("label") or "").strip() for row in rows)
 
 
 def audit_labels(path: Path) -> tuple[list[str], list[str]]:
