@@ -281,7 +281,8 @@ def test_scrapy_audit_says_how_many_counted_pages_it_leaves_out_for_want_of_a_ju
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.strip().splitlines() == [
         "warning: 30 of the 100 counted pages have no judgement in harvest.csv (a page counted again from a JOBDIR "
-        "journal after a forced stop keeps none) and are left out: every figure here is of the other 70"]
+        "journal after a forced stop keeps none, and so do the pages before a resume that started the page "
+        "classifier) and are left out: every figure here is of the other 70"]
     assert "pages counted: 70, labelled: 20" in proc.stdout
     (tmp_path / "harvest.csv").write_text("dp,truth_relevant,url,judged\n1,0,https://example.org/30,0.4\n",
                                           encoding="utf-8")

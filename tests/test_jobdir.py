@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import csv
 import json
+import subprocess
 
 import pytest
 
-from conftest import run_crawl
+from conftest import REPO, bin_path, run_crawl
 
 WEB = "generated:zh-disaster?pages=5000&seed=5"
 #: ∂ = 0.3 (the WL paper's): a crawl hands out its next request before the last page's links are
@@ -71,6 +73,17 @@ def test_a_crawl_resumed_as_learned_gets_a_page_classifier(tmp_path):
     assert stats["topiccrawl/classifier/expected_harvest"] is not None
     pages = [json.loads(line) for line in (out2 / "pages.jsonl").read_text(encoding="utf-8").splitlines()]
     assert len(pages) == 30 and all(p["probability"] is not None for p in pages)
+    # best-first's 0/1 judgements of the first 30 pages are no P: the audit leaves them out (it mixed
+    # them in, and judged a figure neither the crawl's nor Accuracy)
+    with (out2 / "harvest.csv").open(encoding="utf-8", newline="") as fh:
+        judged = [row["judged"] for row in csv.DictReader(fh)]
+    assert len(judged) == 60 and not any(judged[:30]) and all(judged[30:])
+    audit = subprocess.run([bin_path("scrapy"), "audit", str(out2), "--truth"], cwd=REPO, capture_output=True,
+                           text=True, timeout=120)
+    assert audit.returncode == 0, audit.stderr
+    assert "pages counted: 30," in audit.stdout and "30 of the 60 counted pages have no judgement" in audit.stderr
+    mean = sum(float(x) for x in judged[30:]) / 30
+    assert f"self-assessed harvest rate: {mean:.3f}" in audit.stdout.splitlines()
 
 
 def test_a_bfs_crawl_started_without_the_classifier_resumes_without_it_under_auto(tmp_path):

@@ -1068,6 +1068,8 @@ class TopicCrawl:
                 # resumed with it: a new one, which learns from the pages of this run on
                 logger.warning("JOBDIR: the crawl started without the page classifier; a new one learns from the "
                                "pages fetched from now on (its self-assessed harvest rate covers those only)")
+                for row in self.harvest_rows:  # their 0/1 (R(P) ≥ β) is no P: the audit leaves them out
+                    row["judged"] = None
         else:
             self.focus = state.get("focus")
             # a resumed crawl keeps the classifiers it started with (saved before the setting existed: one)

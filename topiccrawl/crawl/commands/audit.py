@@ -58,7 +58,8 @@ class Command(ScrapyCommand):
         print(f"pages counted: {estimate.pages}, labelled: {estimate.labelled} ({extra['labels']})")
         if extra["unjudged"]:  # e.g. pages counted again from a JOBDIR journal after a forced stop
             print(f"warning: {extra['unjudged']} of the {extra['counted']} counted pages have no judgement in "
-                  f"harvest.csv (a page counted again from a JOBDIR journal after a forced stop keeps none) and are "
+                  f"harvest.csv (a page counted again from a JOBDIR journal after a forced stop keeps none, and so "
+                  f"do the pages before a resume that started the page classifier) and are "
                   f"left out: every figure here is of the other {estimate.pages}", file=sys.stderr)
         if extra["skipped"]:
             print(f"warning: {extra['skipped']} unlabelled rows lie above labelled ones; label from the top, or the "
