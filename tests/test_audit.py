@@ -93,6 +93,8 @@ def test_wilson_interval_and_labels():
                                                                                  None, None]
     # full-width forms (a Chinese input method's) and 是 / 否
     assert [parse_label(x) for x in ("１", "０", "ＹＥＳ", "是", "否", "\u3000")] == [True, False, True, True, False, None]
+    # a label column pandas wrote back with blanks in it holds floats
+    assert [parse_label(x) for x in ("1.0", "0.0")] == [True, False]
     with pytest.raises(AuditError, match="expected 1 or 0"):
         parse_label("maybe")
     with pytest.raises(AuditError, match="no labelled page"):

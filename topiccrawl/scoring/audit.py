@@ -27,8 +27,8 @@ from dataclasses import asdict, dataclass
 from functools import lru_cache
 
 #: label spellings a person may write in ``audit.csv`` (case-insensitive); blank = not labelled
-YES = frozenset({"1", "y", "yes", "true", "relevant", "r", "+", "是"})
-NO = frozenset({"0", "n", "no", "false", "irrelevant", "not", "-", "否"})
+YES = frozenset({"1", "1.0", "y", "yes", "true", "relevant", "r", "+", "是"})  # 1.0: a column pandas wrote
+NO = frozenset({"0", "0.0", "n", "no", "false", "irrelevant", "not", "-", "否"})
 
 
 class AuditError(ValueError):
