@@ -609,3 +609,54 @@ def test_a_worker_whose_examples_gave_no_words_leaves_its_crawl_to_the_next(tmp_
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "Spider closed (topiccrawl_max_pages)" in proc.stderr
     assert len((out / "pages.jsonl").read_text(encoding="utf-8").splitlines()) == 10
+
+
+def test_a_worker_joining_with_examples_takes_no_shared_page_before_their_verdict(tmp_path, redis_server):
+    """A topic of examples only on Redis: a worker that joins a running crawl gathers its examples
+    first; meanwhile it takes no link of the shared queue (it took them at once, and counted their
+    pages into the crawl with an empty topic: relevance 0)."""
+    import threading
+    import time
+
+    from conftest import loopback_server
+    from test_examples_inputs import LIVE, _LoggedSite, _topic
+
+    with loopback_server(_LoggedSite, asked=threading.Event(), release=threading.Event(), paths=[]) as server:
+        server.release.set()
+        site = f"http://127.0.0.1:{server.server_port}"
+        topic = _topic(tmp_path, site, f'examples = ["{site}/ex1", "{site}/ex2"]')
+        settings = {**LIVE, "TOPICCRAWL_STORE": "redis", "TOPICCRAWL_REDIS_URL": redis_server.url,
+                    "TOPICCRAWL_CRAWL_ID": "joiners", "TOPICCRAWL_PROGRESS_INTERVAL": "0",
+                    "TOPICCRAWL_IDLE_TIMEOUT": "5"}
+        args = ["-a", f"topic={topic}", "-a", "strategy=learned", "-a", "max_pages=30"]
+        first = start_worker(tmp_path, "a", "focused", args, {**settings, "DOWNLOAD_DELAY": "1.0"})
+        try:
+            deadline = time.monotonic() + 90
+            feed = first.out / "pages.jsonl"
+            while not (feed.is_file() and len(feed.read_text(encoding="utf-8").splitlines()) >= 2):
+                assert first.poll() is None and time.monotonic() < deadline, first.log.read_text()[-3000:]
+                time.sleep(0.05)
+            server.release.clear()
+            server.asked.clear()
+            queued = redis_server.client().zcard(crawl_keys("joiners")["requests"])  # links the joiner could take
+            second = start_worker(tmp_path, "b", "focused", [*args, "-a", f"examples={site}/slow,{site}/ex1"],
+                                  {**settings, "CONCURRENT_REQUESTS": "4"})
+            try:
+                assert server.asked.wait(90), second.log.read_text()[-3000:]
+                time.sleep(2.0)
+                feed = second.out / "pages.jsonl"
+                early = feed.read_text(encoding="utf-8") if feed.is_file() else ""
+                server.release.set()
+                second.wait(120)
+            finally:
+                server.release.set()
+                if second.poll() is None:
+                    second.kill()
+            first.wait(120)
+        finally:
+            if first.poll() is None:
+                first.kill()
+    assert queued > 0, "the shared queue was empty: nothing to take"
+    assert early.strip() == "", f"pages counted before the examples' verdict: {early}"
+    assert second.returncode == 0, second.log.read_text()[-3000:]
+    assert "topic words derived from 2 example pages" in second.log.read_text()
