@@ -567,5 +567,9 @@ def test_the_audits_crawl_is_read_only_beside_its_own_audit_and_webs_compare_by_
     assert audited_crawl(tmp_path / "elsewhere" / "audit.csv") == (None, None)
     assert same_web("generated:zh-disaster?pages=5000&seed=11", "generated:zh-disaster?seed=11&pages=5000")
     assert not same_web("generated:zh-disaster?pages=5000&seed=11", "generated:zh-disaster?pages=5000&seed=12")
+    # a generated web's defaults (50,000 pages, seed 1, the preset zh-disaster) spelled out or not
+    assert same_web("generated:zh-disaster?pages=50000", "generated:zh-disaster")
+    assert same_web("generated:zh-disaster?seed=1&pages=50000", "generated")
+    assert not same_web("generated:zh-disaster?pages=20000", "generated:zh-disaster")
     assert same_web("live", "") and not same_web("live", WEB)
     assert same_web(f"wikispeedia:{tmp_path}/w", f"wikispeedia:{tmp_path}/./w")

@@ -235,7 +235,8 @@ def parse_spec(spec: str) -> CorpusSpec:
 
 def same_web(a: str, b: str) -> bool:
     """Whether two ``TOPICCRAWL_WEB`` values name the same web: the same kind, argument (a corpus
-    path as the same file) and parameters in any order; "" and ``live`` both the live web."""
+    path as the same file) and parameters in any order (a generated web's defaults given or not);
+    "" and ``live`` both the live web."""
     a, b = (a or "").strip(), (b or "").strip()
     if (a or "live") == "live" or (b or "live") == "live":
         return (a or "live") == (b or "live")
@@ -243,6 +244,13 @@ def same_web(a: str, b: str) -> bool:
         x, y = parse_spec(a), parse_spec(b)
     except CorpusError:
         return a == b
+    if x.kind == y.kind == "generated":  # its preset, pages and seed, each default spelled out or not
+        from topiccrawl.weblab.generated import generated_options
+
+        try:
+            return generated_options(x.arg, x.params) == generated_options(y.arg, y.params)
+        except (CorpusError, ValueError):
+            return a == b
     if x.kind != y.kind or x.params != y.params:
         return False
     return x.arg == y.arg or (x.kind != "generated" and os.path.realpath(x.arg) == os.path.realpath(y.arg))
