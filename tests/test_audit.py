@@ -13,7 +13,7 @@ import pytest
 
 from conftest import REPO, bin_path, run_crawl
 from topiccrawl.crawl.audit import AUDIT_FIELDS, write_audit
-from topiccrawl.scoring.audit import AuditError, audit_estimate, parse_label, sample_positions, wilson
+from topiccrawl.scoring.audit import AuditError, Interval, audit_estimate, parse_label, sample_positions, wilson
 from topiccrawl.scoring.topic import load_topic
 
 WEB = "generated:zh-disaster?pages=5000&seed=11"
@@ -99,6 +99,10 @@ def test_wilson_interval_and_labels():
         parse_label("maybe")
     with pytest.raises(AuditError, match="no labelled page"):
         audit_estimate([0.5, 0.5], [], [])
+    # every page labelled: the rate is known, and no interval is drawn around it (Wilson's was)
+    census = audit_estimate([0.2, 0.4, 0.1, 0.3], [0.4, 0.1, 0.2, 0.3], [False, False, False, False])
+    assert census.audited == census.plain == Interval(0.0, 0.0, 0.0)
+    assert census.bias.estimate == census.bias.low == census.bias.high == pytest.approx(0.25)
 
 
 def test_sample_positions_are_distinct_and_cover_everything_when_asked():
@@ -300,6 +304,21 @@ def _harvest(folder, n: int, judged=lambda i: 0.5 if i % 2 else 0.1, **stats):
         for i in range(n):
             writer.writerow([i + 1, 0, f"https://example.org/{i}", judged(i)])
     (folder / "stats.json").write_text(json.dumps({"topiccrawl/dp": n, **stats}), encoding="utf-8")
+
+
+def test_scrapy_audit_of_every_counted_page_says_the_rate_is_known(tmp_path):
+    """A crawl of fewer pages than the audit's 50, every one labelled: the rate is the labels' share,
+    with no interval (Wilson's drew one around 0 and called a self-assessment of 0.3 consistent)."""
+    _harvest(tmp_path, 20)
+    write_audit(tmp_path, [{"url": f"https://example.org/{i}", "judged": 0.3} for i in range(20)], 50,
+                random.Random(0))
+    _label_every_row(tmp_path, "0")
+    proc = _audit(tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert "audited harvest rate: 0.000, known: every counted page is labelled" in lines
+    assert not any(line.startswith("labels alone") for line in lines)
+    assert "self-assessment − audited: +0.300 [+0.300, +0.300]: too high" in lines, lines
 
 
 def test_an_audit_from_a_spreadsheet_reads_back_in_its_order_column_and_its_encoding(tmp_path):

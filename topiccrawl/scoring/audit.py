@@ -118,7 +118,8 @@ def audit_estimate(judged: Sequence[float], sample_judged: Sequence[float], labe
 
     ``method="tuned"`` (the default): ȳ + λ(F̄ − f̄) with λ = s_yf / s²_f clipped to [0, 1] (0 when f
     is constant on the sample), the power-tuned estimate of PPI++; ``"difference"``: λ = 1.
-    ``widen`` (the default): the interval also holds the labels' Wilson interval."""
+    ``widen`` (the default): the interval also holds the labels' Wilson interval. Every page
+    labelled (n = N): the labels' share, exactly (each interval that one point)."""
     if not 0.0 < confidence < 1.0:
         raise AuditError(f"confidence {confidence!r}: expected a number between 0 and 1")
     if method not in METHODS:
@@ -132,6 +133,11 @@ def audit_estimate(judged: Sequence[float], sample_judged: Sequence[float], labe
         raise ValueError("more labelled pages than pages")
     mean_f = math.fsum(judged) / big_n
     ys = [float(y) for y in labels]
+    if n == big_n:  # every page labelled: the rate is known, with no interval around it
+        known = Interval(math.fsum(ys) / n, math.fsum(ys) / n, math.fsum(ys) / n)
+        gap = mean_f - known.estimate
+        return AuditEstimate(pages=big_n, labelled=n, confidence=confidence, self_assessed=mean_f, audited=known,
+                             plain=known, bias=Interval(gap, gap, gap), method=method, weight=0.0)
     lam = 1.0
     if method == "tuned":
         mean_y, mean_fs = math.fsum(ys) / n, math.fsum(sample_judged) / n

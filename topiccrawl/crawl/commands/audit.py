@@ -78,9 +78,12 @@ class Command(ScrapyCommand):
             print(f"the crawl reported {reported:.3f}, the held-out AUC's bound (TOPICCRAWL_CLASSIFIER_ESTIMATE=auc; "
                   f"{reported - estimate.audited.estimate:+.3f} from the audited rate); the lines here judge the "
                   f"mean of its judgements, {estimate.self_assessed:.3f}")
-        print(f"audited harvest rate ({level} interval): {_interval(estimate.audited)}; the crawl's judgement "
-              f"weighed {estimate.weight:.2f}")
-        print(f"labels alone ({level} Wilson interval): {_interval(estimate.plain)}")
+        if estimate.labelled == estimate.pages:  # a census, not a sample: no interval
+            print(f"audited harvest rate: {estimate.audited.estimate:.3f}, known: every counted page is labelled")
+        else:
+            print(f"audited harvest rate ({level} interval): {_interval(estimate.audited)}; the crawl's judgement "
+                  f"weighed {estimate.weight:.2f}")
+            print(f"labels alone ({level} Wilson interval): {_interval(estimate.plain)}")
         bias = estimate.bias
         if bias.low is not None:
             verdict = ("consistent with the labels" if bias.low <= 0.0 <= bias.high else
