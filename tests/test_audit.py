@@ -157,7 +157,8 @@ def test_a_crawl_writes_an_audit_that_scrapy_audit_reads_back(tmp_path):
     # a person has not labelled anything yet
     proc = _audit(out)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    assert proc.stderr.strip().splitlines() == ["error: no labelled page: label some rows of audit.csv first"]
+    assert proc.stderr.strip().splitlines() == [
+        f"error: {out / 'audit.csv'}: no labelled page: label some rows first (1 on topic, 0 not)"]
 
     # the offline web's ground truth labels the pages: the figure is the difference estimate
     proc = _audit(out, "--truth")

@@ -319,6 +319,8 @@ def audit(out: Path, *, truth: bool = False, confidence: float = 0.95) -> tuple[
         skipped, blank = skipped + blank, 0  # blank rows above a labelled one: not a prefix
         f_sample.append(judged[url])
         labels.append(label)
+    if not labels:
+        raise AuditError(f"{audit_path}: no labelled page: label some rows first (1 on topic, 0 not)")
     estimate = audit_estimate(list(judged.values()), f_sample, labels, confidence)
     extra = {"skipped": skipped, "labels": "ground truth" if truth else "audit.csv",
              "unjudged": len(counted) - len(judged), "counted": len(counted)}
