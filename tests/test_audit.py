@@ -390,6 +390,14 @@ def test_an_audit_saved_with_semicolons_tabs_or_spaced_headers_reads_back_and_is
         keep_earlier_audit(tmp_path)  # labelled: set aside, not written over
         assert not (tmp_path / "audit.csv").exists() and (tmp_path / "audit.1.csv").is_file()
         (tmp_path / "audit.1.csv").unlink()
+    # a "sep=" line naming the tab (it was stripped away), or with a blank line below it
+    for sep, line in (("\t", "sep=\t\r\n"), (";", "sep=;\r\n\r\n")):
+        save(sep, "utf-8")
+        text = (tmp_path / "audit.csv").read_text(encoding="utf-8")
+        (tmp_path / "audit.csv").write_text(line + text, encoding="utf-8")
+        estimate, _ = audit(tmp_path)
+        assert estimate.labelled == 10, repr(line)
+        (tmp_path / "audit.csv").unlink()
     # a file that is no audit at all (some other table saved over it) is kept too
     (tmp_path / "audit.csv").write_text("a|b\n1|2\n", encoding="utf-8")
     keep_earlier_audit(tmp_path)

@@ -134,8 +134,11 @@ def _audit_rows(path: Path) -> tuple[set[str], list[dict]]:
     lines = _audit_text(path).splitlines(keepends=True)
     start = next((i for i, line in enumerate(lines) if line.strip()), len(lines))  # blank lines above the header
     hint = None
-    if start < len(lines) and lines[start].strip().lower().startswith("sep=") and len(lines[start].strip()) == 5:
-        hint, start = lines[start].strip()[4], start + 1  # a spreadsheet's "sep=;" line names the separator
+    first = lines[start].rstrip("\r\n") if start < len(lines) else ""
+    if first.lower().startswith("sep=") and len(first) == 5:  # a spreadsheet's "sep=;" line names the separator
+        hint, start = first[4], start + 1  # (a tab too: the line is not stripped of it)
+        while start < len(lines) and not lines[start].strip():  # blank lines below it
+            start += 1
     header = lines[start] if start < len(lines) else ""
     delimiter = hint or next((d for d in AUDIT_DELIMITERS if {"url", "label"} <= {
         f.strip().lower() for f in next(csv.reader([header], delimiter=d), [])}), ",")
