@@ -158,6 +158,13 @@ def test_an_example_that_is_also_the_background_gives_no_words_and_says_why(tmp_
     assert proc.returncode == 2, proc.stderr[-3000:]
     assert "no topic words: no word sets the 1 example page apart from the background pages" in proc.stderr
     assert "Traceback" not in proc.stderr
+    # no background page at all (the seed failed): the examples share no word; it said the background
+    topic = _topic(tmp_path, site, f'examples = ["{site}/ex1", "{site}/p3"]')
+    proc, out = run_crawl(tmp_path, args={"topic": str(topic), "strategy": "learned", "seeds": f"{site}/nope"},
+                          settings=LIVE)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert ("no topic words: no word is in two of the 2 example pages, and no background page (a seed, a "
+            "counter-example) could be used to set them apart from") in proc.stderr, proc.stderr[-3000:]
 
 
 def test_examples_dir_skips_what_it_cannot_read_by_name(tmp_path, site):

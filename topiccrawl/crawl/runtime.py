@@ -857,6 +857,11 @@ class TopicCrawl:
             self.scorer = RelevanceScorer(self.topic, anchor_weight=self.config.anchor_weight)
         return words
 
+    @property
+    def background_pages(self) -> int:
+        """The pages the derived words are told apart from: counter-examples and background pages."""
+        return len(self._counter_terms) + len(self._background_terms)
+
     def examples_to_frontier(self) -> int:
         """Hand the fetched example and counter-example pages' terms to a learning frontier that
         keeps an anchor association (docs/learned.md, "The example pages in the association");

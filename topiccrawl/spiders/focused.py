@@ -324,7 +324,11 @@ class FocusedSpider(scrapy.Spider):
             return True
         # a topic without words of its own, and none derived: nothing to score a page by
         used = tc.focus.n_examples if tc.focus is not None else 0
-        if used:
+        if used and not tc.background_pages:  # nothing to tell them apart from: a word of two of them would do
+            why = (f"no word is in two of the {used} example pages, and no background page (a seed, a "
+                   "counter-example) could be used to set them apart from" if used > 1 else
+                   "the example page has no word to use")
+        elif used:
             why = (f"no word sets the {used} example page{'s' if used > 1 else ''} apart from the background pages "
                    "(the seeds and counter-examples; with two examples or more a word must be in two of them)")
         else:
