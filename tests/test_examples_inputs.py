@@ -258,6 +258,16 @@ def test_one_page_given_as_several_examples_is_used_once_and_each_is_named_as_gi
     assert (f"example page {site}/to-ex1 (redirected to {site}/ex1) is the page of example {site}/ex1 as well: "
             "not used twice") in proc.stderr, proc.stderr[-3000:]
     assert f"example page {site}/to-json (redirected to {site}/data.json) is not an HTML page" in proc.stderr
+    # an example redirected to a counter-example's page: the one given first keeps it, though the
+    # counter-example answers first here (one request at a time; the redirect queues behind it)
+    topic = _topic(tmp_path, site, f'examples = ["{site}/to-ex1", "{site}/ex2"]', f'counter_examples = ["{site}/ex1"]')
+    proc, out = run_crawl(tmp_path, args={"topic": str(topic), "strategy": "learned", "max_pages": 3},
+                          settings=LIVE, feed=False)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    stats = _stats(out)
+    assert stats["topiccrawl/classifier/examples"] == 2 and stats["topiccrawl/examples/duplicate"] == 1
+    assert (f"counter-example page {site}/ex1 is the page of example {site}/to-ex1 (redirected to {site}/ex1) as "
+            "well: not used twice") in proc.stderr, proc.stderr[-3000:]
 
 
 def test_a_resume_keeps_its_examples_and_says_so_when_given_others(tmp_path, site):

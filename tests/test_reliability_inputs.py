@@ -27,6 +27,9 @@ CASES = [
     ("focused", ["-s", "TOPICCRAWL_WEB_FAULTS=5xx@0.1,reset@0.1,5xx@0.2"], "'5xx' given twice"),
     ("focused", ["-a", "seeds=www.example.com/news"], "'www.example.com/news' is not an http(s) URL"),
     ("focused", ["-a", "seeds=http://a.example/,javascript:alert(1)"], "'javascript:alert(1)' is not an http(s) URL"),
+    # what no download can follow (a port that is no number, credentials in it): a traceback before
+    ("focused", ["-a", "seeds=http://a.example:abc/"], "'http://a.example:abc/' is not an http(s) URL a crawl can fetch"),
+    ("focused", ["-a", "examples=http://u:p@a.example/"], "'http://u:***@a.example/' is not an http(s) URL a crawl can"),
     ("focused", ["-a", "seeds=truth:5", "-s", "TOPICCRAWL_WEB=live"], "truth:N needs an offline web"),
     ("focused", ["-a", "examples="], "spider argument examples is empty: give URL,URL,…, truth:N or audit:PATH, or leave it out"),
     ("focused", ["-a", "seeds= "], "spider argument seeds is empty: give URL,URL,…, truth:N, or leave it out"),

@@ -103,6 +103,7 @@ BROKEN = [
     ('examples = ["http://a.example/x", "http://a.example/y"]\ncounter_examples = ["http://a.example/y"]\n',
      "'http://a.example/y' is in both 'examples' and 'counter_examples'"),
     ('examples_dir = " "\n', "'examples_dir' is empty"),
+    ('examples = ["http://a.example:99999/x"]\n', "examples[0] 'http://a.example:99999/x' is not an absolute http(s) URL"),
 ]
 
 

@@ -10,7 +10,6 @@ from collections.abc import Callable
 from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import get_type_hints
-from urllib.parse import urlsplit
 
 from topiccrawl.crawl.addresses import parse_allow_hosts
 from topiccrawl.crawl.errors import ConfigError
@@ -410,7 +409,7 @@ def parse_url_list(name: str, value: str | None, offline: bool = True) -> UrlLis
             raise ConfigError(f"spider argument examples: {exc}") from None
         bad = next((u for u in (*yes, *no) if not _is_http_url(u)), None)
         if bad is not None:
-            raise ConfigError(f"spider argument examples={value!r}: {bad!r} is not an http(s) URL")
+            raise ConfigError(f"spider argument examples={value!r}: {bad!r} is not an http(s) URL a crawl can fetch")
         return UrlList(tuple(yes), counter=tuple(no), audit=path)
     if value.startswith("truth:"):
         if "," in value:
@@ -424,17 +423,14 @@ def parse_url_list(name: str, value: str | None, offline: bool = True) -> UrlLis
     for url in urls:
         if not _is_http_url(url):
             forms = "URL,URL,…, truth:N or audit:PATH" if name == "examples" else "URL,URL,… or truth:N"
-            raise ConfigError(f"spider argument {name}: {url!r} is not an http(s) URL (expected {forms})")
+            raise ConfigError(f"spider argument {name}: {url!r} is not an http(s) URL a crawl can fetch (expected {forms})")
     return UrlList(urls)
 
 
 def _is_http_url(url: str) -> bool:
-    try:
-        parts = urlsplit(url)
-        hostname = parts.hostname
-    except ValueError:  # e.g. an unclosed [IPv6 literal
-        return False
-    return bool(hostname) and parts.scheme in ("http", "https")
+    from topiccrawl.scoring.text import followable
+
+    return followable(url)
 
 
 def page_links_mode(config, has_examples: bool, language: str = "en") -> str:

@@ -471,6 +471,12 @@ def _join_rooted(scheme: str, netloc: str, href: str) -> str:
 _HOST = re.compile(r"[a-z0-9_.-]+|[0-9a-f:.]+")
 
 
+def followable(url: str) -> bool:
+    """Whether ``url`` is an absolute http(s) URL a download can follow (the rule of a page's links,
+    :func:`_absolute`): what seeds and example pages must be."""
+    return _absolute(url) is not None
+
+
 @lru_cache(maxsize=131072)
 def _absolute(url: str) -> str | None:
     """Memoised: the same absolute links (navigation, hubs) recur on many pages. None for a link no

@@ -23,7 +23,6 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import tomllib
 from w3lib.url import canonicalize_url
@@ -177,7 +176,7 @@ def _parse(data: dict, path: Path) -> Topic:
     seeds = _str_list(data, "seeds", fail)
     for i, url in enumerate(seeds):
         if not _is_http_url(url):
-            raise fail(f"seeds[{i}] {url!r} is not an absolute http(s) URL")
+            raise fail(f"seeds[{i}] {url!r} is not an absolute http(s) URL a crawl can fetch")
     if "seed_file" in data:
         seeds += _read_seed_file(path.parent / data["seed_file"], data["seed_file"], fail)
 
@@ -200,7 +199,7 @@ def _url_list(data: dict, key: str, fail) -> list[str]:
     urls = _str_list(data, key, fail)
     for i, url in enumerate(urls):
         if not _is_http_url(url):
-            raise fail(f"{key}[{i}] {url!r} is not an absolute http(s) URL")
+            raise fail(f"{key}[{i}] {url!r} is not an absolute http(s) URL a crawl can fetch")
     return urls
 
 
@@ -235,7 +234,7 @@ def _read_seed_file(file: Path, given: str, fail) -> list[str]:
         if not url or url.startswith("#"):
             continue
         if not _is_http_url(url):
-            raise fail(f"seed_file {given!r} line {lineno}: {url!r} is not an absolute http(s) URL")
+            raise fail(f"seed_file {given!r} line {lineno}: {url!r} is not an absolute http(s) URL a crawl can fetch")
         seeds.append(url)
     return seeds
 
@@ -252,5 +251,4 @@ def _is_number(value: object) -> bool:
 
 
 def _is_http_url(url: str) -> bool:
-    parts = urlsplit(url)
-    return parts.scheme in ("http", "https") and bool(parts.netloc)
+    return text.followable(url)

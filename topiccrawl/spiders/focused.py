@@ -58,13 +58,10 @@ class FocusedSpider(scrapy.Spider):
         self._past_examples = False  # start() went on past the examples' wait
         self._examples_done: Deferred | None = None
         #: fetched example and background pages waiting for the last one: (request index, kind, terms,
-        #: the URLs an example links to)
-        self._fetched: list[tuple[int, str, list[str], list[str]]] = []
+        #: the URLs an example links to, the page it led to (canonical URL), its URL as given)
+        self._fetched: list[tuple[int, str, list[str], list[str], str, str]] = []
         #: this run's example pages not used, by why (failed, not_html, no_text, skipped)
         self._unused: Counter[str] = Counter()
-        #: the pages this run's examples and counter-examples answered with (canonical URL after
-        #: redirects, without its fragment) -> (kind, URL as given): one page is used once
-        self._pages: dict[str, tuple[str, str]] = {}
 
     @property
     def tc(self) -> TopicCrawl:
@@ -239,24 +236,17 @@ class FocusedSpider(scrapy.Spider):
         were given (:meth:`_learn_from_examples`), not the order they arrived in."""
         kind = _kind(response.meta)
         name = _given(response.request, response.url)
-        page = canonicalize_url(response.url)  # the page it led to: another example's too?
-        if kind != "background" and page in self._pages:
-            self._not_used("duplicate", kind, "%s page %s is the page of %s %s as well: not used twice", kind, name,
-                           *self._pages[page])
-        elif html_page(response):
+        if html_page(response):
             ex, terms = self.tc.page_terms(response)
             index = response.meta.get(EXAMPLE_META, len(self._fetched))
             if not terms:
                 self._not_used("no_text", kind, "%s page %s has no text: not used", kind, name)
             elif kind == "background":
-                self._fetched.append((index, "background", terms, []))
+                self._fetched.append((index, kind, terms, [], "", name))
                 self.crawler.stats.inc_value("topiccrawl/examples/background")
-            else:
-                counter = kind == "counter-example"
-                links = [] if counter else [a.url for a in ex.anchors]
-                self._fetched.append((index, "counter" if counter else "example", terms, links))
-                self._pages[page] = (kind, name)
-                self.crawler.stats.inc_value("topiccrawl/examples/fetched")
+            else:  # counted as fetched when used (the page it led to may be another example's)
+                links = [] if kind == "counter-example" else [a.url for a in ex.anchors]
+                self._fetched.append((index, kind, terms, links, canonicalize_url(response.url), name))
         else:
             self._not_used("not_html", kind, "%s page %s is not an HTML page (Content-Type %s): not used", kind,
                            name, (response.headers.get(b"Content-Type") or b"none").decode("latin-1"))
@@ -297,11 +287,17 @@ class FocusedSpider(scrapy.Spider):
         tc = self.tc
         # the order given (topic file, -a examples, the truth:N pick), whatever order the pages
         # arrived in: with a few examples the classifier's folds, and so its estimates, depend on it
-        for _, kind, terms, links in sorted(self._fetched, key=lambda f: f[0]):
+        used: dict[str, tuple[str, str]] = {}  # page (canonical URL after redirects) -> (kind, URL as given)
+        for _, kind, terms, links, page, name in sorted(self._fetched, key=lambda f: f[0]):
             if kind == "background":
                 tc.add_background(terms)
+            elif page in used:  # one page is one example: the first given keeps it, whatever answered first
+                self._not_used("duplicate", kind, "%s page %s is the page of %s %s as well: not used twice", kind,
+                               name, *used[page])
             else:
-                tc.add_example(terms, counter=kind == "counter", links=links)
+                used[page] = (kind, name)
+                tc.add_example(terms, counter=kind == "counter-example", links=links)
+                self.crawler.stats.inc_value("topiccrawl/examples/fetched")
         self._fetched = []
         if tc.example_links:
             self.crawler.stats.set_value("topiccrawl/examples/links", len(tc.example_links))
@@ -334,8 +330,7 @@ class FocusedSpider(scrapy.Spider):
         else:
             counts = [(self._unused[k], what) for k, what in (("failed", "failed"), ("not_html", "not HTML"),
                                                                ("no_text", "without text"),
-                                                               ("skipped", "skipped in examples_dir"),
-                                                               ("duplicate", "the page of a counter-example"))]
+                                                               ("skipped", "skipped in examples_dir"))]
             why = "no example page could be used"
             if any(n for n, _ in counts):
                 why += " (" + ", ".join(f"{n} {what}" for n, what in counts if n) + ")"
