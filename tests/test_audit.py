@@ -601,3 +601,27 @@ def test_the_audits_crawl_is_read_only_beside_its_own_audit_and_webs_compare_by_
     assert not same_web("generated:zh-disaster?pages=20000", "generated:zh-disaster")
     assert same_web("live", "") and not same_web("live", WEB)
     assert same_web(f"wikispeedia:{tmp_path}/w", f"wikispeedia:{tmp_path}/./w")
+
+
+def test_a_folders_audit_without_labels_gives_way_to_the_labelled_one_last_written(tmp_path):
+    """``-a examples=audit:FOLDER``: a fresh (unlabelled) or missing audit.csv gives way to the labelled
+    audit kept beside it that was written last (a set-aside takes the first free number, so the
+    highest number is not the newest); a file that is no audit is named, not passed over."""
+    import os
+
+    from topiccrawl.crawl.audit import audit_file
+
+    header = "order,url,title,label\n"
+    (tmp_path / "audit.2.csv").write_text(header + "1,http://x.test/1,,1\n", encoding="utf-8")
+    os.utime(tmp_path / "audit.2.csv", (1_000_000, 1_000_000))  # labelled long ago
+    (tmp_path / "audit.1.csv").write_text(header + "1,http://x.test/2,,0\n", encoding="utf-8")
+    (tmp_path / "audit.3.csv").write_text(header + "1,http://x.test/3,,\n", encoding="utf-8")  # never labelled
+    (tmp_path / "audit.csv").write_text(header + "1,http://x.test/4,,\n", encoding="utf-8")
+    assert audit_file(tmp_path) == tmp_path / "audit.1.csv"
+    (tmp_path / "audit.csv").unlink()  # a crawl that wrote none (TOPICCRAWL_AUDIT_ENABLED=False) set it aside
+    assert audit_file(tmp_path) == tmp_path / "audit.1.csv"
+    (tmp_path / "audit.csv").write_text("a|b\n1|2\n", encoding="utf-8")
+    assert audit_file(tmp_path) == tmp_path / "audit.csv"
+    (tmp_path / "audit.csv").write_text(header + "1,http://x.test/4,,1\n", encoding="utf-8")
+    assert audit_file(tmp_path) == tmp_path / "audit.csv"
+    assert audit_file(tmp_path / "audit.2.csv") == tmp_path / "audit.2.csv"  # a file named is that file

@@ -374,6 +374,7 @@ def test_a_crawl_learning_from_the_audit_in_its_own_folder_resumes_with_the_same
     assert again.returncode == 0 and "Traceback" not in again.stderr, again.stderr[-3000:]
     assert "resumed" in again.stderr and "examples given now differ" not in again.stderr, again.stderr[-3000:]
     assert f"examples from the audit {out / 'audit.1.csv'}: 2 page(s) labelled on topic, 1 off topic" in again.stderr
+    assert "the folder's audit.csv has no label (a later crawl, or this one before a resume, wrote it)" in again.stderr
     assert _stats(out)["topiccrawl/dp"] == 5
     # a file named is read as named: one line, as before
     named, _ = run_crawl(tmp_path / "named", args={**args, "examples": f"audit:{out / 'audit.csv'}"}, settings=LIVE)

@@ -84,6 +84,8 @@ def test_a_crawl_resumed_as_learned_gets_a_page_classifier(tmp_path):
     assert "pages counted: 30," in audit.stdout and "30 of the 60 counted pages have no judgement" in audit.stderr
     mean = sum(float(x) for x in judged[30:]) / 30
     assert f"self-assessed harvest rate: {mean:.3f}" in audit.stdout.splitlines()
+    # its 50-page audit holds all 30 judged pages: their rate is known, not the 60 counted pages'
+    assert "known: each of the 30 pages with a judgement is labelled" in audit.stdout, audit.stdout
 
 
 def test_a_bfs_crawl_started_without_the_classifier_resumes_without_it_under_auto(tmp_path):

@@ -194,19 +194,29 @@ def _number(text: str, path: Path, line: int, column: str) -> float:
 
 
 def audit_file(path: Path) -> Path:
-    """The audit a user named: a file, or the ``audit.csv`` of a crawl's folder — unless it has no
-    label while a labelled audit is kept beside it (``audit.N.csv``, the newest): a later crawl
-    into the folder, or a JOBDIR resume of this one, set the labelled audit aside when it wrote its
-    own, so the labels a person made of the folder's crawl are there (docs/audit.md)."""
+    """The audit a user named: a file, or the ``audit.csv`` of a crawl's folder — unless that is
+    missing or a crawl's unlabelled audit while a labelled audit is kept beside it (``audit.N.csv``,
+    the one last written): a later crawl into the folder, or a JOBDIR resume of this one, set the
+    labelled audit aside when it wrote its own (or wrote none), so the labels a person made are
+    there (docs/audit.md). An ``audit.csv`` that cannot be read as an audit is named, not passed over."""
     if not path.is_dir():
         return path
     current = path / "audit.csv"
-    if current.is_file() and not _has_labels(current):
-        kept = [(int(f.name[6:-4]), f) for f in path.glob("audit.*.csv") if f.name[6:-4].isdigit()]
-        newest = next((f for _, f in sorted(kept, reverse=True) if _has_labels(f)), None)
-        if newest is not None:
-            return newest
+    if not current.exists() or (current.is_file() and _unlabelled(current)):
+        # the newest labels: by the time the file was last written (a set-aside keeps it), not by N
+        kept = [f for f in path.glob("audit.*.csv") if f.name[6:-4].isdigit() and _has_labels(f)]
+        if kept:
+            return max(kept, key=lambda f: (f.stat().st_mtime, int(f.name[6:-4])))
     return current
+
+
+def _unlabelled(path: Path) -> bool:
+    """Whether ``path`` reads as an audit with its columns and not one label (a crawl's fresh one)."""
+    try:
+        fields, rows = _audit_rows(path)
+    except (AuditError, OSError):
+        return False
+    return {"url", "label"} <= fields and not any((row.get("label") or "").strip() for row in rows)
 
 
 def _has_labels(path: Path) -> bool:

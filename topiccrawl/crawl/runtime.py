@@ -802,6 +802,10 @@ class TopicCrawl:
         another topic or another offline web (its stats.json says which)."""
         logger.info("examples from the audit %s: %d page(s) labelled on topic, %d off topic (counter-examples)",
                     pages.audit, len(pages.urls), len(pages.counter))
+        if pages.kept:  # its topic and web are not checked: the stats.json beside it is a later crawl's
+            logger.warning("examples from the audit %s: the folder's audit.csv has no label (a later crawl, or this "
+                           "one before a resume, wrote it), so the labelled audit kept beside it gives them; name "
+                           "the file to choose another", pages.audit)
         from topiccrawl.crawl.audit import audited_crawl
         from topiccrawl.weblab.corpus import same_web
 

@@ -389,6 +389,7 @@ class UrlList:
     truth: int | None = None
     counter: tuple[str, ...] = ()
     audit: Path | None = None  # the audit.csv read for ``audit:PATH``
+    kept: bool = False  # ``audit:FOLDER`` read a labelled audit kept beside the folder's audit.csv
 
 
 def parse_url_list(name: str, value: str | None, offline: bool = True) -> UrlList:
@@ -402,7 +403,8 @@ def parse_url_list(name: str, value: str | None, offline: bool = True) -> UrlLis
         from topiccrawl.crawl.audit import audit_file, audit_labels
         from topiccrawl.scoring.audit import AuditError
 
-        path = audit_file(Path(value[6:].strip() or "."))
+        named = Path(value[6:].strip() or ".")
+        path = audit_file(named)
         try:
             yes, no = audit_labels(path)
         except AuditError as exc:
@@ -410,7 +412,7 @@ def parse_url_list(name: str, value: str | None, offline: bool = True) -> UrlLis
         bad = next((u for u in (*yes, *no) if not _is_http_url(u)), None)
         if bad is not None:
             raise ConfigError(f"spider argument examples={value!r}: {bad!r} is not an http(s) URL a crawl can fetch")
-        return UrlList(tuple(yes), counter=tuple(no), audit=path)
+        return UrlList(tuple(yes), counter=tuple(no), audit=path, kept=named.is_dir() and path.name != "audit.csv")
     if value.startswith("truth:"):
         if "," in value:
             raise ConfigError(f"spider argument {name}={value!r}: truth:N stands alone; it cannot be mixed with URLs")

@@ -79,7 +79,9 @@ class Command(ScrapyCommand):
                   f"{reported - estimate.audited.estimate:+.3f} from the audited rate); the lines here judge the "
                   f"mean of its judgements, {estimate.self_assessed:.3f}")
         if estimate.labelled == estimate.pages:  # a census, not a sample: no interval
-            print(f"audited harvest rate: {estimate.audited.estimate:.3f}, known: every counted page is labelled")
+            whole = (f"each of the {estimate.pages} pages with a judgement" if extra["unjudged"]
+                     else "every counted page")
+            print(f"audited harvest rate: {estimate.audited.estimate:.3f}, known: {whole} is labelled")
         else:
             print(f"audited harvest rate ({level} interval): {_interval(estimate.audited)}; the crawl's judgement "
                   f"weighed {estimate.weight:.2f}")
