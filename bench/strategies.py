@@ -81,7 +81,7 @@ def check_passed_through(settings: Sequence[str], spider_args: Sequence[str], op
             name = text.partition("=")[0].strip()
             if name in reserved:
                 raise SystemExit(f"{flag} {text}: the bench sets {name} for every run; use {reserved[name]}")
-            if name in node:
+            if name in node and not (name in ("scorer", "TOPICCRAWL_SCORER") and text.partition("=")[2].strip() == "vsm"):
                 raise SystemExit(f"{flag} {text}: the runs are labelled by the topic of {options['topic']}, which this "
                                  "would replace by a category node; a node's crawls: python -m bench.tdcs_crawl")
 

@@ -117,6 +117,7 @@ def test_a_passed_through_argument_cannot_override_what_the_bench_labels_its_run
                            (["TOPICCRAWL_SCORER=tdkw"], []), (["TOPICCRAWL_TOPIC_TREE=dmoz:x.rdf"], [])):
         with pytest.raises(SystemExit, match=r"labelled by the topic of --topic, .* python -m bench.tdcs_crawl$"):
             check_passed_through(settings, args)
+    check_passed_through(["TOPICCRAWL_SCORER=vsm"], ["scorer=vsm"])  # the topic's words: the default, allowed
     with pytest.raises(SystemExit, match=r"^--args topic_node=A: the runs are labelled by the topic of --topics"):
         check_passed_through([], ["topic_node=A"], {"topic": "--topics"}, "--settings", "--args")
     # what a chosen variant sets itself (bench/learned_focus.py): its examples, its seed setting

@@ -182,8 +182,9 @@ class TopicScheduler(BaseScheduler):
         if not request.dont_filter and self.df.request_seen(request):
             self.df.log(request, self.spider)
             return False
-        if self.seeds_first and request.meta.get("is_start_request"):
-            # a start request goes before every queued link, whenever start() yields it
+        if self.seeds_first and (request.meta.get("is_start_request") or EXAMPLE_META in request.meta):
+            # a start request goes before every queued link, whenever start() yields it (an example
+            # page's too, however it came: the hold before the examples' verdict looks for it there)
             self.chosen.append(self._link(request))
             self._last_start = time.monotonic()
             self._enqueued += 1
