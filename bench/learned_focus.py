@@ -43,7 +43,8 @@ it per (topic, checkpoint): below or above beyond two standard errors of the dif
 recalls, the target "never below best-first beyond noise" (:func:`against_bestfirst`).
 Writes ``results.md``, ``results.json``, ``recall.png`` (recall curves, one panel per topic) and ``ratio.png`` (ratio to
 the oracle) into ``--out``; runs go to ``--out/runs/<topic>/<variant>-<rep>/`` and ``--resume``
-reuses those that finished.
+reuses those that finished under the same command (a run made with other ``--pages``, settings,
+arguments or web runs again); Ctrl-C stops the session, keeping the finished runs.
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ from bench.strategies import (
     CrawlFailed,
     check_passed_through,
     checkpoints_for,
+    crawl_command,
     ended,
     ended_cell,
     load_run,
@@ -239,18 +241,53 @@ def plan(topics: dict[str, tuple[str, str]], variants: list[str], repeats: int, 
     return jobs
 
 
+#: the prefix of the temporary folder of a session's topic copies (a run's command names one)
+TOPIC_COPIES = "learned-focus-topics-"
+
+
+def same_run(folder: Path, command: list[str]) -> bool:
+    """Whether the run in ``folder`` (its ``command.json``) was made by ``command``, but for what
+    changes between sessions of one plan: the lab's port and the temporary topic copy's folder."""
+    try:
+        old = json.loads((folder / "command.json").read_text(encoding="utf-8"))["command"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+
+    def plain(cmd: list[str]) -> list[str]:
+        out = []
+        for x in cmd[1:]:  # the scrapy executable aside
+            if x.startswith("TOPICCRAWL_WEB_PROXY="):
+                x = "TOPICCRAWL_WEB_PROXY="
+            elif x.startswith("topic=") and TOPIC_COPIES in x:
+                x = "topic=" + Path(x[6:]).name
+            out.append(x)
+        return out
+
+    return plain(old) == plain(command)
+
+
 def execute(jobs: list[Job], spec: str, proxy: str, pages: int, n_jobs: int, resume: bool) -> tuple[list, list]:
-    """Run the jobs (``n_jobs`` at a time); returns (results, failures)."""
+    """Run the jobs (``n_jobs`` at a time); returns (results, failures). With ``resume`` a run whose
+    folder holds its stats and the same command is reused; one made otherwise (other ``--pages``,
+    ``--settings``, ``--args``, corpus) runs again. Ctrl-C stops the session: the crawls running
+    are stopped, none queued starts, the finished runs stay for ``--resume``."""
     results, failures = [], []
 
     def one(job: Job):
+        strategy = VARIANTS[job.variant].strategy
         if resume and (job.out / "stats.json").exists():
-            return job, load_run(job.out, VARIANTS[job.variant].strategy), True
-        return job, run_strategy(spec, proxy, job.topic_arg, VARIANTS[job.variant].strategy, pages, job.out,
-                                 "focused", job.settings, job.args), False
+            command = crawl_command(spec, proxy, job.topic_arg, strategy, pages, job.out, "focused", job.settings,
+                                    job.args)
+            if same_run(job.out, command):
+                return job, load_run(job.out, strategy), True
+            print(f"{job.topic} {job.variant} rep {job.rep}: its run in {job.out} was made by another command "
+                  "(pages, settings, arguments or web): run again", file=sys.stderr, flush=True)
+        return job, run_strategy(spec, proxy, job.topic_arg, strategy, pages, job.out, "focused", job.settings,
+                                 job.args), False
 
     t0 = time.monotonic()
-    with ThreadPoolExecutor(max_workers=max(1, n_jobs)) as pool:
+    pool = ThreadPoolExecutor(max_workers=max(1, n_jobs))
+    try:
         futures = {pool.submit(one, j): j for j in jobs}
         for k, fut in enumerate(as_completed(futures), 1):
             job = futures[fut]
@@ -267,6 +304,11 @@ def execute(jobs: list[Job], spec: str, proxy: str, pages: int, n_jobs: int, res
             print(f"[{k}/{len(jobs)} {time.monotonic() - t0:.0f} s] {job.topic} {job.variant} rep {job.rep}: "
                   f"DP {res['dp']}, recall {recall:.3f}, {pps}, {ended(res)}{' (reused)' if reused else ''}",
                   file=sys.stderr, flush=True)
+    except KeyboardInterrupt:
+        pool.shutdown(wait=False, cancel_futures=True)  # the crawls running got the terminal's Ctrl-C too
+        raise SystemExit(f"stopped (Ctrl-C) after {len(results)} of {len(jobs)} runs: the finished ones are kept "
+                         "under --out/runs; --resume goes on from them") from None
+    pool.shutdown(wait=True)
     return results, failures
 
 
@@ -489,6 +531,7 @@ def plot_ratio(per: dict, avg: dict, topics: list[str], variants: list[str], che
     ratios = [c for c in RATIO_AT if c in checkpoints]
     shown = [v for v in variants if v != "oracle"]
     if not ratios or not shown:
+        path.unlink(missing_ok=True)  # an earlier session's figure is not of these crawls
         return
     labels = [plot_name(t) for t in topics] + ["mean"]
     x = np.arange(len(labels))
@@ -592,7 +635,8 @@ def main(argv: list[str] | None = None) -> None:
                     help="a setting for every run (repeatable)")
     ap.add_argument("--args", dest="spider_args", action="append", default=[], type=name_value,
                     metavar="NAME=VALUE", help="a spider argument for every run (repeatable)")
-    ap.add_argument("--resume", action="store_true", help="reuse runs under --out/runs that wrote stats.json")
+    ap.add_argument("--resume", action="store_true",
+                    help="reuse runs under --out/runs that wrote stats.json with the same command")
     ap.add_argument("--plain-repeats", type=int, default=1,
                     help="runs of the plain Scrapy spider after the crawls (the × plain columns use their mean)")
     args = ap.parse_args(argv)
@@ -620,7 +664,7 @@ def main(argv: list[str] | None = None) -> None:
     ses = Session(args=args, spec=spec, title=CORPORA[args.corpus][0] if not args.web else args.web,
                   variants=variants, checkpoints=checkpoints_for(args.pages))
     topics: dict[str, tuple[str, str]] = {}
-    tmp = tempfile.TemporaryDirectory(prefix="learned-focus-topics-")
+    tmp = tempfile.TemporaryDirectory(prefix=TOPIC_COPIES)
     try:
         for arg in resolve_topics(args.topics or CORPORA[args.corpus][2]):
             try:
@@ -707,7 +751,7 @@ def report_lines(ses: Session) -> list[str]:
              f"Lab `{ses.spec}` ({ses.lab_pages} pages); {len(names)} topic(s); {args.pages} pages per crawl; "
              f"{args.repeats} repetition(s)"
              + (f" (seeds {args.first_seed}–{args.first_seed + args.repeats - 1})" if args.first_seed else "")
-             + "; spider `focused`; {args.jobs} crawl(s) at once; "
+             + f"; spider `focused`; {args.jobs} crawl(s) at once; "
              f"session {ses.seconds / 60:.1f} min; code {ses.sha[0]}"
              + (f" at the start, {ses.sha[-1]} at the end (the sources changed during the session)" if changed else "")
              + "."]
@@ -738,7 +782,9 @@ def report_lines(ses: Session) -> list[str]:
         lines.append(f"| {v} | {mean_sd(pps, 0)} | {_f(ratio(mean(pps), ses.plain), 2)} |")
     if args.jobs > 1:
         lines += ["", f"(--jobs {args.jobs}: crawls ran concurrently, so pages/s are lower than alone.)"]
-    lines += ["", "![recall curves](recall.png)", "", "![ratio to the oracle](ratio.png)", ""]
+    lines += ["", "![recall curves](recall.png)", ""]
+    if any(c in checkpoints for c in RATIO_AT) and any(v != "oracle" for v in variants):  # plot_ratio drew it
+        lines += ["![ratio to the oracle](ratio.png)", ""]
     for t in names:
         totals = sorted({x for v in variants for x in per[t][v]["total_relevant"]})
         lines += [f"### {t}", "", f"`{ses.topics[t].path}`; truly relevant pages: "

@@ -526,3 +526,25 @@ def test_a_missing_or_broken_topic_file_is_one_line(tmp_path):
             main(["--corpus", "generated", "--topics", str(path), "--out", str(tmp_path / "out")])
         assert says in str(exc.value.code) and "\n" not in str(exc.value.code)
     assert not (tmp_path / "out").exists()
+
+
+def test_resume_reuses_a_run_only_when_the_same_command_made_it(tmp_path):
+    """``--resume`` took any run folder with a stats.json: a session of 300 pages reused 150-page runs
+    (and runs of other settings) under its own heading. The lab's port and the session's temporary
+    topic copies differ between sessions of one plan; nothing else may."""
+    from bench.learned_focus import TOPIC_COPIES, same_run
+
+    out = tmp_path / "run"
+    out.mkdir()
+
+    def command(pages: int, proxy: str, copies: str, *settings: str) -> list[str]:
+        return crawl_command("generated:zh-disaster", proxy, f"/tmp/{copies}/0-birds.toml", "learned", pages, out,
+                             settings=settings)
+
+    assert not same_run(out, command(150, "http://127.0.0.1:1", TOPIC_COPIES + "a"))  # no command.json
+    old = command(150, "http://127.0.0.1:1", TOPIC_COPIES + "a")
+    (out / "command.json").write_text(json.dumps({"command": old, "wall_s": 1.0}), encoding="utf-8")
+    assert same_run(out, command(150, "http://127.0.0.1:2", TOPIC_COPIES + "b"))
+    assert not same_run(out, command(300, "http://127.0.0.1:2", TOPIC_COPIES + "b"))
+    assert not same_run(out, command(150, "http://127.0.0.1:2", TOPIC_COPIES + "b", "TOPICCRAWL_CLASSIFIER=off"))
+    assert not same_run(out, command(150, "http://127.0.0.1:2", "elsewhere"))  # another topic file
