@@ -215,7 +215,7 @@ def main(argv: list[str] | None = None) -> None:
                                if a.startswith("examples=truth:")), 0)
             if not n_examples:
                 raise SystemExit(f"{out}: variant {args.variant!r} was not given examples=truth:N")
-        for run in sorted(out.glob(f"runs/*/{args.variant}-*/harvest.csv")):
+        for run in sorted(out.glob(f"runs/*/{args.variant}-[0-9]*/harvest.csv")):  # not learned-examples-0 for learned
             topic = run.parent.parent.name
             urls, relevance, truth, crawl = read_run(run)
             if not urls:

@@ -327,6 +327,11 @@ def test_replay_feeds_a_crawls_pages_in_order_to_each_rule_and_reports_the_error
     assert sum(truth) == 24 and len(urls) == 120
     out = tmp_path / "out"
     _crawl_output(out, "learned", urls, truth, relevance, {})
+    # a run of another variant whose name starts alike: not one of learned's (it was replayed beside them)
+    other = out / "runs" / "books" / "learned-examples-0"
+    other.mkdir()
+    text = (out / "runs" / "books" / "learned-0" / "harvest.csv").read_text(encoding="utf-8")
+    (other / "harvest.csv").write_text(text.rstrip("\r\n").rsplit(",", 1)[0] + ",0.9\n", encoding="utf-8")
     table = tmp_path / "replay.md"
     main([str(out), "--rule", "base", "--rule", "wide:pseudo_share=0.2,classifier.C=0.5", "--out", str(table)])
 
