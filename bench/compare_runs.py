@@ -13,6 +13,9 @@ a mean over a few topics that the spread between repetitions alone can move by 0
 topic with at least two crawls a side, each measure's difference of the means against two standard
 errors of it (each side's sample sd over √n, as ``bench.learned_focus`` judges a variant against
 best-first): the test for a topic crawled many times, such as a generated web (ten crawls a side).
+A crawl that stopped before 1,000 pages counts only when its frontier ran dry (it keeps its last
+recall); one whose budget was smaller is refused in one line, as its later checkpoints would only
+repeat its last value.
 
 ``--bestfirst`` (BEFORE holding ``bestfirst-<rep>`` runs too) lists the candidate's new losses to
 best-first: the (topic, checkpoint) pairs where AFTER is below best-first beyond two standard errors
@@ -32,7 +35,7 @@ from pathlib import Path
 from scipy.stats import wilcoxon
 
 from bench.learned_focus import beyond_noise, value_at
-from bench.strategies import load_run
+from bench.strategies import ended, load_run
 
 CHECKPOINTS = (100, 250, 500, 1000)
 MEAN_LABEL = "recall@100–1000 mean"  # the mean of the four checkpoints
@@ -42,11 +45,18 @@ def topic_means(root: str, variant: str) -> dict[str, dict]:
     """Topic -> {checkpoint: mean recall, "mean": their mean, "err": mean |self-assessed − true|, "n": runs,
     "runs": {each of those keys: the per-crawl values}}."""
     out = {}
+    if not os.path.isdir(root):
+        raise SystemExit(f"{root}: no such folder (give a bench.learned_focus --out folder)")
     for tdir in sorted(glob.glob(os.path.join(root, "runs", "*"))):
         runs = [load_run(Path(r), variant) for r in sorted(glob.glob(os.path.join(tdir, f"{variant}-[0-9]*")))
                 if os.path.exists(os.path.join(r, "stats.json"))]
         if not runs:
             continue
+        short = next((r for r in runs if r["dp"] < CHECKPOINTS[-1] and not r["frontier_exhausted"]), None)
+        if short is not None:  # its budget: a later checkpoint would only repeat its last recall
+            raise SystemExit(f"{tdir}: a {variant} crawl stopped at {short['dp']} pages ({ended(short)}), before "
+                             f"{CHECKPOINTS[-1]}: the comparison is of recall at {', '.join(map(str, CHECKPOINTS))} "
+                             "pages (a crawl whose frontier ran dry keeps its last recall)")
         per: dict = {}
         for c in CHECKPOINTS:  # a crawl that stopped before c (its frontier ran dry) keeps its last recall
             per[c] = [value_at(r["curve"], c, 2) or 0.0 for r in runs]

@@ -416,20 +416,26 @@ def test_replay_of_an_examples_only_crawl_adds_its_examples_and_registers_the_de
         main([str(out), "--variant", "learned", "--examples", "--rule", "base"])
 
 
+def write_dry_run(folder, rows, **stats):
+    """:func:`write_run` of a crawl whose frontier ran dry (what compare_runs takes of a crawl that
+    stopped before 1,000 pages)."""
+    write_run(folder, rows, **{"topiccrawl/frontier_exhausted": True, **stats})
+
+
 def test_compare_runs_pairs_topic_means_and_tests_the_differences(tmp_path):
     # six topics of 10 relevant pages; by page 2 BEFORE's two repetitions found 0 and 1 of them,
     # AFTER's one repetition 2 on five topics and 1 on the last
     for i in range(6):
         for rep in (0, 1):
-            write_run(tmp_path / "before" / "runs" / f"t{i}" / f"learned-{rep}",
+            write_dry_run(tmp_path / "before" / "runs" / f"t{i}" / f"learned-{rep}",
                       [(1, 0, 0.0, 0, 0.1), (2, 0, 0.0, rep, 0.2)],
                       **{"topiccrawl/classifier/expected_harvest": 0.2})
         gain = 0 if i == 5 else 1
-        write_run(tmp_path / "after" / "runs" / f"t{i}" / "learned-0",
+        write_dry_run(tmp_path / "after" / "runs" / f"t{i}" / "learned-0",
                   [(1, 0, 0.0, 0, 0.1), (2, 0, 0.0, 1 + gain, 0.9)], **{"topiccrawl/classifier/expected_harvest": 0.9})
     # a topic only one side has is left out, and so are other variants' runs
-    write_run(tmp_path / "after" / "runs" / "extra" / "learned-0", [(1, 0, 0.0, 1, 0.1)])
-    write_run(tmp_path / "before" / "runs" / "t0" / "oracle-0", [(1, 1, 1.0, 1, "")])
+    write_dry_run(tmp_path / "after" / "runs" / "extra" / "learned-0", [(1, 0, 0.0, 1, 0.1)])
+    write_dry_run(tmp_path / "before" / "runs" / "t0" / "oracle-0", [(1, 1, 1.0, 1, "")])
     before = topic_means(str(tmp_path / "before"), "learned")
     after = topic_means(str(tmp_path / "after"), "learned")
     assert before["t0"]["n"] == 2 and after["t0"]["n"] == 1 and "extra" not in before
@@ -439,7 +445,7 @@ def test_compare_runs_pairs_topic_means_and_tests_the_differences(tmp_path):
     assert before["t0"]["mean"] == pytest.approx(0.05) and after["t5"]["mean"] == pytest.approx(0.1)
     assert paired(before, after, "mean")["diff"] == pytest.approx((5 * 0.15 + 0.05) / 6)
     # the mean of the four checkpoints: 1, 2, 4 and 8 of 10 found by pages 100, 250, 500 and 1,000
-    write_run(tmp_path / "long" / "runs" / "t" / "learned-0",
+    write_dry_run(tmp_path / "long" / "runs" / "t" / "learned-0",
               [(dp, 0, 0.0, found, 0.1) for dp, found in ((100, 1), (250, 2), (500, 4), (1000, 8))])
     assert topic_means(str(tmp_path / "long"), "learned")["t"]["mean"] == pytest.approx((0.1 + 0.2 + 0.4 + 0.8) / 4)
     # the true harvest rate at the last page: 0 / 2 and 1 / 2 in BEFORE (self-assessed 0.2), 2 / 2 in AFTER (0.9)
@@ -450,7 +456,7 @@ def test_compare_runs_pairs_topic_means_and_tests_the_differences(tmp_path):
     # six positive differences: the exact two-sided signed-rank p is 2 / 2**6
     assert s["p"] == pytest.approx(2 / 64)
     # a strategy without the page classifier has no self-assessed P̄: no error, and nothing to pair
-    write_run(tmp_path / "before" / "runs" / "t0" / "bestfirst-0", [(1, 0, 0.0, 0, "")])
+    write_dry_run(tmp_path / "before" / "runs" / "t0" / "bestfirst-0", [(1, 0, 0.0, 0, "")])
     assert topic_means(str(tmp_path / "before"), "bestfirst")["t0"]["err"] is None
     assert paired(topic_means(str(tmp_path / "before"), "bestfirst"), after, "err") == {"topics": 0}
     e = paired(before, after, "err")
@@ -464,16 +470,16 @@ def test_compare_runs_judges_a_topic_against_its_crawls_spread(tmp_path, capsys)
     # topic g: BEFORE found 1, 2, 3 of 10 pages by its last page, AFTER 5, 6, 7 (sd 0.1 each side)
     for side, found in (("before", (1, 2, 3)), ("after", (5, 6, 7))):
         for rep, n in enumerate(found):
-            write_run(tmp_path / side / "runs" / "g" / f"learned-{rep}", [(1, 0, 0.0, 0, 0.1), (2, 0, 0.0, n, 0.2)],
+            write_dry_run(tmp_path / side / "runs" / "g" / f"learned-{rep}", [(1, 0, 0.0, 0, 0.1), (2, 0, 0.0, n, 0.2)],
                       **{"topiccrawl/classifier/expected_harvest": 0.2})
     # topic w: close means, wide spread (1, 5 against 2, 6): within
     for side, found in (("before", (1, 5)), ("after", (2, 6))):
         for rep, n in enumerate(found):
-            write_run(tmp_path / side / "runs" / "w" / f"learned-{rep}", [(1, 0, 0.0, 0, 0.1), (2, 0, 0.0, n, 0.2)])
+            write_dry_run(tmp_path / side / "runs" / "w" / f"learned-{rep}", [(1, 0, 0.0, 0, 0.1), (2, 0, 0.0, n, 0.2)])
     # topic o: one crawl after
     for side, reps in (("before", 2), ("after", 1)):
         for rep in range(reps):
-            write_run(tmp_path / side / "runs" / "o" / f"learned-{rep}", [(1, 0, 0.0, 0, 0.1), (2, 0, 0.0, 1, 0.2)])
+            write_dry_run(tmp_path / side / "runs" / "o" / f"learned-{rep}", [(1, 0, 0.0, 0, 0.1), (2, 0, 0.0, 1, 0.2)])
     before = topic_means(str(tmp_path / "before"), "learned")
     after = topic_means(str(tmp_path / "after"), "learned")
     assert before["g"]["runs"][1000] == pytest.approx([0.1, 0.2, 0.3])
@@ -507,7 +513,7 @@ def test_compare_runs_lists_only_new_losses_to_bestfirst(tmp_path, capsys):
     for t, sides in found.items():
         for (side, variant), counts in zip((("before", "bestfirst"), ("before", "learned"), ("after", "learned")), sides):
             for rep, n in enumerate(counts):
-                write_run(tmp_path / side / "runs" / t / f"{variant}-{rep}", [(1, 0, 0.0, 0, 0.1), (2, 0, 0.0, n, 0.2)])
+                write_dry_run(tmp_path / side / "runs" / t / f"{variant}-{rep}", [(1, 0, 0.0, 0, 0.1), (2, 0, 0.0, n, 0.2)])
     before = topic_means(str(tmp_path / "before"), "learned")
     after = topic_means(str(tmp_path / "after"), "learned")
     best = topic_means(str(tmp_path / "before"), "bestfirst")
@@ -519,6 +525,19 @@ def test_compare_runs_lists_only_new_losses_to_bestfirst(tmp_path, capsys):
     assert compare_main([str(tmp_path / "before"), str(tmp_path / "after"), "--bestfirst"]) == 0
     out = capsys.readouterr().out
     assert "New losses to best-first" in out and out.count("* lost at ") == 4 and "same at" not in out
+
+
+def test_compare_runs_refuses_crawls_whose_budget_ended_before_its_checkpoints(tmp_path):
+    """Two 100-page sessions: recall at 250–1,000 pages repeated their last value, and the Wilcoxon
+    test ran on them; now one line (a crawl whose frontier ran dry still keeps its last recall)."""
+    from bench.compare_runs import main
+
+    for side in ("a", "b"):
+        write_run(tmp_path / side / "runs" / "t" / "learned-0", [(dp, 0, 0.0, dp // 50, 0.1) for dp in (50, 100)])
+    with pytest.raises(SystemExit, match=r"a learned crawl stopped at 2 pages \(topiccrawl_max_pages\), before 1000"):
+        main([str(tmp_path / "a"), str(tmp_path / "b")])
+    with pytest.raises(SystemExit, match="no such folder"):
+        main([str(tmp_path / "nope"), str(tmp_path / "b")])
 
 
 def test_a_missing_or_broken_topic_file_is_one_line(tmp_path):
