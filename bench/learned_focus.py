@@ -74,6 +74,7 @@ from bench.strategies import (
     name_value,
     run_plain,
     run_strategy,
+    writable_folder,
 )
 from topiccrawl.scoring.metrics import mean_sd
 from topiccrawl.scoring.topic import Topic, TopicError, load_topic
@@ -365,6 +366,8 @@ def averaged(per: dict, topics: list[str], variants: list[str], checkpoints: lis
             a[k] = mean(mean(per[t][v][k]) for t in topics)
         for k in ("acc_err", "exp_err"):
             worst = [mean(per[t][v][k]) for t in topics]
+            a[f"{k}_missing"] = sum(w is None for w in worst)  # topics none of whose crawls gave the figure
+            a["topics"] = len(topics)
             worst = [w for w in worst if w is not None]
             a[f"{k}_max"] = max(worst) if worst else None
         avg[v] = a
@@ -449,11 +452,21 @@ def topic_table(per_t: dict, variants: list[str], checkpoints: list[int], plain:
         pps = mean(s["pages_per_s"])
         cells = ([v, str(s["n"])] + [mean_sd(s[f"recall@{c}"]) for c in checkpoints]
                  + [mean_sd(s[f"harvest@{c}"]) for c in checkpoints] + [_f(s.get(f"{k}@{c}"), 2) for k, c, _ in ratios]
-                 + [mean_sd(s[k]) for k in ("accuracy@last", "expected@last", "true@last", "acc_err", "exp_err")]
+                 + [_missing(mean_sd(s[k]), s[k].count(None), len(s[k]))
+                    for k in ("accuracy@last", "expected@last", "true@last", "acc_err", "exp_err")]
                  + [mean_sd(s["examples"], 1), mean_sd(s["pages_per_s"], 0),
                     _f(ratio(pps, plain), 2), ended_cell(s["runs"])])
         lines.append("| " + " | ".join(cells) + " |")
     return lines
+
+
+def _missing(cell: str, missing: int, total: int, what: str = "crawl") -> str:
+    """A table cell, and how many of its ``total`` ``what`` (crawls, topics) lack the figure when
+    some do but not all (a crawl whose page classifier never gave an estimate): a mean over the
+    others would hide them."""
+    if not 0 < missing < total:
+        return cell
+    return f"{cell} ({missing} of {total} {what}s without)"
 
 
 def average_table(avg: dict, variants: list[str], checkpoints: list[int], plain: float | None) -> list[str]:
@@ -467,8 +480,9 @@ def average_table(avg: dict, variants: list[str], checkpoints: list[int], plain:
         a = avg[v]
         cells = ([v] + [_f(a[f"recall@{c}"]) for c in checkpoints] + [_f(a[f"harvest@{c}"]) for c in checkpoints]
                  + [_f(a.get(f"{k}@{c}"), 2) for k, c, _ in ratios]
-                 + [f"{_f(a['acc_err'])} / {_f(a['acc_err_max'])}", f"{_f(a['exp_err'])} / {_f(a['exp_err_max'])}",
-                    _f(a["examples"], 1), _f(a["pages_per_s"], 0), _f(ratio(a["pages_per_s"], plain), 2)])
+                 + [_missing(f"{_f(a[k])} / {_f(a[f'{k}_max'])}", a[f"{k}_missing"], a["topics"], "topic")
+                    for k in ("acc_err", "exp_err")]
+                 + [_f(a["examples"], 1), _f(a["pages_per_s"], 0), _f(ratio(a["pages_per_s"], plain), 2)])
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 
@@ -655,6 +669,7 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit("--pages, --repeats and --plain-repeats must be >= 1")
     if args.first_seed < 0:
         raise SystemExit("--first-seed must be >= 0")
+    writable_folder(args.out)
     spec = corpus_spec(args)
     if spec is None:
         return

@@ -222,8 +222,9 @@ def main(argv: list[str] | None = None) -> None:
                 continue
             true = sum(truth) / len(truth)
             row = errors.setdefault(topic, {})
-            if crawl is not None:
-                row.setdefault("crawl", []).append(abs(crawl - true))
+            # a crawl, or a rule, that gave no estimate counts as 0 (off by the true rate), as a rule's
+            # replay always did: a mean over the others would pass it over
+            row.setdefault("crawl", []).append(abs((crawl or 0.0) - true))
             # an examples-only crawl never registered the topic's own words with jieba (loading does)
             examples_only = bool(n_examples) and not use_words
             described = load_topic(topic_files[topic]) if topic in topic_files and not examples_only else None

@@ -86,6 +86,27 @@ def check_passed_through(settings: Sequence[str], spider_args: Sequence[str], op
                                  "would replace by a category node; a node's crawls: python -m bench.tdcs_crawl")
 
 
+def check_strategies(names: Sequence[str]) -> None:
+    """SystemExit (one line) for a strategy the crawler does not know: before any crawl runs, not
+    after the first ones (a typo lost a session's finished runs)."""
+    from topiccrawl.strategies.base import STRATEGIES
+
+    unknown = next((n for n in names if n not in STRATEGIES), None)
+    if unknown is not None:
+        raise SystemExit(f"unknown strategy {unknown!r}; expected one of: {', '.join(STRATEGIES)}")
+
+
+def writable_folder(path: Path, what: str = "--out") -> None:
+    """Make ``path`` (a folder) or SystemExit in one line: before any crawl, not after them."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / ".write-check"
+        probe.write_text("", encoding="utf-8")
+        probe.unlink()
+    except OSError as exc:
+        raise SystemExit(f"{what} {path}: cannot write there ({exc.strerror or exc})") from None
+
+
 def crawl_command(web: str, proxy: str, topic: str, strategy: str, pages: int, out: Path,
                   spider: str = "focused", settings: Sequence[str] = (), spider_args: Sequence[str] = ()) -> list[str]:
     """The ``scrapy crawl`` command line of one run; ``settings`` / ``spider_args`` (``NAME=VALUE``)
@@ -222,6 +243,8 @@ def main() -> None:
     twice = next((s for s in strategies if strategies.count(s) > 1), None)
     if twice is not None:  # one folder and one row per strategy: the second run would replace the first
         raise SystemExit(f"--strategies names {twice} twice; use --repeats for more runs of one strategy")
+    check_strategies(strategies)
+    writable_folder(args.out)
     results: dict[str, list[dict]] = {s: [] for s in strategies}
     try:
         with WebLab(args.web) as lab:

@@ -27,7 +27,7 @@ import tempfile
 from pathlib import Path
 from statistics import mean, median
 
-from bench.strategies import run_plain_stats, run_strategy
+from bench.strategies import check_strategies, run_plain_stats, run_strategy, writable_folder
 from topiccrawl.scoring.topic import load_topic
 
 
@@ -46,6 +46,9 @@ def main(argv: list[str] | None = None) -> None:
     if not topics:
         raise SystemExit(f"--topics {args.topics!r}: no topic file")
     strategies = [s for s in args.strategies.split(",") if s]
+    check_strategies(strategies)
+    if args.out:  # checked now: it was written after every crawl, and a missing folder lost them all
+        writable_folder(args.out.parent, "--out's folder")
     spec = f"wikispeedia:{args.data_dir}/wikispeedia"
     from topiccrawl.weblab.api import WebLab
 

@@ -31,6 +31,7 @@ from bench.learned_focus import (
 )
 from bench.strategies import check_passed_through, crawl_command, ended, ended_cell, estimate_cell, load_run, name_value
 from topiccrawl.scoring.topic import EXAMPLES_BETA, load_topic
+from topiccrawl.strategies.base import STRATEGIES
 
 CURVE = [(1, 0.0, 0.0), (2, 0.5, 0.1), (3, 0.333, 0.1), (4, 0.5, 0.2)]
 
@@ -144,6 +145,22 @@ def test_the_strategies_bench_refuses_a_strategy_twice_and_an_unknown_spider_in_
     proc = subprocess.run([*base, "--spider", "nospider"], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr and "invalid choice: 'nospider'" in proc.stderr
     assert not any(tmp_path.iterdir())  # nothing ran
+    # a misspelt strategy, an --out that cannot be a folder: one line before any crawl (they came after
+    # the first crawls, or as a traceback, and the finished runs were lost)
+    proc = subprocess.run([*base, "--strategies", "bfs,bestfrist"], cwd=REPO, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 1 and proc.stderr.strip().splitlines() == [
+        "unknown strategy 'bestfrist'; expected one of: " + ", ".join(STRATEGIES)]
+    assert not any(tmp_path.iterdir())
+    (tmp_path / "afile").write_text("", encoding="utf-8")
+    out = tmp_path / "afile" / "out"
+    for module in ("bench.strategies", "bench.learned_focus"):
+        args = (["--web", "generated:zh-disaster", "--topic", "台风灾害"] if module == "bench.strategies"
+                else ["--corpus", "generated"])
+        proc = subprocess.run([sys.executable, "-m", module, *args, "--out", str(out)], cwd=REPO, capture_output=True,
+                              text=True, timeout=120)
+        assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+        assert proc.stderr.strip().splitlines()[-1].startswith(f"--out {out}: cannot write there"), proc.stderr
 
 
 def test_the_estimate_cell_shows_the_classifiers_figure_and_its_unreliable_flag():
@@ -221,6 +238,25 @@ def test_summaries_give_ratios_to_the_oracle_and_self_assessment_errors(tmp_path
     row = [c.strip() for c in table[2].split("|")]
     assert row[head.index("×oracle@250")] == "0.50" and row[head.index("×oracle-path@250")] == "0.38"
     assert "×oracle-path@100" in topic_table(per["t"], variants, [100, 250], None)[0]
+
+
+def test_a_self_assessment_error_over_fewer_crawls_or_topics_says_how_many_lack_it(tmp_path):
+    """A crawl whose page classifier never gave an estimate has no abs(P̄ − true): the mean over the
+    others said nothing of it, and a topic with no estimate at all passed for one within 0.1."""
+    write_run(tmp_path / "a0", [(1, 0, 0.0, 0, 0.1), (2, 1, 0.5, 1, 0.2)])
+    write_run(tmp_path / "a1", [(1, 0, 0.0, 0, ""), (2, 1, 0.5, 1, "")])  # no estimate
+    write_run(tmp_path / "b0", [(1, 0, 0.0, 0, ""), (2, 1, 0.5, 1, "")])  # no estimate
+    results = [{**load_run(tmp_path / name, "learned"), "topic": topic, "variant": "learned", "rep": rep}
+               for name, topic, rep in (("a0", "a", 0), ("a1", "a", 1), ("b0", "b", 0))]
+    per = summarise(results, ["a", "b"], ["learned"], [2])
+    row = [c.strip() for c in topic_table(per["a"], ["learned"], [2], None)[2].split("|")]
+    head = [c.strip() for c in topic_table(per["a"], ["learned"], [2], None)[0].split("|")]
+    assert row[head.index("abs(P̄ − true)")] == "0.300 ± 0.000 (1 of 2 crawls without)"
+    avg = averaged(per, ["a", "b"], ["learned"], [2])
+    table = average_table(avg, ["learned"], [2], None)
+    cells = dict(zip([c.strip() for c in table[0].split("|")], [c.strip() for c in table[2].split("|")]))
+    assert cells["abs(P̄ − true) mean / worst topic"] == "0.300 / 0.300 (1 of 2 topics without)"
+    assert cells["abs(Accuracy − true) mean / worst topic"] == "0.000 / 0.000"
 
 
 def test_against_bestfirst_flags_only_differences_beyond_two_standard_errors():
