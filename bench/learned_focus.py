@@ -202,6 +202,18 @@ def truth_examples(spec: str, labels, n: int, seed: int = 1) -> list[str]:
     return open_corpus(spec).truth_sample(labels, n, seed)
 
 
+def check_labels(spec: str, topics) -> None:
+    """SystemExit (one line) for a topic whose labels match no page of the corpus (a typo in a
+    label): its crawls would find no relevant page, and a recall of 0 of 0 entered the means."""
+    from topiccrawl.weblab.corpus import open_corpus
+
+    corpus = open_corpus(spec)
+    for topic in topics:
+        if not any(corpus.labels(u) & topic.labels for u in corpus.iter_urls()):
+            raise SystemExit(f"{topic.path or topic.name}: its labels ({', '.join(sorted(topic.labels))}) match no "
+                             f"page of {spec}: a typo in a label?")
+
+
 def resolve_topics(spec: str) -> list[str]:
     """``--topics``: comma-separated topic files, globs (relative to the working directory, else to
     the repository) or shipped topic names, in order; files become absolute paths (crawls run in the
@@ -669,7 +681,6 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit("--pages, --repeats and --plain-repeats must be >= 1")
     if args.first_seed < 0:
         raise SystemExit("--first-seed must be >= 0")
-    writable_folder(args.out)
     spec = corpus_spec(args)
     if spec is None:
         return
@@ -705,6 +716,8 @@ def main(argv: list[str] | None = None) -> None:
                     load_topic(str(copy))
             topics[topic.name] = (arg, str(copy))
             ses.topics[topic.name] = topic
+        check_labels(spec, ses.topics.values())
+        writable_folder(args.out)
         jobs = plan(topics, variants, args.repeats, args.settings, args.spider_args, args.out, args.first_seed)
         ses.sha = [code_sha1()]
         print(f"{len(jobs)} crawls: {len(topics)} topic(s) × {len(variants)} variant(s) × {args.repeats} rep(s), "

@@ -586,6 +586,17 @@ def test_a_missing_or_broken_topic_file_is_one_line(tmp_path):
             main(["--corpus", "generated", "--topics", str(path), "--out", str(tmp_path / "out")])
         assert says in str(exc.value.code) and "\n" not in str(exc.value.code)
     assert not (tmp_path / "out").exists()
+    # labels that match no page of the corpus (a typo): every crawl found 0 of 0 and its recall 0 was averaged in
+    from conftest import REPO
+
+    typo = tmp_path / "typo.toml"
+    typo.write_text((REPO / "data" / "topics" / "台风灾害.toml").read_text(encoding="utf-8")
+                    .replace('"topic:台风灾害"', '"topic:台风灾灾"'), encoding="utf-8")
+    with pytest.raises(SystemExit) as exc:
+        main(["--corpus", "generated", "--topics", str(typo), "--out", str(tmp_path / "out")])
+    assert str(exc.value.code) == (f"{typo}: its labels (topic:台风灾灾) match no page of "
+                                   "generated:zh-disaster?pages=20000&seed=1: a typo in a label?")
+    assert not (tmp_path / "out").exists()
 
 
 def test_resume_reuses_a_run_only_when_the_same_command_made_it(tmp_path):
