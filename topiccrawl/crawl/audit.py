@@ -30,16 +30,24 @@ AUDIT_ENCODINGS = ("utf-8-sig", "gb18030", "cp1252", "latin-1")
 AUDIT_DELIMITERS = (",", ";", "\t")
 
 
+def _labels_in(path: Path) -> bool | None:
+    """Whether the audit file ``path`` holds a label: True, False (a crawl's unlabelled audit), or
+    None when it cannot be read as an audit (no ``url`` and ``label`` columns, not text, gone)."""
+    try:
+        fields, rows = _audit_rows(path)
+    except (AuditError, OSError):
+        return None
+    if not {"url", "label"} <= fields:
+        return None
+    return any((row.get("label") or "").strip() for row in rows)
+
+
 def _labelled(path: Path) -> bool:
     """Whether ``path`` is more than a crawl's unlabelled audit: a label in it, or a file that
     cannot be read as an audit (kept rather than written over what a person made of it)."""
     if not path.is_file():  # e.g. a folder in the way: the audit is not written (a warning says so)
         return False
-    try:
-        fields, rows = _audit_rows(path)
-    except AuditError:
-        return True
-    return not {"url", "label"} <= fields or any((row.get("label") or "").strip() for row in rows)
+    return _labels_in(path) is not False
 
 
 #: the reports ``scrapy audit`` writes of ``audit.csv``: of a person's labels, and of the offline
@@ -202,30 +210,12 @@ def audit_file(path: Path) -> Path:
     if not path.is_dir():
         return path
     current = path / "audit.csv"
-    if not current.exists() or (current.is_file() and _unlabelled(current)):
+    if not current.exists() or (current.is_file() and _labels_in(current) is False):
         # the newest labels: by the time the file was last written (a set-aside keeps it), not by N
-        kept = [f for f in path.glob("audit.*.csv") if f.name[6:-4].isdigit() and _has_labels(f)]
+        kept = [f for f in path.glob("audit.*.csv") if f.name[6:-4].isdigit() and _labels_in(f)]
         if kept:
             return max(kept, key=lambda f: (f.stat().st_mtime, int(f.name[6:-4])))
     return current
-
-
-def _unlabelled(path: Path) -> bool:
-    """Whether ``path`` reads as an audit with its columns and not one label (a crawl's fresh one)."""
-    try:
-        fields, rows = _audit_rows(path)
-    except (AuditError, OSError):
-        return False
-    return {"url", "label"} <= fields and not any((row.get("label") or "").strip() for row in rows)
-
-
-def _has_labels(path: Path) -> bool:
-    """Whether ``path`` reads as an audit with a label in it."""
-    try:
-        fields, rows = _audit_rows(path)
-    except (AuditError, OSError):
-        return False
-    return {"url", "label"} <= fields and any((row.get("label") or "").strip() for row in rows)
 
 
 def audit_labels(path: Path) -> tuple[list[str], list[str]]:
