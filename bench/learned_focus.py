@@ -282,8 +282,8 @@ def same_run(folder: Path, command: list[str]) -> bool:
 def execute(jobs: list[Job], spec: str, proxy: str, pages: int, n_jobs: int, resume: bool) -> tuple[list, list]:
     """Run the jobs (``n_jobs`` at a time); returns (results, failures). With ``resume`` a run whose
     folder holds its stats and the same command is reused; one made otherwise (other ``--pages``,
-    ``--settings``, ``--args``, corpus) runs again. Ctrl-C stops the session: the crawls running
-    are stopped, none queued starts, the finished runs stay for ``--resume``."""
+    ``--settings``, ``--args``, corpus) runs again. Ctrl-C stops the session: no queued crawl
+    starts (those running stop with the terminal's Ctrl-C), the finished runs stay for ``--resume``."""
     results, failures = [], []
 
     def one(job: Job):
