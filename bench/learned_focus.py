@@ -281,8 +281,8 @@ def same_run(folder: Path, command: list[str]) -> bool:
 
 def execute(jobs: list[Job], spec: str, proxy: str, pages: int, n_jobs: int, resume: bool) -> tuple[list, list]:
     """Run the jobs (``n_jobs`` at a time); returns (results, failures). With ``resume`` a run whose
-    folder holds its stats and the same command is reused; one made otherwise (other ``--pages``,
-    ``--settings``, ``--args``, corpus) runs again. Ctrl-C stops the session: no queued crawl
+    folder holds its stats and the same command is reused, unless it was stopped (Ctrl-C); one made
+    otherwise (other ``--pages``, ``--settings``, ``--args``, corpus) runs again. Ctrl-C stops the session: no queued crawl
     starts (those running stop with the terminal's Ctrl-C), the finished runs stay for ``--resume``."""
     results, failures = [], []
 
@@ -291,10 +291,13 @@ def execute(jobs: list[Job], spec: str, proxy: str, pages: int, n_jobs: int, res
         if resume and (job.out / "stats.json").exists():
             command = crawl_command(spec, proxy, job.topic_arg, strategy, pages, job.out, "focused", job.settings,
                                     job.args)
-            if same_run(job.out, command):
-                return job, load_run(job.out, strategy), True
-            print(f"{job.topic} {job.variant} rep {job.rep}: its run in {job.out} was made by another command "
-                  "(pages, settings, arguments or web): run again", file=sys.stderr, flush=True)
+            done = load_run(job.out, strategy) if same_run(job.out, command) else None
+            if done is not None and done["finish_reason"] != "shutdown":
+                return job, done, True
+            why = "was stopped (Ctrl-C)" if done is not None else ("was made by another command (pages, settings, "
+                                                                     "arguments or web)")
+            print(f"{job.topic} {job.variant} rep {job.rep}: its run in {job.out} {why}: run again", file=sys.stderr,
+                  flush=True)
         return job, run_strategy(spec, proxy, job.topic_arg, strategy, pages, job.out, "focused", job.settings,
                                  job.args), False
 
