@@ -192,6 +192,14 @@ def test_examples_dir_skips_what_it_cannot_read_by_name(tmp_path, site):
     assert stats["topiccrawl/examples/read"] == 1 and stats["topiccrawl/examples/skipped"] == 5
     assert "volcano" in stats["topiccrawl/examples/words"]
     assert stats["topiccrawl/dp"] == 5
+    # the topic file named by a relative path, as the docs do (-a topic=typhoons.toml): a saved page's
+    # relative path could not be made a file URL, and start() failed with a traceback (exit 0)
+    from conftest import REPO
+
+    proc, out = run_crawl(tmp_path / "relative", args={"topic": os.path.relpath(topic, REPO), "strategy": "learned",
+                                                       "max_pages": 5}, settings={**LIVE, "DOWNLOAD_MAXSIZE": "5000"})
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert _stats(out)["topiccrawl/examples/read"] == 1 and _stats(out)["topiccrawl/dp"] == 5
 
 
 def test_an_examples_dir_without_saved_pages_is_named(tmp_path, site):

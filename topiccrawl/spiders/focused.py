@@ -179,7 +179,7 @@ class FocusedSpider(scrapy.Spider):
         if topic.examples_dir:
             usable, skipped = example_files(topic.examples_dir, self.crawler.settings.getint("DOWNLOAD_MAXSIZE"))
             for path, body in usable:
-                terms = document_terms(extract(body, path.as_uri(), "text/html"))
+                terms = document_terms(extract(body, path.resolve().as_uri(), "text/html"))
                 if terms:
                     tc.add_example(terms)
                     self.crawler.stats.inc_value("topiccrawl/examples/read")
