@@ -163,6 +163,39 @@ def test_a_jobdir_of_another_crawl_is_refused_in_one_line(tmp_path):
     assert (job / jd.STATE_FILE).read_bytes() == state  # nothing of the first crawl lost
 
 
+def test_a_jobdir_resumed_with_its_topic_file_edited_or_not_writable_is_refused_in_one_line(tmp_path):
+    """The same topic name with other word weights or β: the pages after the resume were judged by
+    another topic than those before it, without a word (Redis workers are refused for the same edit).
+    A JOBDIR that cannot be written: a traceback and exit 1."""
+    from conftest import REPO
+
+    topic = tmp_path / "typhoon.toml"
+    text = (REPO / "data" / "topics" / "台风灾害.toml").read_text(encoding="utf-8")
+    topic.write_text(text, encoding="utf-8")
+    job = tmp_path / "job"
+    first, _ = run_crawl(tmp_path / "a", args={"topic": str(topic), "max_pages": 3},
+                         settings={"JOBDIR": str(job), "TOPICCRAWL_PLOT_ENABLED": "false"})
+    assert first.returncode == 0, first.stderr[-3000:]
+    same, _ = run_crawl(tmp_path / "same", args={"topic": str(topic), "max_pages": 4}, settings={"JOBDIR": str(job)})
+    assert same.returncode == 0 and "resumed" in same.stderr, same.stderr[-3000:]
+    state = (job / jd.STATE_FILE).read_bytes()
+    topic.write_text(text.replace('"台风" = 0.8', '"台风" = 0.4'), encoding="utf-8")
+    assert topic.read_text(encoding="utf-8") != text
+    proc, _ = run_crawl(tmp_path / "edited", args={"topic": str(topic), "max_pages": 5}, settings={"JOBDIR": str(job)})
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and len(errors) == 1, proc.stderr[-3000:]
+    assert errors[0] == (f"error: JOBDIR {job} was started with topic '台风灾害' judged otherwise: words 台风 0.8 "
+                         "(this crawl: 0.4): its pages so far were judged by that topic; use another JOBDIR for the "
+                         "edited one")
+    assert (job / jd.STATE_FILE).read_bytes() == state
+    (tmp_path / "afile").write_text("", encoding="utf-8")
+    proc, _ = run_crawl(tmp_path / "b", args={"topic": "台风灾害", "max_pages": 3},
+                        settings={"JOBDIR": str(tmp_path / "afile" / "job")})
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert errors == [f"error: JOBDIR {tmp_path / 'afile' / 'job'} is not writable: Not a directory"]
+
+
 def test_a_damaged_crawl_state_is_refused_in_one_line_and_left_as_it_is(tmp_path):
     job = tmp_path / "job"
     first, _ = run_crawl(tmp_path / "a", args={"topic": "台风灾害", "max_pages": 20},

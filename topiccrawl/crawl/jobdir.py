@@ -203,13 +203,15 @@ def request_seq(request) -> int:
 
 # -- the crawl a JOBDIR belongs to ---------------------------------------------------------------
 def job_identity(spider: str, config) -> dict:
-    """What a JOBDIR must agree on to be resumed: the spider, the topic and the web."""
+    """What a JOBDIR must agree on to be resumed: the spider, the topic and the web, and for a topic
+    of words what judges its pages (``judged``: language, β, words; an edited topic file judged the
+    pages after a resume otherwise than those before it)."""
     if config.scorer == "vsm" and not config.topic_tree:
-        from topiccrawl.scoring.topic import load_topic
+        from topiccrawl.scoring.topic import judged_by, load_topic
 
-        topic = load_topic(config.topic).name
-    else:
-        topic = f"{config.topic_node}@{config.topic_tree} ({config.scorer})"
+        loaded = load_topic(config.topic)
+        return {"spider": spider, "topic": loaded.name, "web": config.web.strip(), "judged": judged_by(loaded)}
+    topic = f"{config.topic_node}@{config.topic_tree} ({config.scorer})"
     return {"spider": spider, "topic": topic, "web": config.web.strip()}
 
 
@@ -224,10 +226,17 @@ def check_jobdir(jobdir: str | os.PathLike, spider: str, config) -> dict:
         return identity
     except (OSError, ValueError) as exc:
         raise ConfigError(f"JOBDIR {jobdir}: unreadable {JOB_FILE} ({exc}); use another JOBDIR") from None
-    differ = [f"{k} {recorded.get(k)!r} (this crawl: {v!r})" for k, v in identity.items() if recorded.get(k) != v]
+    differ = [f"{k} {recorded.get(k)!r} (this crawl: {v!r})" for k, v in identity.items()
+              if k != "judged" and recorded.get(k) != v]
     if differ:
         raise ConfigError(f"JOBDIR {jobdir} belongs to another crawl: {', '.join(differ)}; "
                           "use another JOBDIR (or delete it to start over)")
+    judged = recorded.get("judged")  # a JOBDIR of an earlier release lacks it
+    if isinstance(judged, dict) and "judged" in identity and judged != identity["judged"]:
+        from topiccrawl.scoring.topic import judged_difference
+
+        raise ConfigError(f"JOBDIR {jobdir} {judged_difference(judged, identity['judged'], 'this crawl')}: its "
+                          "pages so far were judged by that topic; use another JOBDIR for the edited one")
     return identity
 
 

@@ -59,7 +59,7 @@ from topiccrawl.redis.connection import RedisStoreError, client_for, connect, cr
 from topiccrawl.redis.dupefilter import RedisDupeFilter
 from topiccrawl.redis.frontier import RedisFrontier
 from topiccrawl.redis.graph import SharedLinkGraph
-from topiccrawl.scoring.topic import Topic
+from topiccrawl.scoring.topic import Topic, judged_by, judged_difference
 from topiccrawl.strategies.base import FrontierError
 from topiccrawl.strategies.simple import Link
 
@@ -88,23 +88,7 @@ def _guarded(default=None):
 
 def _topic_tag(topic: Topic) -> str:
     """What a crawl's workers must agree on of their topic, as stored in ``meta``'s ``topic``."""
-    return json.dumps({"name": topic.name, "language": topic.language, "beta": float(topic.beta),
-                       "words": {w: float(v) for w, v in sorted(topic.words.items())}}, ensure_ascii=False,
-                      sort_keys=True)
-
-
-def _topic_difference(theirs: dict, mine: dict) -> str:
-    """``was started with topic '台风灾害', not '暴雨灾害'``, or which of its words or β differ."""
-    if theirs.get("name") != mine["name"]:
-        return f"was started with topic {theirs.get('name')!r}, not {mine['name']!r}"
-    parts = [f"{key} {theirs.get(key)} (this worker: {mine[key]})" for key in ("language", "beta")
-             if theirs.get(key) != mine[key]]
-    a, b = theirs.get("words") or {}, mine["words"]
-    changed = sorted(w for w in a.keys() | b.keys() if a.get(w) != b.get(w))
-    if changed:
-        shown = ", ".join(f"{w} {a.get(w, '–')} (this worker: {b.get(w, '–')})" for w in changed[:5])
-        parts.append(f"words {shown}{f' and {len(changed) - 5} more' if len(changed) > 5 else ''}")
-    return f"was started with topic {mine['name']!r} judged otherwise: {'; '.join(parts)}"
+    return json.dumps(judged_by(topic), ensure_ascii=False, sort_keys=True)
 
 
 class RedisLostMiddleware:
@@ -224,7 +208,8 @@ class RedisWorker:
         if started != strategy:
             return (f"crawl id {self.crawl_id!r} in Redis was started with strategy {started!r}, "
                     f"not {strategy!r} (set TOPICCRAWL_CRAWL_ID to start another crawl)")
-        return (f"crawl id {self.crawl_id!r} in Redis {_topic_difference(json.loads(theirs), json.loads(mine))}"
+        return (f"crawl id {self.crawl_id!r} in Redis "
+                f"{judged_difference(json.loads(theirs), json.loads(mine), 'this worker')}"
                 " (set TOPICCRAWL_CRAWL_ID to start another crawl)")
 
     #: the finish reason of a refused worker (``redis_lost`` once Redis is gone)

@@ -252,3 +252,26 @@ def _is_number(value: object) -> bool:
 
 def _is_http_url(url: str) -> bool:
     return text.followable(url)
+
+
+def judged_by(topic: Topic) -> dict:
+    """What judges a page of ``topic``, as a resumed crawl (JOBDIR) or a crawl's Redis workers must
+    agree on: its name, language, β and words (the topic as loaded; words derived from example
+    pages are not compared)."""
+    return {"name": topic.name, "language": topic.language, "beta": float(topic.beta),
+            "words": {w: float(v) for w, v in sorted(topic.words.items())}}
+
+
+def judged_difference(theirs: dict, mine: dict, who: str) -> str:
+    """``was started with topic '台风灾害', not '暴雨灾害'``, or which of its words or β differ from
+    ``mine`` (``who``: "this worker", "this crawl")."""
+    if theirs.get("name") != mine["name"]:
+        return f"was started with topic {theirs.get('name')!r}, not {mine['name']!r}"
+    parts = [f"{key} {theirs.get(key)} ({who}: {mine[key]})" for key in ("language", "beta")
+             if theirs.get(key) != mine[key]]
+    a, b = theirs.get("words") or {}, mine["words"]
+    changed = sorted(w for w in a.keys() | b.keys() if a.get(w) != b.get(w))
+    if changed:
+        shown = ", ".join(f"{w} {a.get(w, '–')} ({who}: {b.get(w, '–')})" for w in changed[:5])
+        parts.append(f"words {shown}{f' and {len(changed) - 5} more' if len(changed) > 5 else ''}")
+    return f"was started with topic {mine['name']!r} judged otherwise: {'; '.join(parts)}"

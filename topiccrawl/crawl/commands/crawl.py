@@ -129,6 +129,7 @@ def check_crawl_inputs(settings, spargs: dict, spidercls=None) -> None:
         if settings.get("JOBDIR"):  # a JOBDIR written by another spider, topic or web is refused
             from topiccrawl.crawl.jobdir import STATE_FILE, check_jobdir, read_state
 
+            check_output_dir(Path(settings["JOBDIR"]), "JOBDIR")  # read-only, not a folder: a traceback before
             check_jobdir(settings["JOBDIR"], spidercls.name, cfg)
             state = Path(settings["JOBDIR"]) / STATE_FILE
             if state.is_file() and cfg.store != "redis":  # so is a crawl state that cannot be read (the
