@@ -227,3 +227,37 @@ def test_the_scheduler_never_saves_over_a_crawl_state_it_cannot_read(tmp_path):
         scheduler.open(scheduler.crawler.spider)
     scheduler.close("shutdown")
     assert (job / jd.STATE_FILE).read_bytes() == b"\x80\x05not a pickle"
+
+
+def test_a_journal_that_cannot_be_written_says_so_once_and_writes_nothing_after(tmp_path):
+    """/dev/full answers every write with ENOSPC, as a full disk does."""
+    failures = []
+    journal = jd.Journal(__import__("pathlib").Path("/dev/full"), "epoch-1", on_fail=failures.append)
+    journal.push(Link(url="http://a.test/x", score=0.5, depth=1, seq=1))
+    journal.pop(Link(url="http://a.test/x", score=0.5, depth=1, seq=1))
+    journal.close()
+    assert len(failures) == 1 and failures[0].errno == 28 and journal.failed is failures[0]
+
+
+def test_a_crawl_whose_jobdir_cannot_be_written_stops_in_one_line_and_resumes_from_what_it_wrote(tmp_path):
+    """A full disk under JOBDIR (its journal on /dev/full, which answers every write with ENOSPC): the
+    crawl logged a checkpoint error every half second, dropped the links it popped meanwhile, and
+    never stopped; now one line, finish reason jobdir_failed, exit 1, and the same command resumes
+    from what it wrote before once there is room."""
+    import json
+    import os
+
+    job = tmp_path / "job"
+    job.mkdir()
+    os.symlink("/dev/full", job / jd.JOURNAL_FILE)  # the journal's first write fails
+    settings = {"JOBDIR": str(job), "TOPICCRAWL_PLOT_ENABLED": "false"}
+    full, out = run_crawl(tmp_path / "a", args={"topic": "台风灾害", "max_pages": 40}, settings=settings, timeout=120)
+    errors = [line for line in full.stderr.splitlines() if " ERROR: " in line]
+    assert full.returncode == 1 and "Traceback" not in full.stderr, full.stderr[-3000:]
+    assert len(errors) == 1 and f"JOBDIR {job} cannot be written (No space left on device): the crawl stops" in errors[0]
+    assert json.loads((out / "stats.json").read_text(encoding="utf-8"))["finish_reason"] == "jobdir_failed"
+    assert (job / jd.STATE_FILE).is_file()  # its state, saved at the close: what a resume starts from
+    assert not (job / jd.JOURNAL_FILE).exists()  # the close's snapshot needs no journal (the link to /dev/full went)
+    again, out = run_crawl(tmp_path / "b", args={"topic": "台风灾害", "max_pages": 40}, settings=settings)
+    assert again.returncode == 0 and "resumed" in again.stderr, again.stderr[-3000:]
+    assert json.loads((out / "stats.json").read_text(encoding="utf-8"))["topiccrawl/dp"] == 40

@@ -159,12 +159,17 @@ def read_state(path: str | os.PathLike, keep: bool = False) -> dict:
 
 
 def write_atomic(path: Path, obj) -> None:
-    """Pickle ``obj`` to ``path``: a temporary file, flushed to disk, renamed over ``path``."""
+    """Pickle ``obj`` to ``path``: a temporary file, flushed to disk, renamed over ``path`` (a write
+    that fails, e.g. on a full disk, leaves ``path`` as it was and no temporary file)."""
     tmp = path.with_suffix(".tmp")
-    with tmp.open("wb") as fh:
-        pickle.dump(obj, fh, protocol=PROTOCOL)
-        fh.flush()
-        os.fsync(fh.fileno())
+    try:
+        with tmp.open("wb") as fh:
+            pickle.dump(obj, fh, protocol=PROTOCOL)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
     tmp.replace(path)
 
 
@@ -253,14 +258,19 @@ class Journal:
     handed to the engine and not yet ``done`` (by key: insertion number and URL), to write their
     ``done``, and which of them are counted already."""
 
-    def __init__(self, path: Path, epoch: str, outstanding=(), spider=None, live=lambda: None) -> None:
+    def __init__(self, path: Path, epoch: str, outstanding=(), spider=None, live=lambda: None,
+                 on_fail=lambda exc: None) -> None:
         self.path = path
         self.spider = spider
         #: the engine's live requests (:func:`topiccrawl.crawl.engine.live_requests`)
         self.live = live
+        #: the first write that failed (a full disk): nothing is written after it, so what was
+        #: written stays a valid journal to resume from; ``on_fail`` hears of it once
+        self.failed: OSError | None = None
+        self.on_fail = on_fail
         self.fh: io.BufferedWriter | None = path.open("wb")
         self._write(("epoch", epoch))
-        self.fh.flush()
+        self._flush()
         self.outstanding: set[tuple] = set(outstanding)
         #: handed out, counted, and still in the engine: done as far as a resume goes
         self.counted: set[tuple] = set()
@@ -269,7 +279,22 @@ class Journal:
         self.pending: dict[str, tuple[float, float]] = {}
 
     def _write(self, record) -> None:
-        pickle.dump(record, self.fh, protocol=PROTOCOL)
+        if self.failed is None:
+            try:
+                pickle.dump(record, self.fh, protocol=PROTOCOL)
+            except OSError as exc:
+                self._fail(exc)
+
+    def _flush(self) -> None:
+        if self.failed is None:
+            try:
+                self.fh.flush()
+            except OSError as exc:
+                self._fail(exc)
+
+    def _fail(self, exc: OSError) -> None:
+        self.failed = exc
+        self.on_fail(exc)
 
     def push(self, link) -> None:
         self._write(("push", self._portable(link)))
@@ -282,7 +307,7 @@ class Journal:
         self.outstanding.add(key(link))
         self._seq_of[link.url] = link.seq
         self._write(("pop", link.seq, link.url))
-        self.fh.flush()  # before the request leaves: a resume knows every request that may be in flight
+        self._flush()  # before the request leaves: a resume knows every request that may be in flight
 
     def count(self, url: str, relevance: float) -> None:
         """The page ``url`` was counted (the harvest pipeline): its record waits for the item
@@ -300,7 +325,7 @@ class Journal:
         if seq is not None:
             self.counted.add((seq, url))
         self._write(("count", seq, url, relevance))
-        self.fh.flush()
+        self._flush()
 
     def through_all(self, older_than: float | None = None) -> None:
         """Write every pending ``count`` record (the crawl closes: the items are through), or those
@@ -331,11 +356,14 @@ class Journal:
             self.counted.discard(k)
             if self._seq_of.get(k[1]) == k[0]:
                 del self._seq_of[k[1]]
-        self.fh.flush()
+        self._flush()
 
     def close(self) -> None:
         if self.fh is not None:
-            self.fh.close()
+            try:
+                self.fh.close()
+            except OSError:  # its buffer could not be written: the records before it stand
+                pass
             self.fh = None
 
     def _portable(self, link) -> tuple:

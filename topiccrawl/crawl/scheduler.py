@@ -30,6 +30,7 @@ from urllib.parse import urlsplit
 from itemadapter import ItemAdapter
 from scrapy import signals
 from scrapy.core.scheduler import BaseScheduler
+from scrapy.utils.defer import deferred_from_coro
 from scrapy.utils.job import job_dir
 from scrapy.utils.misc import build_from_crawler, load_object
 from twisted.internet import task
@@ -81,6 +82,10 @@ PENDING_SECONDS = 5.0
 class TopicScheduler(BaseScheduler):
     """The memory scheduler; the Redis schedulers (``topiccrawl.redis``) subclass it with their own
     frontier and duplicate filter, chosen by the add-on (:mod:`topiccrawl.crawl.addon`)."""
+
+    #: the JOBDIR write that failed (:meth:`_jobdir_failed`); the crawl stops
+    _jobdir_error: OSError | None = None
+    _closing = False
 
     def __init__(self, crawler, dupefilter, jobdir: str | None, stats, frontier: Frontier | None = None) -> None:
         self.crawler = crawler
@@ -155,8 +160,12 @@ class TopicScheduler(BaseScheduler):
             out = self.tc.output_dir
             out.mkdir(parents=True, exist_ok=True)
             self.frontier.write_report(out)
+        self._closing = True
         if self.jobdir:
-            self._save()
+            try:
+                self._save()
+            except OSError as exc:  # the state of the last checkpoint and its journal stand
+                self._jobdir_failed(exc)
         if reason == "finished" and not self.tc.budget_spent:
             self.stats.set_value("topiccrawl/frontier_exhausted", True)
             logger.warning(
@@ -228,6 +237,8 @@ class TopicScheduler(BaseScheduler):
             if self.tc.metrics.dp + len(self.inflight) >= budget:
                 return None
         value = None
+        if self._jobdir_error is not None:  # the crawl stops: nothing more that no journal would hold
+            return None
         if getattr(self.spider, "awaiting_examples", False):
             # no page before the examples' verdict (the topic's words may come from them): a
             # resume's restored requests in flight and queued links wait, the examples go
@@ -427,7 +438,7 @@ class TopicScheduler(BaseScheduler):
         journal_path = Path(self.jobdir) / jd.JOURNAL_FILE
         if journaling and not final:
             self._journal = jd.Journal(journal_path, epoch, {jd.key(l) for l in inflight}, self.spider,
-                                       lambda: live_requests(self.crawler))
+                                       lambda: live_requests(self.crawler), self._jobdir_failed)
             self.frontier.journal = self.chosen.journal = self._journal
             self.df.stop_file()
             Path(self.jobdir, "requests.seen").write_bytes(b"")  # the snapshot holds the fingerprints
@@ -564,9 +575,24 @@ class TopicScheduler(BaseScheduler):
                 return
             if time.monotonic() - self._saved_at >= max(self.tc.config.checkpoint_interval, 10 * self._save_cost):
                 self._save(final=False)
-        except OSError as exc:  # a full disk: the crawl goes on, the last snapshot and journal stay valid
+        except OSError as exc:  # a full disk: the last snapshot and journal stay valid; the crawl stops
             self._saved_at = time.monotonic()
-            logger.error("JOBDIR checkpoint failed: %s", exc)
+            self._jobdir_failed(exc)
+
+    def _jobdir_failed(self, exc: OSError) -> None:
+        """JOBDIR could not be written (a full disk): one line, and the crawl stops (finish reason
+        ``jobdir_failed``, exit status 1) before any page goes unrecorded; what was written before
+        stays a valid state to resume from once there is room. It went on, a checkpoint error every
+        half second, and the requests handed out meanwhile were in no journal."""
+        if self._jobdir_error is not None:
+            return
+        self._jobdir_error = exc
+        logger.error("JOBDIR %s cannot be written (%s): the crawl stops; make room and run the same command to "
+                     "resume from what it wrote before", self.jobdir, exc.strerror or exc)
+        self.stats.set_value("topiccrawl/jobdir_error", str(exc))
+        engine = self.crawler.engine
+        if not self._closing and engine is not None and engine.spider is not None:
+            deferred_from_coro(engine.close_spider_async(reason="jobdir_failed"))
 
     def _stop_checkpoints(self) -> None:
         if self._checkpoints is not None and self._checkpoints.running:

@@ -51,7 +51,7 @@ USER_ERRORS = (ConfigError, TopicError, CorpusError, GroundTruthError, FrontierE
 #: the exit status of a crawl by its close reason: 2 for a user mistake found only once it ran
 #: (``redis_refused``: a worker whose options or spider do not match the Redis crawl it joined), 1
 #: for a crawl that could not go on (``redis_lost``: Redis gone mid-crawl)
-EXIT_STATUS = {"no_topic_words": 2, "redis_refused": 2, "redis_lost": 1}
+EXIT_STATUS = {"no_topic_words": 2, "redis_refused": 2, "redis_lost": 1, "jobdir_failed": 1}
 
 #: feed formats whose files can be appended to (one record a line)
 LINE_FORMATS = ("jsonlines", "jsonl", "jl")
@@ -407,3 +407,5 @@ class Command(ScrapyCrawlCommand):
             self.exitcode = EXIT_STATUS.get(crawler.stats.get_value("finish_reason"), self.exitcode)
             if not self.exitcode and crawler.stats.get_value("topiccrawl/redis/lost"):
                 self.exitcode = 1  # Redis lost as the crawl closed for another reason (Ctrl-C, its budget)
+            if not self.exitcode and crawler.stats.get_value("topiccrawl/jobdir_error"):
+                self.exitcode = 1  # JOBDIR not written as the crawl closed (a full disk): its state is older
