@@ -244,11 +244,11 @@ def same_web(a: str, b: str) -> bool:
         x, y = parse_spec(a), parse_spec(b)
     except CorpusError:
         return a == b
-    if x.kind == y.kind == "generated":  # its preset, pages and seed, each default spelled out or not
-        from topiccrawl.weblab.generated import generated_options
-
+    if x.kind == y.kind and x.kind in CHECKS:  # a generated web's preset, pages and seed, defaults spelled out or not
+        module_name, _, func_name = CHECKS[x.kind].partition(":")
+        options = getattr(importlib.import_module(module_name), func_name)
         try:
-            return generated_options(x.arg, x.params) == generated_options(y.arg, y.params)
+            return options(x.arg, x.params) == options(y.arg, y.params)
         except (CorpusError, ValueError):
             return a == b
     if x.kind != y.kind or x.params != y.params:
