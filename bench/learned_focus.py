@@ -64,6 +64,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.strategies import (
+    SEED_SETTINGS,
     CrawlFailed,
     check_passed_through,
     checkpoints_for,
@@ -100,10 +101,10 @@ class Variant:
 VARIANTS = {
     "bfs": Variant("bfs"),
     "bestfirst": Variant("bestfirst"),
-    "wl": Variant("wl", "TOPICCRAWL_WL_SEED"),
-    "learned": Variant("learned", "TOPICCRAWL_LEARNED_SEED"),
-    "learned-examples": Variant("learned", "TOPICCRAWL_LEARNED_SEED", (f"examples={EXAMPLES}",), words=False),
-    "learned-both": Variant("learned", "TOPICCRAWL_LEARNED_SEED", (f"examples={EXAMPLES}",)),
+    "wl": Variant("wl", SEED_SETTINGS["wl"]),
+    "learned": Variant("learned", SEED_SETTINGS["learned"]),
+    "learned-examples": Variant("learned", SEED_SETTINGS["learned"], (f"examples={EXAMPLES}",), words=False),
+    "learned-both": Variant("learned", SEED_SETTINGS["learned"], (f"examples={EXAMPLES}",)),
     "oracle": Variant("oracle"),
     "oracle-path": Variant("oracle-path"),
 }

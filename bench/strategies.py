@@ -7,10 +7,14 @@ One web-lab server is started and shared by every run (``TOPICCRAWL_WEB_PROXY``)
 runs as a real ``scrapy crawl focused`` process, and a plain Scrapy BFS spider (no scoring, no
 custom scheduler) crawls the same web in the same session for the throughput reference.
 ``-s NAME=VALUE`` (a setting) and ``-a NAME=VALUE`` (a spider argument) are passed to every run,
-e.g. ``-s TOPICCRAWL_CLASSIFIER=on -a examples=truth:5``. The table's "ended" column is each
-run's close reason (``finish_reason``), or "frontier ran dry at N" when no queued link was left
-before the page budget. Writes ``results.md`` (markdown table), ``results.json`` and
-``harvest.png`` into ``--out``; each run's folder keeps ``stderr.txt`` and ``command.json``.
+e.g. ``-s TOPICCRAWL_CLASSIFIER=on -a examples=truth:5``. Repetition r of a strategy with an RNG
+(:data:`SEED_SETTINGS`) sets its seed setting to r (``--first-seed N`` numbers them from N), as
+``bench.learned_focus`` does. The table's "ended" column is each run's close reason
+(``finish_reason``), or "frontier ran dry at N" when no queued link was left before the page
+budget. A crawl that fails is listed and the others go on; the table averages the runs that
+finished and the exit status is 1. Writes ``results.md`` (markdown table), ``results.json`` and
+``harvest.png`` (every repetition) into ``--out``; each run's folder keeps ``stderr.txt`` and
+``command.json``.
 """
 
 from __future__ import annotations
@@ -61,6 +65,9 @@ def name_value(text: str) -> str:
 RESERVED = {"topic": ("topic", "TOPICCRAWL_TOPIC"), "strategy": ("strategy", "TOPICCRAWL_STRATEGY"),
             "pages": ("max_pages", "TOPICCRAWL_MAX_PAGES"), "web": (None, "TOPICCRAWL_WEB"),
             "lab": (None, "TOPICCRAWL_WEB_PROXY"), "out": (None, "TOPICCRAWL_OUTPUT_DIR")}
+#: the setting of each strategy's RNG seed, varied between repetitions (strategies not named
+#: here are deterministic up to Scrapy's concurrency timing)
+SEED_SETTINGS = {"wl": "TOPICCRAWL_WL_SEED", "learned": "TOPICCRAWL_LEARNED_SEED"}
 #: what would make a run's topic a category node instead of the topic its rows are labelled by
 #: (the crawl then ignores ``topic``): a node's crawls are ``bench.tdcs_crawl``'s
 NODE_TOPIC = {"scorer": "TOPICCRAWL_SCORER", "topic_tree": "TOPICCRAWL_TOPIC_TREE", "topic_node": "TOPICCRAWL_TOPIC_NODE"}
@@ -235,29 +242,38 @@ def main() -> None:
                     metavar="NAME=VALUE", help="a Scrapy/topiccrawl setting for every run (repeatable)")
     ap.add_argument("-a", "--arg", dest="spider_args", action="append", default=[], type=name_value,
                     metavar="NAME=VALUE", help="a spider argument for every run (repeatable)")
+    ap.add_argument("--first-seed", type=int, default=0,
+                    help="number the repetitions (their seed setting and folder) from N (default 0)")
     args = ap.parse_args()
-    check_passed_through(args.settings, args.spider_args)
     strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
-    if not strategies or args.pages < 1 or args.repeats < 1:
-        raise SystemExit("--strategies needs at least one strategy; --pages and --repeats must be >= 1")
+    seeded = {SEED_SETTINGS[s]: "--first-seed (the repetitions' seeds)" for s in strategies if s in SEED_SETTINGS}
+    check_passed_through(args.settings, args.spider_args, own=({}, seeded))
+    if not strategies or args.pages < 1 or args.repeats < 1 or args.first_seed < 0:
+        raise SystemExit("--strategies needs at least one strategy; --pages and --repeats must be >= 1, "
+                         "--first-seed >= 0")
     twice = next((s for s in strategies if strategies.count(s) > 1), None)
     if twice is not None:  # one folder and one row per strategy: the second run would replace the first
         raise SystemExit(f"--strategies names {twice} twice; use --repeats for more runs of one strategy")
     check_strategies(strategies)
     writable_folder(args.out)
     results: dict[str, list[dict]] = {s: [] for s in strategies}
+    failures: list[dict] = []
     try:
         with WebLab(args.web) as lab:
-            for rep in range(args.repeats):
+            for rep in range(args.first_seed, args.first_seed + args.repeats):
                 for s in strategies:
+                    seed = (f"{SEED_SETTINGS[s]}={rep}",) if s in SEED_SETTINGS else ()
+                    out = args.out / f"{s}-{rep}"
                     try:
-                        res = run_strategy(args.web, lab.proxy_url, args.topic, s, args.pages,
-                                           args.out / f"{s}-{rep}", args.spider, args.settings, args.spider_args)
-                    except CrawlFailed as err:
-                        raise SystemExit(str(err)) from None
+                        res = run_strategy(args.web, lab.proxy_url, args.topic, s, args.pages, out, args.spider,
+                                           seed + tuple(args.settings), args.spider_args)
+                    except CrawlFailed as err:  # the others go on; listed in results.md, exit status 1
+                        failures.append({"strategy": s, "rep": rep, "dir": str(out), "error": str(err)[-1500:]})
+                        print(f"{s} rep {rep}: FAILED\n{err}", file=sys.stderr, flush=True)
+                        continue
                     results[s].append(res)
                     print(f"{s} rep {rep}: {res['dp']} pages, {res['pages_per_s']:.0f} pages/s, {ended(res)}",
-                          file=sys.stderr)
+                          file=sys.stderr, flush=True)
             seeds = lab.info.get("seeds", [])[:5] or []
             plain = run_plain(lab.proxy_url, seeds, args.pages)
             # the project sets CONCURRENT_ITEMS = 8 (topiccrawl/settings.py); the same for the plain spider
@@ -265,6 +281,8 @@ def main() -> None:
             info = lab.info
     except WebLabError as err:  # an unknown preset, a missing corpus: the lab's own line
         raise SystemExit(str(err)) from None
+    except KeyboardInterrupt:  # the running crawl got the terminal's Ctrl-C too and closed its files
+        raise SystemExit(f"stopped (Ctrl-C); the finished runs' folders are kept under {args.out}") from None
 
     checkpoints = checkpoints_for(args.pages)
     lines = [
@@ -279,23 +297,34 @@ def main() -> None:
     ]
     for s in strategies:
         runs = results[s]
+        failed = sum(f["strategy"] == s for f in failures)
+        if not runs:
+            lines.append(f"| {s} | " + " | ".join("–" for _ in range(2 * len(checkpoints) + 4))
+                         + f" | failed: {failed} of {failed} runs |")
+            continue
         pps = statistics.mean(r["pages_per_s"] for r in runs)
         lines.append(
             f"| {s} | " + " | ".join(fmt([at(r["curve"], c, 1) for r in runs]) for c in checkpoints) + " | "
             + " | ".join(fmt([at(r["curve"], c, 2) for r in runs]) for c in checkpoints)
             + f" | {fmt([r['accuracy'] for r in runs])} | {estimate_cell(runs)} | {pps:.0f} | {pps / plain:.2f} "
-            f"| {ended_cell(runs)} |"
+            f"| {ended_cell(runs)}{f', failed ×{failed}' if failed else ''} |"
         )
     lines += ["", f"Plain Scrapy BFS spider on the same web, same session: {plain:.0f} pages/s with Scrapy's "
               f"defaults (the × column), {plain_ci:.0f} pages/s with the project's "
               f"CONCURRENT_ITEMS={CONCURRENT_ITEMS}."]
+    if failures:
+        lines += ["", "Failed crawls (the table averages the others):", ""] + [
+            f"- {f['strategy']} rep {f['rep']}: see {f['dir']}/stderr.txt" for f in failures]
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     summary = {"plain_pages_per_s": plain, "plain_ci_pages_per_s": plain_ci, "settings": args.settings,
-               "spider_args": args.spider_args, "results": results}
+               "spider_args": args.spider_args, "first_seed": args.first_seed, "results": results,
+               "failures": failures}
     (args.out / "results.json").write_text(json.dumps(summary), encoding="utf-8")
     plot(results, args.out / "harvest.png", args.topic)
     print("\n".join(lines))
+    if failures:
+        raise SystemExit(f"{len(failures)} crawl(s) failed (results.md lists them)")
 
 
 def plot(results: dict, path: Path, topic: str) -> None:
@@ -305,10 +334,12 @@ def plot(results: dict, path: Path, topic: str) -> None:
     import matplotlib.pyplot as plt
 
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4), dpi=110)
-    for s, runs in results.items():
-        curve = runs[0]["curve"]
-        ax1.plot([r[0] for r in curve], [r[1] for r in curve], label=s)
-        ax2.plot([r[0] for r in curve], [r[2] for r in curve], label=s)
+    for k, (s, runs) in enumerate(results.items()):
+        for i, run in enumerate(runs):  # every repetition, one colour per strategy
+            curve = run["curve"]
+            style = {"color": f"C{k % 10}", "alpha": 1.0 if len(runs) == 1 else 0.6, "label": s if i == 0 else None}
+            ax1.plot([r[0] for r in curve], [r[1] for r in curve], **style)
+            ax2.plot([r[0] for r in curve], [r[2] for r in curve], **style)
     ax1.set_title("true harvest rate")
     ax2.set_title("target recall")
     for ax in (ax1, ax2):

@@ -619,3 +619,36 @@ def test_resume_reuses_a_run_only_when_the_same_command_made_it(tmp_path):
     assert not same_run(out, command(300, "http://127.0.0.1:2", TOPIC_COPIES + "b"))
     assert not same_run(out, command(150, "http://127.0.0.1:2", TOPIC_COPIES + "b", "TOPICCRAWL_CLASSIFIER=off"))
     assert not same_run(out, command(150, "http://127.0.0.1:2", "elsewhere"))  # another topic file
+
+
+def test_the_strategies_bench_varies_the_seed_between_repetitions_and_goes_on_after_a_failed_crawl(tmp_path):
+    # repetitions of a strategy with an RNG ran with one seed (the same crawl twice), the plot showed
+    # repetition 0 only, and the first failed crawl stopped the session, losing the finished runs' table
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    base = [sys.executable, "-m", "bench.strategies", "--web", "generated:zh-disaster?pages=2000&seed=3",
+            "--topic", "台风灾害", "--pages", "30"]
+    proc = subprocess.run([*base, "--strategies", "learned,bfs", "--repeats", "2", "--first-seed", "4",
+                           "--out", str(tmp_path / "ok")], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    commands = {p.parent.name: json.loads(p.read_text(encoding="utf-8"))["command"]
+                for p in (tmp_path / "ok").glob("*/command.json")}
+    assert sorted(commands) == ["bfs-4", "bfs-5", "learned-4", "learned-5"]
+    assert "TOPICCRAWL_LEARNED_SEED=4" in commands["learned-4"] and "TOPICCRAWL_LEARNED_SEED=5" in commands["learned-5"]
+    assert not any("_SEED=" in x for x in commands["bfs-4"])
+    assert (tmp_path / "ok" / "harvest.png").stat().st_size > 0
+    # the seed is the bench's: passed through, it would make the repetitions one crawl
+    proc = subprocess.run([*base, "--strategies", "learned", "-s", "TOPICCRAWL_LEARNED_SEED=1",
+                           "--out", str(tmp_path / "seed")], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and proc.stderr.strip().splitlines()[-1].endswith("use --first-seed (the repetitions' seeds)")
+    # a crawl that fails (here every one: a truth file that is not there) is listed; the others still run
+    proc = subprocess.run([*base, "--strategies", "bestfirst,bfs", "-s", f"TOPICCRAWL_GROUND_TRUTH={tmp_path}/none.txt",
+                           "--out", str(tmp_path / "bad")], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr.splitlines()[-1]
+    assert proc.stderr.strip().splitlines()[-1] == "2 crawl(s) failed (results.md lists them)"
+    assert (tmp_path / "bad" / "bestfirst-0" / "stderr.txt").exists() and (tmp_path / "bad" / "bfs-0" / "stderr.txt").exists()
+    table = (tmp_path / "bad" / "results.md").read_text(encoding="utf-8")
+    assert "| bestfirst | " in table and "failed: 1 of 1 runs" in table and "bfs rep 0: see " in table
