@@ -27,8 +27,8 @@ import tempfile
 from pathlib import Path
 from statistics import mean, median
 
-from bench.strategies import check_strategies, run_plain_stats, run_strategy, writable_folder
-from topiccrawl.scoring.topic import load_topic
+from bench.strategies import CrawlFailed, check_strategies, run_plain_stats, run_strategy, writable_folder
+from topiccrawl.scoring.topic import TopicError, load_topic
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -42,11 +42,15 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     if not args.data_dir or not (Path(args.data_dir) / "wikispeedia").is_dir():
         raise SystemExit("needs the Wikispeedia folder: --data-dir DIR or TOPICCRAWL_DATA_DIR (docs/real-corpora.md)")
-    topics = [(path, load_topic(path)) for path in sorted(glob.glob(args.topics))]
+    # absolute: the crawls run in the repository, not in the directory the pattern was given from
+    try:
+        topics = [(str(Path(path).resolve()), load_topic(path)) for path in sorted(glob.glob(args.topics))]
+    except TopicError as err:
+        raise SystemExit(str(err)) from None
     if not topics:
         raise SystemExit(f"--topics {args.topics!r}: no topic file")
     strategies = [s for s in args.strategies.split(",") if s]
-    check_strategies(strategies)
+    check_strategies([s.partition(":")[0] for s in strategies])  # NAME:SETTING=VALUE names strategy NAME
     if args.out:  # checked now: it was written after every crawl, and a missing folder lost them all
         writable_folder(args.out.parent, "--out's folder")
     spec = f"wikispeedia:{args.data_dir}/wikispeedia"
@@ -62,8 +66,11 @@ def main(argv: list[str] | None = None) -> None:
                 measured, cpu = {}, {}
                 for s in strategies:
                     name, _, setting = s.partition(":")
-                    run = run_strategy(spec, lab.proxy_url, path, name, args.pages, Path(tmp) / f"{rnd}-{i}-{len(cpu)}",
-                                       settings=[x for x in setting.split("+") if x])
+                    try:
+                        run = run_strategy(spec, lab.proxy_url, path, name, args.pages,
+                                           Path(tmp) / f"{rnd}-{i}-{len(cpu)}", settings=[x for x in setting.split("+") if x])
+                    except CrawlFailed as err:  # a pair needs every crawl: the crawl's own lines, then stop
+                        raise SystemExit(f"{topic.name} {s}: {err}") from None
                     measured[s] = run["pages_per_s"]
                     cpu[s] = 1000 * run["cpu_seconds"] / run["dp"]
                 if not plain_first:

@@ -652,3 +652,29 @@ def test_the_strategies_bench_varies_the_seed_between_repetitions_and_goes_on_af
     assert (tmp_path / "bad" / "bestfirst-0" / "stderr.txt").exists() and (tmp_path / "bad" / "bfs-0" / "stderr.txt").exists()
     table = (tmp_path / "bad" / "results.md").read_text(encoding="utf-8")
     assert "| bestfirst | " in table and "failed: 1 of 1 runs" in table and "bfs rep 0: see " in table
+
+
+def test_the_paired_throughput_bench_runs_from_another_folder_with_a_strategy_and_settings(tmp_path, shared_data):
+    # --topics was read from the working directory but the crawls ran in the repository (a topic
+    # given from elsewhere failed in every crawl with a traceback), and a strategy with settings
+    # (NAME:SETTING=VALUE, as its usage shows) was refused as unknown
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    (tmp_path / "t").mkdir()
+    shutil.copy(REPO / "bench" / "topics" / "wikispeedia" / "birds-en.toml", tmp_path / "t" / "birds-en.toml")
+    env = {**os.environ, "PYTHONPATH": str(REPO), "TOPICCRAWL_DATA_DIR": str(shared_data)}
+    proc = subprocess.run([sys.executable, "-m", "bench.throughput_paired", "--topics", "t/*.toml", "--pages", "20",
+                           "--strategies", "bestfirst:TOPICCRAWL_PROGRESS_INTERVAL=0", "--out", "pairs.json"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    pairs = json.loads((tmp_path / "pairs.json").read_text(encoding="utf-8"))["pairs"]
+    assert len(pairs) == 1 and pairs[0]["bestfirst:TOPICCRAWL_PROGRESS_INTERVAL=0"] > 0
+    (tmp_path / "t" / "birds-en.toml").write_text("name = [", encoding="utf-8")  # a broken topic: one line
+    proc = subprocess.run([sys.executable, "-m", "bench.throughput_paired", "--topics", "t/*.toml"], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and len(proc.stderr.strip().splitlines()) == 1 and "birds-en.toml" in proc.stderr
