@@ -56,7 +56,6 @@ import math
 import os
 import statistics
 import sys
-import tempfile
 import time
 from bisect import bisect_right
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -255,13 +254,17 @@ def plan(topics: dict[str, tuple[str, str]], variants: list[str], repeats: int, 
     return jobs
 
 
-#: the prefix of the temporary folder of a session's topic copies (a run's command names one)
+#: the prefix of the temporary folder of a session's topic copies (runs made before the eighty-first
+#: session name one; it was deleted after the session)
 TOPIC_COPIES = "learned-focus-topics-"
+#: the folder under --out holding the topics' copies without words (kept, so that a run's
+#: command.json can be run again as recorded)
+COPIES_DIR = "topics-without-words"
 
 
 def same_run(folder: Path, command: list[str]) -> bool:
     """Whether the run in ``folder`` (its ``command.json``) was made by ``command``, but for what
-    changes between sessions of one plan: the lab's port and the temporary topic copy's folder."""
+    changes between sessions of one plan: the lab's port and the topic copy's folder."""
     try:
         old = json.loads((folder / "command.json").read_text(encoding="utf-8"))["command"]
     except (OSError, ValueError, KeyError, TypeError):
@@ -272,7 +275,7 @@ def same_run(folder: Path, command: list[str]) -> bool:
         for x in cmd[1:]:  # the scrapy executable aside
             if x.startswith("TOPICCRAWL_WEB_PROXY="):
                 x = "TOPICCRAWL_WEB_PROXY="
-            elif x.startswith("topic=") and TOPIC_COPIES in x:
+            elif x.startswith("topic=") and (TOPIC_COPIES in x or Path(x[6:]).parent.name == COPIES_DIR):
                 x = "topic=" + Path(x[6:]).name
             out.append(x)
         return out
@@ -694,55 +697,56 @@ def main(argv: list[str] | None = None) -> None:
     ses = Session(args=args, spec=spec, title=CORPORA[args.corpus][0] if not args.web else args.web,
                   variants=variants, checkpoints=checkpoints_for(args.pages))
     topics: dict[str, tuple[str, str]] = {}
-    tmp = tempfile.TemporaryDirectory(prefix=TOPIC_COPIES)
-    try:
-        for arg in resolve_topics(args.topics or CORPORA[args.corpus][2]):
-            try:
-                topic = load_topic(arg)
-            except TopicError as err:  # a missing or broken topic file: its one line, no traceback
-                raise SystemExit(str(err)) from None
-            if topic.name in topics:
-                raise SystemExit(f"{arg}: a second topic named {topic.name!r}")
-            if not topic.labels:
-                raise SystemExit(f"{arg}: the topic has no labels, so no ground truth to evaluate on")
-            copy = Path(tmp.name) / f"{len(topics)}-{Path(topic.path).stem}.toml"
-            copy.write_text(topic_without_words(topic), encoding="utf-8")
-            if any(not VARIANTS[v].words for v in variants):
-                try:
-                    load_topic(str(copy))
-                except TopicError as err:
-                    # the topic loader wants examples in a file without [words], even when the
-                    # crawl gets them as -a examples=truth:N: the copy then lists that same pick
-                    ses.workaround.append(f"{topic.name}: {err}")
-                    print(f"warning: {err}; the copy lists the {EXAMPLES} pick as its examples", file=sys.stderr)
-                    copy.write_text(topic_without_words(topic, truth_examples(
-                        spec, topic.labels, int(EXAMPLES.split(":")[1]))), encoding="utf-8")
-                    load_topic(str(copy))
-            topics[topic.name] = (arg, str(copy))
-            ses.topics[topic.name] = topic
-        check_labels(spec, ses.topics.values())
-        writable_folder(args.out)
-        jobs = plan(topics, variants, args.repeats, args.settings, args.spider_args, args.out, args.first_seed)
-        ses.sha = [code_sha1()]
-        print(f"{len(jobs)} crawls: {len(topics)} topic(s) × {len(variants)} variant(s) × {args.repeats} rep(s), "
-              f"{args.pages} pages each, on {spec}", file=sys.stderr, flush=True)
-        from topiccrawl.settings import CONCURRENT_ITEMS
-        from topiccrawl.weblab.api import WebLab, WebLabError
-
-        t0 = time.monotonic()
+    for arg in resolve_topics(args.topics or CORPORA[args.corpus][2]):
         try:
-            with WebLab(spec) as lab:
-                results, ses.failures = execute(jobs, spec, lab.proxy_url, args.pages, args.jobs, args.resume)
-                seeds = list(next(iter(ses.topics.values())).seeds) or lab.info.get("seeds", [])[:5]
-                ses.plain_runs = [run_plain(lab.proxy_url, seeds, args.pages) for _ in range(args.plain_repeats)]
-                ses.plain = mean(ses.plain_runs)
-                ses.plain_ci = run_plain(lab.proxy_url, seeds, args.pages, (f"CONCURRENT_ITEMS={CONCURRENT_ITEMS}",))
-                ses.lab_pages = lab.pages
-        except WebLabError as err:  # an unknown preset, a missing corpus: the lab's own line
+            topic = load_topic(arg)
+        except TopicError as err:  # a missing or broken topic file: its one line, no traceback
             raise SystemExit(str(err)) from None
-        ses.seconds = time.monotonic() - t0
-    finally:
-        tmp.cleanup()
+        if topic.name in ses.topics:
+            raise SystemExit(f"{arg}: a second topic named {topic.name!r}")
+        if not topic.labels:
+            raise SystemExit(f"{arg}: the topic has no labels, so no ground truth to evaluate on")
+        topics[topic.name] = (arg, "")
+        ses.topics[topic.name] = topic
+    check_labels(spec, ses.topics.values())
+    args.out = args.out.resolve()  # the crawls run in the repository
+    writable_folder(args.out)
+    copies = args.out / COPIES_DIR
+    copies.mkdir(exist_ok=True)
+    for k, (name, topic) in enumerate(ses.topics.items()):
+        copy = copies / f"{k}-{Path(topic.path).stem}.toml"
+        copy.write_text(topic_without_words(topic), encoding="utf-8")
+        if any(not VARIANTS[v].words for v in variants):
+            try:
+                load_topic(str(copy))
+            except TopicError as err:
+                # the topic loader wants examples in a file without [words], even when the
+                # crawl gets them as -a examples=truth:N: the copy then lists that same pick
+                ses.workaround.append(f"{topic.name}: {err}")
+                print(f"warning: {err}; the copy lists the {EXAMPLES} pick as its examples", file=sys.stderr)
+                copy.write_text(topic_without_words(topic, truth_examples(
+                    spec, topic.labels, int(EXAMPLES.split(":")[1]))), encoding="utf-8")
+                load_topic(str(copy))
+        topics[name] = (topics[name][0], str(copy))
+    jobs = plan(topics, variants, args.repeats, args.settings, args.spider_args, args.out, args.first_seed)
+    ses.sha = [code_sha1()]
+    print(f"{len(jobs)} crawls: {len(topics)} topic(s) × {len(variants)} variant(s) × {args.repeats} rep(s), "
+          f"{args.pages} pages each, on {spec}", file=sys.stderr, flush=True)
+    from topiccrawl.settings import CONCURRENT_ITEMS
+    from topiccrawl.weblab.api import WebLab, WebLabError
+
+    t0 = time.monotonic()
+    try:
+        with WebLab(spec) as lab:
+            results, ses.failures = execute(jobs, spec, lab.proxy_url, args.pages, args.jobs, args.resume)
+            seeds = list(next(iter(ses.topics.values())).seeds) or lab.info.get("seeds", [])[:5]
+            ses.plain_runs = [run_plain(lab.proxy_url, seeds, args.pages) for _ in range(args.plain_repeats)]
+            ses.plain = mean(ses.plain_runs)
+            ses.plain_ci = run_plain(lab.proxy_url, seeds, args.pages, (f"CONCURRENT_ITEMS={CONCURRENT_ITEMS}",))
+            ses.lab_pages = lab.pages
+    except WebLabError as err:  # an unknown preset, a missing corpus: the lab's own line
+        raise SystemExit(str(err)) from None
+    ses.seconds = time.monotonic() - t0
     ses.sha.append(code_sha1())
 
     names = ses.names

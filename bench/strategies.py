@@ -255,6 +255,9 @@ def main() -> None:
     if twice is not None:  # one folder and one row per strategy: the second run would replace the first
         raise SystemExit(f"--strategies names {twice} twice; use --repeats for more runs of one strategy")
     check_strategies(strategies)
+    args.out = args.out.resolve()  # the crawls run in the repository, as does a topic file named here
+    if Path(args.topic).is_file():
+        args.topic = str(Path(args.topic).resolve())
     writable_folder(args.out)
     results: dict[str, list[dict]] = {s: [] for s in strategies}
     failures: list[dict] = []

@@ -6,6 +6,7 @@ import argparse
 import csv
 import json
 import math
+from pathlib import Path
 
 import jieba
 import pytest
@@ -678,3 +679,31 @@ def test_the_paired_throughput_bench_runs_from_another_folder_with_a_strategy_an
     proc = subprocess.run([sys.executable, "-m", "bench.throughput_paired", "--topics", "t/*.toml"], cwd=tmp_path,
                           env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1 and len(proc.stderr.strip().splitlines()) == 1 and "birds-en.toml" in proc.stderr
+
+
+def test_a_learned_focus_session_keeps_its_topic_copies_and_writes_under_a_relative_out(tmp_path):
+    # a learned-examples run's command.json named the session's temporary topic copy, deleted after
+    # it (the run could not be made again as recorded); an --out relative to a folder other than the
+    # repository had the crawls write under the repository while the session read its own folder
+    import os
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.run([sys.executable, "-m", "bench.learned_focus", "--corpus", "generated", "--web",
+                           "generated:zh-disaster?pages=2000&seed=3", "--topics", "台风灾害", "--variants",
+                           "learned-examples", "--pages", "20", "--repeats", "1", "--out", "out"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run = tmp_path / "out" / "runs" / "台风灾害" / "learned-examples-0"
+    command = json.loads((run / "command.json").read_text(encoding="utf-8"))["command"]
+    topic = Path(next(x for x in command if x.startswith("topic="))[len("topic="):])
+    assert topic.parent == tmp_path / "out" / "topics-without-words" and topic.is_file()
+    assert "\n[words]" not in topic.read_text(encoding="utf-8")
+    assert (tmp_path / "out" / "results.md").is_file()
+    # the kept copy is the same command for --resume
+    from bench.learned_focus import same_run
+
+    assert same_run(run, command)
