@@ -128,3 +128,22 @@ def test_a_resume_carries_the_crawls_own_counters_not_those_its_state_gives():
     assert counters(stats) == {"topiccrawl/non_html": 3, "topiccrawl/classifier/guarded_pages": 4,
                                "topiccrawl/refused_private": 1, "downloader/request_count": 9,
                                "topiccrawl/examples/words": "volcano lava"}
+
+
+def test_a_spider_state_cut_short_is_started_anew_with_a_warning(tmp_path):
+    # Scrapy's SpiderState extension pickles spider.state into the JOBDIR; after a full disk it can be
+    # left empty, and every later resume logged an EOFError traceback from that extension
+    job = tmp_path / "job"
+    first, _ = run_crawl(tmp_path / "a", args={"topic": "台风灾害", "max_pages": 10},
+                         settings={**SERIAL, "JOBDIR": str(job)})
+    assert first.returncode == 0, first.stderr[-3000:]
+    (job / "spider.state").write_bytes(b"")
+    second, out2 = run_crawl(tmp_path / "b", args={"topic": "台风灾害", "max_pages": 20},
+                             settings={**SERIAL, "JOBDIR": str(job)})
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert "Traceback" not in second.stderr and "EOFError" in second.stderr
+    assert f"JOBDIR {job}: spider.state could not be read (EOFError: a write cut short?); started anew" in second.stderr
+    assert len(_urls(out2)) == 10  # the resume went on from the crawl's own state
+    third, _ = run_crawl(tmp_path / "c", args={"topic": "台风灾害", "max_pages": 25},
+                         settings={**SERIAL, "JOBDIR": str(job)})
+    assert third.returncode == 0 and "spider.state" not in third.stderr  # mended for good

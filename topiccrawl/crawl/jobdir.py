@@ -245,6 +245,27 @@ def check_jobdir(jobdir: str | os.PathLike, spider: str, config) -> dict:
     return identity
 
 
+def mend_spider_state(jobdir: str | os.PathLike) -> str | None:
+    """Scrapy's SpiderState extension pickles ``spider.state`` to ``JOBDIR/spider.state``; one cut
+    short (a full disk) made every later resume log an EOFError traceback. The project's spiders
+    keep nothing there, so one that cannot be read is started anew: returns the warning to log."""
+    path = Path(jobdir) / "spider.state"
+    if not path.is_file():
+        return None
+    try:
+        with path.open("rb") as fh:
+            pickle.load(fh)
+        return None
+    except Exception as exc:  # whatever unpickling a damaged file raises
+        try:
+            path.write_bytes(pickle.dumps({}, protocol=4))
+        except OSError as err:
+            raise ConfigError(f"JOBDIR {jobdir}: spider.state can neither be read nor replaced "
+                              f"({err.strerror or err})") from None
+        return (f"JOBDIR {jobdir}: spider.state could not be read ({type(exc).__name__}: a write cut short?); "
+                "started anew (the project's spiders keep nothing there)")
+
+
 def record_jobdir(jobdir: str | os.PathLike, identity: dict) -> None:
     path = Path(jobdir) / JOB_FILE
     if not path.exists():
