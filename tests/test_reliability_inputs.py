@@ -45,6 +45,18 @@ CASES = [
     ("focused", ["-a", "max_page=50"], "unknown spider argument max_page for focused; expected one of: examples, "),
     ("wl", ["-a", "max_page=50", "-a", "seed=http://a.example/"], "unknown spider arguments max_page, seed for wl"),
     ("dwdbrm", ["-a", "seeds=truth:3", "-a", "page=10"], "unknown spider argument page for dwdbrm; expected one of: "),
+    # a real corpus named without its folder, or a folder of another corpus: a traceback (exit 1) before
+    ("focused", ["-s", "TOPICCRAWL_WEB=webkb"], "webkb: no directory given (e.g. webkb:/path/to/folder)"),
+    ("focused", ["-s", f"TOPICCRAWL_WEB=webkb:{REPO / 'docs'}"], f"webkb: {REPO / 'docs'} has no webkb (nor data/webkb"),
+    ("focused", ["-s", "TOPICCRAWL_WEB=wikispeedia:"], "wikispeedia: no directory given"),
+    ("focused", ["-s", "TOPICCRAWL_WEB=htmltree"], "htmltree: (no directory given) is not a directory"),
+    ("focused", ["-s", "TOPICCRAWL_WEB=warc:"], "warc: (no file given) is not a file"),
+    # a topic tree's mistakes (a misspelt scorer, a tree spec or folder that is not one): a traceback before
+    ("focused", ["-a", "scorer=tdsc", "-a", "topic_tree=wikispeedia:/nonexistent", "-a", "topic_node=X"],
+     "unknown scorer 'tdsc' (expected one of: vsm, tdcs, tdctkw, tdkw)"),
+    ("focused", ["-a", "scorer=tdcs", "-a", "topic_tree=wikipedia:/x", "-a", "topic_node=X"], "bad topic tree 'wikipedia:/x'"),
+    ("focused", ["-a", "scorer=tdcs", "-a", "topic_tree=wikispeedia:/nonexistent", "-a", "topic_node=X"],
+     "wikispeedia: /nonexistent is not a directory"),
 ]
 
 
@@ -125,3 +137,18 @@ def test_url_lists_are_read_once_and_refused_in_one_line():
             parse_url_list("seeds", bad)
     with pytest.raises(ConfigError, match="offline web"):
         parse_url_list("examples", "truth:3", offline=False)
+
+
+def test_a_topic_tree_node_it_lacks_or_its_root_is_one_line(tmp_path):
+    rdf = tmp_path / "content.rdf"
+    body = "".join(f'<ExternalPage about="http://e{i}.test/"><d:Title>{t}</d:Title><d:Description>{t} pages'
+                   f"</d:Description><topic>{n}</topic></ExternalPage>"
+                   for i, (n, t) in enumerate([("Top/Science/Weather", "Storm watch"), ("Top/Sports/Tennis", "Tennis")]))
+    rdf.write_text('<RDF xmlns:r="http://www.w3.org/TR/RDF/" xmlns:d="http://purl.org/dc/elements/1.0/" '
+                   f'xmlns="http://dmoz.org/rdf/">{body}</RDF>', encoding="utf-8")
+    for node, message in (("Science.Weather", "no node 'Science.Weather'"), ("Top", "is the root; pick a category below it")):
+        proc, out = _scrapy_crawl(tmp_path, "focused", "-a", "scorer=tdcs", "-a", f"topic_tree=dmoz:{rdf}",
+                                  "-a", f"topic_node={node}")
+        assert proc.returncode == 2, proc.stderr[-2000:]
+        assert proc.stderr.strip().startswith("error: ") and message in proc.stderr and "\n" not in proc.stderr.strip()
+        assert not out.exists()

@@ -17,11 +17,16 @@ WEB = "generated:zh-bookstores?pages=20000"
 NUM_EXP = 20
 
 
-def crawl(tmp_path, args):
+def crawl(tmp_path, args, **settings):
     proc, out = run_crawl(tmp_path, "sitefinder", args=args, settings={
-        "TOPICCRAWL_WEB": WEB, "TOPICCRAWL_SITES_NUM_EXP_PAGES": NUM_EXP, "LOG_LEVEL": "INFO"})
+        "TOPICCRAWL_WEB": WEB, "TOPICCRAWL_SITES_NUM_EXP_PAGES": NUM_EXP, "LOG_LEVEL": "INFO", **settings})
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    # no DP budget: the end of its queue is the end of the search, not a frontier that ran dry
+    assert "frontier ran dry" not in proc.stderr and "WARNING" not in proc.stderr, proc.stderr[-3000:]
+    if settings.get("TOPICCRAWL_PROGRESS_INTERVAL"):  # its progress counts sites, not DP (always 0 here)
+        assert "[topiccrawl.crawl.extensions] INFO: Checked " in proc.stderr
+        assert "[topiccrawl.crawl.extensions] INFO: Crawled" not in proc.stderr
     items = [json.loads(line) for line in (out / "pages.jsonl").read_text(encoding="utf-8").splitlines()]
     stats = json.loads((out / "stats.json").read_text(encoding="utf-8"))
     return items, stats, out
@@ -65,6 +70,6 @@ def test_bookstores_meta_search_and_verification(tmp_path):
 
 
 def test_phone_shops_with_the_rules_files_queries(tmp_path):
-    items, stats, _ = crawl(tmp_path, {"rules": "phoneshop-zh"})
+    items, stats, _ = crawl(tmp_path, {"rules": "phoneshop-zh"}, TOPICCRAWL_PROGRESS_INTERVAL=1)
     judged = check_verdicts(items, stats)
     assert judged and all(i["truly_relevant"] for i in judged)

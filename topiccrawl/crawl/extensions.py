@@ -88,6 +88,13 @@ class TopicStats(TopicComponent):
         if publish is not None:
             publish()
         frontier = self.crawler.stats.get_value("topiccrawl/frontier_size", 0)
+        if getattr(self.crawler.spider, "topiccrawl_queue", None) == "sites":  # no DP: sites are what it counts
+            stats = self.crawler.stats
+            logger.info("Checked %d of %d candidate sites (%d judged relevant), %d pages fetched, frontier %d",
+                        stats.get_value("topiccrawl/sites/checked", 0), stats.get_value("topiccrawl/sites/candidates", 0),
+                        stats.get_value("topiccrawl/sites/judged_relevant", 0),
+                        stats.get_value("topiccrawl/sites/pages_fetched", 0), frontier)
+            return
         # a topic without evaluation labels has no true harvest rate, even on an offline web
         rate = m.truth_harvest_rate if self.tc.ground_truth else None
         truth = f", true harvest {rate:.3f}" if rate is not None else ""

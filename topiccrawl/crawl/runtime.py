@@ -197,8 +197,10 @@ def make_topic_and_scorer(config: TopicCrawlConfig):
     if config.scorer == "vsm" and not config.topic_tree:
         topic = load_topic(config.topic)
         return topic, RelevanceScorer(topic, anchor_weight=config.anchor_weight)
-    from topiccrawl.scoring.tdcs import load_tree, make_scorer, tree_topic
+    from topiccrawl.scoring.tdcs import SCORERS, load_tree, make_scorer, tree_topic
 
+    if config.scorer not in SCORERS:
+        raise TreeError(f"unknown scorer {config.scorer!r} (expected one of: {', '.join(SCORERS)})")
     if not config.topic_tree or not config.topic_node:
         raise TreeError(f"scorer {config.scorer!r} needs -a topic_tree=SPEC -a topic_node=NODE")
     topic = tree_topic(load_tree(config.topic_tree), config.topic_node)

@@ -166,7 +166,8 @@ class TopicScheduler(BaseScheduler):
                 self._save()
             except OSError as exc:  # the state of the last checkpoint and its journal stand
                 self._jobdir_failed(exc)
-        if reason == "finished" and not self.tc.budget_spent:
+        sites = getattr(self.spider, "topiccrawl_queue", None) == "sites"  # no DP budget: its queue's end is its end
+        if reason == "finished" and not self.tc.budget_spent and not sites:
             self.stats.set_value("topiccrawl/frontier_exhausted", True)
             logger.warning(
                 "frontier ran dry after %d pages (budget %s): no queued link is left%s",

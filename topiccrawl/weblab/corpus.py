@@ -257,7 +257,13 @@ def same_web(a: str, b: str) -> bool:
 
 
 #: reader kind -> "module:function" checking (arg, params) without reading the corpus
-CHECKS: dict[str, str] = {"generated": "topiccrawl.weblab.generated:generated_options"}
+CHECKS: dict[str, str] = {
+    "generated": "topiccrawl.weblab.generated:generated_options",
+    "wikispeedia": "topiccrawl.weblab.readers.wikispeedia:check_wikispeedia",
+    "webkb": "topiccrawl.weblab.readers.webkb:check_webkb",
+    "htmltree": "topiccrawl.weblab.readers.htmltree:check_htmltree",
+    "warc": "topiccrawl.weblab.readers.warc:check_warc",
+}
 
 
 def check_spec(spec: str) -> CorpusSpec:

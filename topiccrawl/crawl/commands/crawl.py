@@ -26,7 +26,14 @@ from scrapy.spiderloader import get_spider_loader
 from w3lib.url import canonicalize_url
 
 from topiccrawl.crawl.errors import redact_text
-from topiccrawl.crawl.runtime import OVERRIDABLE, check_output_dir, output_path, output_template, scrapyd_job
+from topiccrawl.crawl.runtime import (
+    OVERRIDABLE,
+    check_output_dir,
+    make_topic_and_scorer,
+    output_path,
+    output_template,
+    scrapyd_job,
+)
 from topiccrawl.crawl.settings import (
     ConfigError,
     TopicCrawlConfig,
@@ -96,8 +103,8 @@ def check_crawl_inputs(settings, spargs: dict, spidercls=None) -> None:
                 more = f" and {len(skipped) - 3} more" if len(skipped) > 3 else ""
                 raise TopicError(f"{topic.path or topic.name}: no [words] table, and examples_dir {topic.examples_dir} "
                                  f"holds no saved page to learn them from ({why}{more})")
-    elif not (cfg.topic_tree and cfg.topic_node):
-        raise TreeError(f"scorer {cfg.scorer!r} needs -a topic_tree=SPEC -a topic_node=NODE")
+    else:  # a misspelt scorer, a tree that cannot be read, a node it lacks: one line before the crawl
+        make_topic_and_scorer(cfg)  # the tree is read once (cached) for the crawl too
     check = getattr(spidercls, "check_arguments", None)
     if check is not None:
         check(**spargs)

@@ -52,11 +52,7 @@ def find_layout(directory: str, parts: list[str], archives: list[str], what: str
     """Locate each of ``parts`` (relative paths) in ``directory``, its ``data/`` subfolder, or the
     cached extraction (same two places) of the publisher's archives found in ``directory``.
     Raises :class:`CorpusError` naming the path when the directory or a part is missing."""
-    if not directory:
-        raise CorpusError(f"{what}: no directory given")
-    root = Path(directory).expanduser()
-    if not root.is_dir():
-        raise CorpusError(f"{what}: {root} is not a directory")
+    root = _root(directory, what)
     bases = [root, root / "data"]
     if not all(any((b / p).exists() for b in bases) for p in parts):
         for name in archives:
@@ -67,7 +63,34 @@ def find_layout(directory: str, parts: list[str], archives: list[str], what: str
     for part in parts:
         hit = next((b / part for b in bases if (b / part).exists()), None)
         if hit is None:
-            raise CorpusError(f"{what}: {root} has no {part} (nor data/{part}, nor the archive "
-                              f"{' or '.join(archives)} that holds it)")
+            raise _no_part(what, root, part, archives)
         found.append(hit)
     return found
+
+
+def check_layout(directory: str, parts: list[str], archives: list[str], what: str) -> list[Path | None]:
+    """:func:`find_layout`'s checks without extracting an archive (before a crawl starts its lab):
+    each part's path, or None where only an archive in ``directory`` can hold it."""
+    root = _root(directory, what)
+    archived = any((root / name).is_file() for name in archives)
+    found: list[Path | None] = []
+    for part in parts:
+        hit = next((b / part for b in (root, root / "data") if (b / part).exists()), None)
+        if hit is None and not archived:
+            raise _no_part(what, root, part, archives)
+        found.append(hit)
+    return found
+
+
+def _root(directory: str, what: str) -> Path:
+    if not directory:
+        raise CorpusError(f"{what}: no directory given (e.g. {what}:/path/to/folder)")
+    root = Path(directory).expanduser()
+    if not root.is_dir():
+        raise CorpusError(f"{what}: {root} is not a directory")
+    return root
+
+
+def _no_part(what: str, root: Path, part: str, archives: list[str]) -> CorpusError:
+    return CorpusError(f"{what}: {root} has no {part} (nor data/{part}, nor the archive "
+                       f"{' or '.join(archives)} that holds it)")

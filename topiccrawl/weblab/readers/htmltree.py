@@ -235,7 +235,8 @@ class HtmlTreeCorpus(Corpus):
                 "internal_links": self.internal_links()}
 
 
-def open_htmltree(arg: str, params: dict[str, str]) -> HtmlTreeCorpus:
+def check_htmltree(arg: str, params: dict[str, str]) -> Path:
+    """The checks of :func:`open_htmltree` (before a crawl starts its lab); returns the folder."""
     root = Path(arg).expanduser() if arg else None
     if root is None or not root.is_dir():
         raise CorpusError(f"htmltree: {arg or '(no directory given)'} is not a directory")
@@ -243,6 +244,12 @@ def open_htmltree(arg: str, params: dict[str, str]) -> HtmlTreeCorpus:
     if unknown:
         raise CorpusError(f"htmltree: unknown parameter(s) {', '.join(sorted(unknown))}; "
                           "expected host, opaque, labeldepth")
+    int_param(params, "labeldepth", 0, "(htmltree)")
+    return root
+
+
+def open_htmltree(arg: str, params: dict[str, str]) -> HtmlTreeCorpus:
+    root = check_htmltree(arg, params)
     host = (params.get("host") or DEFAULT_HOST).lower()
     opaque = params.get("opaque", "0") not in ("", "0", "false", "no")
     return HtmlTreeCorpus(root, host, opaque, int_param(params, "labeldepth", 0, "(htmltree)"))

@@ -103,7 +103,8 @@ class WarcCorpus(Corpus):
         return sorted(self._hosts)
 
 
-def open_warc(arg: str, params: dict[str, str]) -> WarcCorpus:
+def check_warc(arg: str, params: dict[str, str]) -> tuple[Path, Path | None]:
+    """The checks of :func:`open_warc` (before a crawl starts its lab): the file and its labels."""
     path = Path(arg).expanduser() if arg else None
     if path is None or not path.is_file():
         raise CorpusError(f"warc: {arg or '(no file given)'} is not a file")
@@ -111,7 +112,10 @@ def open_warc(arg: str, params: dict[str, str]) -> WarcCorpus:
         labels = Path(params["labels"]).expanduser()
         if not labels.is_file():
             raise CorpusError(f"warc: labels file {labels} is not a file")
-    else:
-        sidecar = path.with_name(path.name + ".labels.tsv")
-        labels = sidecar if sidecar.is_file() else None
-    return WarcCorpus(path, labels)
+        return path, labels
+    sidecar = path.with_name(path.name + ".labels.tsv")
+    return path, sidecar if sidecar.is_file() else None
+
+
+def open_warc(arg: str, params: dict[str, str]) -> WarcCorpus:
+    return WarcCorpus(*check_warc(arg, params))

@@ -27,7 +27,7 @@ from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
 from topiccrawl.weblab.corpus import Corpus, CorpusError, Page, _charset
-from topiccrawl.weblab.readers._cache import find_layout
+from topiccrawl.weblab.readers._cache import check_layout, find_layout
 from topiccrawl.weblab.readers._links import extract_links, url_key
 
 ARCHIVE = "webkb-raw-8282pages.tar.xz"
@@ -178,3 +178,8 @@ class WebKBCorpus(Corpus):
 def open_webkb(arg: str, params: dict[str, str]) -> WebKBCorpus:
     (root,) = find_layout(arg, ["webkb"], [ARCHIVE], "webkb")
     return WebKBCorpus(root)
+
+
+def check_webkb(arg: str, params: dict[str, str]) -> None:
+    """The layout check of :func:`open_webkb`, without reading or extracting anything."""
+    check_layout(arg, ["webkb"], [ARCHIVE], "webkb")

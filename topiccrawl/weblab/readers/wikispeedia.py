@@ -19,7 +19,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from topiccrawl.weblab.corpus import Corpus, CorpusError, Doc, Page
-from topiccrawl.weblab.readers._cache import find_layout
+from topiccrawl.weblab.readers._cache import check_layout, find_layout
 
 _SUBJECT_LINE = re.compile(r"^2007 Schools Wikipedia Selection\. Related subjects:")
 HOST = "en.wikispeedia.test"
@@ -174,7 +174,18 @@ def _anchor(target: str, text: str) -> str:
 
 def open_wikispeedia(arg: str, params: dict[str, str]) -> WikispeediaCorpus:
     text_dir, graph_dir = find_layout(arg, ["plaintext_articles", GRAPH], ARCHIVES, "wikispeedia")
+    _check_graph(graph_dir)
+    return WikispeediaCorpus(text_dir, graph_dir)
+
+
+def check_wikispeedia(arg: str, params: dict[str, str]) -> None:
+    """The layout checks of :func:`open_wikispeedia`, without reading or extracting anything."""
+    _, graph_dir = check_layout(arg, ["plaintext_articles", GRAPH], ARCHIVES, "wikispeedia")
+    if graph_dir is not None:
+        _check_graph(graph_dir)
+
+
+def _check_graph(graph_dir: Path) -> None:
     for part in ("articles.tsv", "links.tsv", "categories.tsv"):
         if not (graph_dir / part).is_file():
             raise CorpusError(f"wikispeedia: {graph_dir / part} is missing")
-    return WikispeediaCorpus(text_dir, graph_dir)
