@@ -13,7 +13,9 @@ import pytest
 from conftest import QuietHandler, loopback_server, reply, run_crawl
 
 LINKS = ('<a href="/a">台风</a> <a href="/b">灾害</a> <a href="/cut">台风预警</a> <a href="/gbk">台风路径</a> '
-         '<a href="/empty">台风</a>')
+         '<a href="/empty">台风</a> <a href="/badgz">台风灾害</a>')
+#: a body that is no gzip stream, served as gzip: Scrapy logged the decompressor's traceback
+CORRUPT = {"/badgz": b"\x1f\x8b\x08\x00garbagegarbage"}
 PAGES = {
     "/": f"<html><head><title>台风首页</title></head><body>台风灾害 {LINKS}</body></html>".encode(),
     "/a": "<html><head><title>台风 a</title></head><body>台风灾害 a</body></html>".encode(),
@@ -32,7 +34,9 @@ class _GzipWeb(QuietHandler):
     def do_GET(self):
         self.server.hits.append(self.path)
         page = PAGES.get(self.path)
-        if page is None:  # robots.txt and anything else
+        if self.path in CORRUPT:
+            reply(self, 200, CORRUPT[self.path], headers={"Content-Encoding": "gzip"})
+        elif page is None:  # robots.txt and anything else
             reply(self, 404, content_type=None)
         else:
             reply(self, 200, gzip.compress(page), headers={"Content-Encoding": "gzip"})
@@ -51,10 +55,15 @@ def test_gzip_pages_are_checked_after_decompression(tmp_path, web):
                                     "TOPICCRAWL_PLOT_ENABLED": "false", "RETRY_TIMES": "0",
                                     "DOWNLOAD_TIMEOUT": "5"})
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert sorted(p for p in web.hits if p != "/robots.txt") == sorted(PAGES), web.hits
+    assert sorted(p for p in web.hits if p != "/robots.txt") == sorted([*PAGES, *CORRUPT]), web.hits
     stats = json.loads((out / "stats.json").read_text(encoding="utf-8"))
     faults = {k.rsplit("/", 1)[1]: v for k, v in stats.items() if k.startswith("topiccrawl/faults/")}
-    assert faults == {"badlength": 1, "wrong_charset": 1}, faults  # /cut, /gbk; no other page
+    assert faults == {"badlength": 1, "wrong_charset": 1, "bad_encoding": 1}, faults  # /cut, /gbk, /badgz
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    lines = [line for line in proc.stderr.splitlines() if "/badgz" in line and "ERROR" not in line]
+    assert any(f"WARNING: Ignored response <200 http://localhost:{web.server_port}/badgz>: its body does not "
+               "decompress as gzip (" in line for line in lines), lines
+    assert not any("ERROR" in line and "/badgz" in line for line in proc.stderr.splitlines())
     titles = {json.loads(line)["url"].rsplit("/", 1)[1]: json.loads(line)["title"]
               for line in (out / "pages.jsonl").read_text(encoding="utf-8").splitlines()}
     assert titles["gbk"] == "台风路径图"  # decoded with the page's own charset

@@ -33,6 +33,10 @@ CASES = [
     ("focused", ["-a", "seeds=truth:5", "-s", "TOPICCRAWL_WEB=live"], "truth:N needs an offline web"),
     ("focused", ["-a", "examples="], "spider argument examples is empty: give URL,URL,…, truth:N or audit:PATH, or leave it out"),
     ("focused", ["-a", "seeds= "], "spider argument seeds is empty: give URL,URL,…, truth:N, or leave it out"),
+    # commas and nothing else (two unset variables): the crawl ran without seeds and exited 0
+    ("focused", ["-a", "seeds=, "], "spider argument seeds is empty: give URL,URL,…, truth:N, or leave it out"),
+    ("dwdbrm", ["-a", "seeds=,"], "spider argument seeds is empty: give URL,URL,…, truth:N, or leave it out"),
+    ("focused", ["-a", "examples=,,"], "spider argument examples is empty: give URL,URL,…, truth:N or audit:PATH"),
     ("focused", ["-a", "examples=ftp://x.example/"], "(expected URL,URL,…, truth:N or audit:PATH)"),
     ("focused", ["-s", "TOPICCRAWL_WEB=live"], "focused: no seed pages"),
     ("focused", ["-a", "strategy=learned", "-s", "TOPICCRAWL_LEARNED_ASSOCIATION=on"],

@@ -97,9 +97,14 @@ class TopicCrawlAddon:
         # Scrapy 2.19's robots.txt middleware lets the third and later requests waiting for a host's
         # robots.txt through unchecked (topiccrawl/crawl/middlewares.py): replaced, unless the user
         # set Scrapy's own in DOWNLOADER_MIDDLEWARES
-        scrapy_robots = load_object("scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware")
-        settings.setdefault_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", scrapy_robots, None)
-        if not any(load_object(path) is scrapy_robots and order is not None
-                   for path, order in settings.getdict("DOWNLOADER_MIDDLEWARES").items()):
-            settings.setdefault_in_component_priority_dict(
-                "DOWNLOADER_MIDDLEWARES", load_object("topiccrawl.crawl.middlewares.SharedRobotsTxtMiddleware"), 100)
+        # likewise Scrapy's compression middleware, whose corrupt bodies were tracebacks
+        for scrapy_path, ours, order in (
+                ("scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware",
+                 "topiccrawl.crawl.middlewares.SharedRobotsTxtMiddleware", 100),
+                ("scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware",
+                 "topiccrawl.crawl.middlewares.CompressionFaultMiddleware", 590)):
+            scrapys = load_object(scrapy_path)
+            settings.setdefault_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", scrapys, None)
+            if not any(load_object(path) is scrapys and value is not None
+                       for path, value in settings.getdict("DOWNLOADER_MIDDLEWARES").items()):
+                settings.setdefault_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", load_object(ours), order)

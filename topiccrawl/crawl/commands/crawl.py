@@ -208,7 +208,8 @@ def check_seeds(spidercls, spargs: dict, cfg: TopicCrawlConfig, topic) -> None:
     ``topiccrawl_seeds = "required"`` needs ``-a seeds`` or the topic's seeds, one with ``"web"``
     falls back to the offline web's entry pages (so only a live crawl needs seeds)."""
     for name in ("seeds", "examples"):
-        if name in spargs and not str(spargs[name]).strip():  # e.g. -a examples=$UNSET: a mistake, not "none"
+        # e.g. -a examples=$UNSET or seeds=$A,$B both unset: a mistake, not "none"
+        if name in spargs and not any(part.strip() for part in str(spargs[name]).split(",")):
             raise ConfigError(f"spider argument {name} is empty: give URL,URL,…{', truth:N' if cfg.offline else ''}"
                               f"{' or audit:PATH' if name == 'examples' else ''}, or leave it out")
         if spargs.get(name):
