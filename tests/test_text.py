@@ -325,3 +325,14 @@ def test_links_no_download_can_follow_are_dropped_and_the_others_kept():
     assert [a.url for a in ex.anchors] == ["http://[::1]:8080/v6", "http://xn--fsqu00a.xn--fiqs8s/a",
                                           "http://a_b.example.com/u", "http://example.com/a%20b",
                                           "https://example.com:8443/ok"]
+
+
+def test_a_page_whose_text_is_one_node_over_ten_megabytes_keeps_its_text():
+    # libxml2's limit on one text node (10 MB) made such a page (under DOWNLOAD_MAXSIZE) parse as empty:
+    # no title, no text, relevance 0, and "has no text: not used" as an example page
+    from topiccrawl.scoring.text import extract
+
+    body = b"<html><head><title>Typhoon</title></head><body>" + b"typhoon storm " * 760_000 + b"</body></html>"
+    assert len(body) > 10_500_000
+    page = extract(body, "text/html")
+    assert page.title == "Typhoon" and page.text.count("typhoon") == 760_000

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 import warnings
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -197,6 +198,17 @@ _XML_TYPES = ("text/xml", "application/xml")
 _XHTML_ROOT = re.compile(rb"<html[\s>]", re.I)
 _XML_DECL = re.compile(r"^\s*<\?xml[^>]*\?>")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+#: the HTML parser of each thread (an lxml parser is not to be shared between threads), with
+#: libxml2's size limits lifted (``huge_tree``): a page whose text is one node over 10 MB parsed as
+#: empty. The download size limit (``DOWNLOAD_MAXSIZE``) bounds what it reads.
+_PARSERS = threading.local()
+
+
+def _parser() -> lxml_html.HTMLParser:
+    parser = getattr(_PARSERS, "parser", None)
+    if parser is None:
+        parser = _PARSERS.parser = lxml_html.HTMLParser(huge_tree=True)
+    return parser
 _KEYWORD_SEP = re.compile(r"[,，;；、|/]")
 
 
@@ -306,7 +318,7 @@ def extract(body: bytes, url: str, content_type: str | None = None,
         return Extracted()
     markup = _CONTROL.sub("", _XML_DECL.sub("", decode_html(body, content_type)))
     try:
-        root = lxml_html.document_fromstring(markup)
+        root = lxml_html.document_fromstring(markup, parser=_parser())
     except (etree.ParserError, ValueError):
         return Extracted()
     for el in root.xpath("//script|//style|//noscript|//template"):
