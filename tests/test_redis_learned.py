@@ -660,3 +660,40 @@ def test_a_worker_joining_with_examples_takes_no_shared_page_before_their_verdic
     assert early.strip() == "", f"pages counted before the examples' verdict: {early}"
     assert second.returncode == 0, second.log.read_text()[-3000:]
     assert "topic words derived from 2 example pages" in second.log.read_text()
+
+
+def test_a_lone_worker_stopped_while_its_examples_are_fetched_leaves_its_crawl_to_the_next(tmp_path, redis_server):
+    """Ctrl-C on a lone ``learned`` worker while an example page is on its way: nothing was counted,
+    yet its claimed options stayed in Redis and refused a worker started next with others (a
+    corrected setting) until the crawl id was changed or its keys deleted. It withdraws the crawl,
+    as a worker whose examples gave no words does."""
+    import signal
+    import threading
+
+    from conftest import loopback_server
+    from test_examples_inputs import LIVE, _LoggedSite, _topic
+
+    with loopback_server(_LoggedSite, asked=threading.Event(), release=threading.Event(), paths=[]) as server:
+        site = f"http://127.0.0.1:{server.server_port}"
+        topic = _topic(tmp_path, site, f'examples = ["{site}/slow", "{site}/ex1"]')
+        settings = {**LIVE, "TOPICCRAWL_STORE": "redis", "TOPICCRAWL_REDIS_URL": redis_server.url,
+                    "TOPICCRAWL_CRAWL_ID": "stopped", "TOPICCRAWL_PROGRESS_INTERVAL": "0"}
+        args = ["-a", f"topic={topic}", "-a", "strategy=learned", "-a", "max_pages=5"]
+        first = start_worker(tmp_path, "a", "focused", args, settings)
+        try:
+            assert server.asked.wait(60), first.log.read_text()[-3000:]
+            first.send_signal(signal.SIGINT)
+            threading.Timer(1.0, server.release.set).start()
+            first.wait(60)
+        finally:
+            server.release.set()
+            if first.poll() is None:
+                first.kill()
+        log = first.log.read_text()
+        assert first.returncode == 0 and "Traceback" not in log, log[-3000:]
+        assert "crawl 'stopped' withdrawn from Redis: it stopped before its examples' verdict" in log
+        assert redis_server.client().keys("topiccrawl:stopped:*") == []
+        second = start_worker(tmp_path, "b", "focused", args, {**settings, "TOPICCRAWL_LEARNED_EPSILON": "0.2"})
+        second.wait(120)
+    log = second.log.read_text()
+    assert second.returncode == 0 and "Spider closed (topiccrawl_max_pages)" in log, log[-3000:]

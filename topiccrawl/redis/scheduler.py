@@ -360,9 +360,12 @@ class RedisScheduler(RedisWorker, TopicScheduler):
         return self.df.close(reason)
 
     def _close(self, reason: str) -> None:
-        if reason == NO_TOPIC_WORDS and self.joined and not self.refused and self.frontier.withdraw():
-            logger.info("crawl %r withdrawn from Redis: it counted no page and had no other worker, so the next "
-                        "worker starts it afresh", self.crawl_id)
+        # stopped before its examples' verdict (no words from them, or Ctrl-C while they were fetched):
+        # a lone worker's claimed options would refuse the next worker's, though nothing was crawled
+        early = reason == NO_TOPIC_WORDS or getattr(self.spider, "stopped_in_examples", False)
+        if early and self.joined and not self.refused and self.frontier.withdraw():
+            logger.info("crawl %r withdrawn from Redis: it stopped before its examples' verdict, counted no page "
+                        "and had no other worker, so the next worker starts it afresh", self.crawl_id)
             return
         if not self.refused:
             self.flush()
