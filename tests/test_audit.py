@@ -601,6 +601,12 @@ def test_the_audits_crawl_is_read_only_beside_its_own_audit_and_webs_compare_by_
     assert not same_web("generated:zh-disaster?pages=20000", "generated:zh-disaster")
     assert same_web("live", "") and not same_web("live", WEB)
     assert same_web(f"wikispeedia:{tmp_path}/w", f"wikispeedia:{tmp_path}/./w")
+    # other folders, another host of one folder: other webs, whatever the pre-crawl checks of their kind say
+    for kind in ("wikispeedia", "webkb", "htmltree"):
+        (tmp_path / kind / "a").mkdir(parents=True)
+        (tmp_path / kind / "b").mkdir()
+        assert not same_web(f"{kind}:{tmp_path}/{kind}/a", f"{kind}:{tmp_path}/{kind}/b")
+    assert not same_web(f"htmltree:{tmp_path}/htmltree/a?host=a.test", f"htmltree:{tmp_path}/htmltree/a?host=b.test")
 
 
 def test_a_folders_audit_without_labels_gives_way_to_the_labelled_one_last_written(tmp_path):

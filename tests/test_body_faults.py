@@ -68,3 +68,29 @@ def test_gzip_pages_are_checked_after_decompression(tmp_path, web):
               for line in (out / "pages.jsonl").read_text(encoding="utf-8").splitlines()}
     assert titles["gbk"] == "台风路径图"  # decoded with the page's own charset
     assert stats["topiccrawl/dp"] == len(PAGES)
+
+
+@pytest.mark.parametrize("user", [None, 590, "absent"])
+def test_scrapys_compression_middleware_named_by_the_user_is_left_as_given(user):
+    # None for Scrapy's HttpCompressionMiddleware (decompression off) installed the project's copy in
+    # its place, so bodies were decompressed anyway; an order keeps Scrapy's; not named: the project's
+    from scrapy.downloadermiddlewares.httpcompression import HttpCompressionMiddleware
+    from scrapy.settings import Settings
+    from scrapy.utils.conf import build_component_list
+    from scrapy.utils.misc import load_object
+
+    from topiccrawl.crawl.addon import TopicCrawlAddon
+    from topiccrawl.crawl.middlewares import CompressionFaultMiddleware
+    from topiccrawl.spiders.focused import FocusedSpider
+
+    path = "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware"
+    settings = Settings({"DOWNLOADER_MIDDLEWARES": {} if user == "absent" else {path: user}})
+    TopicCrawlAddon(type("Crawler", (), {"spidercls": FocusedSpider})()).update_settings(settings)
+    enabled = [load_object(x) for x in build_component_list(
+        settings.get_component_priority_dict_with_base("DOWNLOADER_MIDDLEWARES"))]  # as Scrapy builds it
+    if user == "absent":
+        assert CompressionFaultMiddleware in enabled and HttpCompressionMiddleware not in enabled
+    elif user is None:  # decompression off, as in Scrapy
+        assert CompressionFaultMiddleware not in enabled and HttpCompressionMiddleware not in enabled
+    else:
+        assert CompressionFaultMiddleware not in enabled and HttpCompressionMiddleware in enabled

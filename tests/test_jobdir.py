@@ -147,3 +147,18 @@ def test_a_spider_state_cut_short_is_started_anew_with_a_warning(tmp_path):
     third, _ = run_crawl(tmp_path / "c", args={"topic": "台风灾害", "max_pages": 25},
                          settings={**SERIAL, "JOBDIR": str(job)})
     assert third.returncode == 0 and "spider.state" not in third.stderr  # mended for good
+
+
+def test_a_refused_resume_leaves_a_spider_state_cut_short_as_it_is(tmp_path):
+    # the mend ran before the crawl state was read: a resume refused for its unreadable state (which
+    # says the JOBDIR is left as it is) had rewritten spider.state
+    job = tmp_path / "job"
+    first, _ = run_crawl(tmp_path / "a", args={"topic": "台风灾害", "max_pages": 10},
+                         settings={**SERIAL, "JOBDIR": str(job)})
+    assert first.returncode == 0, first.stderr[-3000:]
+    (job / "spider.state").write_bytes(b"")
+    (job / "topiccrawl.state").write_bytes(b"\x80")
+    second, _ = run_crawl(tmp_path / "b", args={"topic": "台风灾害", "max_pages": 20},
+                          settings={**SERIAL, "JOBDIR": str(job)})
+    assert second.returncode == 2 and "the JOBDIR is left as it is" in second.stderr, second.stderr[-3000:]
+    assert (job / "spider.state").read_bytes() == b""

@@ -95,16 +95,16 @@ class TopicCrawlAddon:
             for path, order in components.items():
                 settings.setdefault_in_component_priority_dict(setting, load_object(path), order)
         # Scrapy 2.19's robots.txt middleware lets the third and later requests waiting for a host's
-        # robots.txt through unchecked (topiccrawl/crawl/middlewares.py): replaced, unless the user
-        # set Scrapy's own in DOWNLOADER_MIDDLEWARES
-        # likewise Scrapy's compression middleware, whose corrupt bodies were tracebacks
+        # robots.txt through unchecked, and its compression middleware lets a corrupt body's error
+        # through as a traceback (topiccrawl/crawl/middlewares.py): both replaced, unless the user
+        # named Scrapy's own in DOWNLOADER_MIDDLEWARES (an order keeps it, None turns it off)
+        named = {load_object(path) for path in settings.getdict("DOWNLOADER_MIDDLEWARES")}
         for scrapy_path, ours, order in (
                 ("scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware",
                  "topiccrawl.crawl.middlewares.SharedRobotsTxtMiddleware", 100),
                 ("scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware",
                  "topiccrawl.crawl.middlewares.CompressionFaultMiddleware", 590)):
             scrapys = load_object(scrapy_path)
-            settings.setdefault_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", scrapys, None)
-            if not any(load_object(path) is scrapys and value is not None
-                       for path, value in settings.getdict("DOWNLOADER_MIDDLEWARES").items()):
+            if scrapys not in named:
+                settings.setdefault_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", scrapys, None)
                 settings.setdefault_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", load_object(ours), order)

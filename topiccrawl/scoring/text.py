@@ -198,13 +198,16 @@ _XML_TYPES = ("text/xml", "application/xml")
 _XHTML_ROOT = re.compile(rb"<html[\s>]", re.I)
 _XML_DECL = re.compile(r"^\s*<\?xml[^>]*\?>")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
-#: the HTML parser of each thread (an lxml parser is not to be shared between threads), with
-#: libxml2's size limits lifted (``huge_tree``): a page whose text is one node over 10 MB parsed as
-#: empty. The download size limit (``DOWNLOAD_MAXSIZE``) bounds what it reads.
+#: libxml2's limit on one text node (``XML_MAX_TEXT_LENGTH``): a page whose text is one node longer
+#: than this parsed as empty with lxml's default parser
+_HUGE_TEXT = 10_000_000
+#: for markup above :data:`_HUGE_TEXT`, the HTML parser of each thread (an lxml parser is not to be
+#: shared between threads) with libxml2's limits lifted (``huge_tree``, the depth limit too); the
+#: download size limit (``DOWNLOAD_MAXSIZE``) bounds what it reads
 _PARSERS = threading.local()
 
 
-def _parser() -> lxml_html.HTMLParser:
+def _huge_parser() -> lxml_html.HTMLParser:
     parser = getattr(_PARSERS, "parser", None)
     if parser is None:
         parser = _PARSERS.parser = lxml_html.HTMLParser(huge_tree=True)
@@ -317,8 +320,19 @@ def extract(body: bytes, url: str, content_type: str | None = None,
     if not body or not body.strip() or not is_html(body, content_type):
         return Extracted()
     markup = _CONTROL.sub("", _XML_DECL.sub("", decode_html(body, content_type)))
+    if len(markup) > _HUGE_TEXT:  # a text node may pass libxml2's limit: parse with the limits lifted
+        try:
+            return _extract(markup, url, context_words, squeeze, huge=True)
+        except RecursionError:  # also nested deeper than the walk follows: libxml2's limits after all
+            pass
+    return _extract(markup, url, context_words, squeeze)
+
+
+def _extract(markup: str, url: str, context_words: int, squeeze: bool, huge: bool = False) -> Extracted:
+    """:func:`extract` of the decoded ``markup``; ``huge``: with libxml2's limits lifted."""
     try:
-        root = lxml_html.document_fromstring(markup, parser=_parser())
+        root = lxml_html.document_fromstring(markup, parser=_huge_parser()) if huge else \
+            lxml_html.document_fromstring(markup)
     except (etree.ParserError, ValueError):
         return Extracted()
     for el in root.xpath("//script|//style|//noscript|//template"):

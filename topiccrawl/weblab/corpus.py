@@ -244,8 +244,8 @@ def same_web(a: str, b: str) -> bool:
         x, y = parse_spec(a), parse_spec(b)
     except CorpusError:
         return a == b
-    if x.kind == y.kind and x.kind in CHECKS:  # a generated web's preset, pages and seed, defaults spelled out or not
-        module_name, _, func_name = CHECKS[x.kind].partition(":")
+    if x.kind == y.kind and x.kind in OPTIONS:  # a generated web's preset, pages and seed, defaults spelled out or not
+        module_name, _, func_name = OPTIONS[x.kind].partition(":")
         options = getattr(importlib.import_module(module_name), func_name)
         try:
             return options(x.arg, x.params) == options(y.arg, y.params)
@@ -256,9 +256,12 @@ def same_web(a: str, b: str) -> bool:
     return x.arg == y.arg or (x.kind != "generated" and os.path.realpath(x.arg) == os.path.realpath(y.arg))
 
 
+#: reader kind -> "module:function" giving (arg, params)'s options with the defaults filled in, which
+#: tell two spellings of one web apart from two webs (:func:`same_web`)
+OPTIONS: dict[str, str] = {"generated": "topiccrawl.weblab.generated:generated_options"}
 #: reader kind -> "module:function" checking (arg, params) without reading the corpus
 CHECKS: dict[str, str] = {
-    "generated": "topiccrawl.weblab.generated:generated_options",
+    **OPTIONS,
     "wikispeedia": "topiccrawl.weblab.readers.wikispeedia:check_wikispeedia",
     "webkb": "topiccrawl.weblab.readers.webkb:check_webkb",
     "htmltree": "topiccrawl.weblab.readers.htmltree:check_htmltree",

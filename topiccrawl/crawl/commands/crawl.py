@@ -134,12 +134,10 @@ def check_crawl_inputs(settings, spargs: dict, spidercls=None) -> None:
         job = scrapyd_job(spargs.get("_job"))
         check_output_dir(output_path(output_template(settings, job), spidercls.name, datetime.now(timezone.utc), job))
         if settings.get("JOBDIR"):  # a JOBDIR written by another spider, topic or web is refused
-            from topiccrawl.crawl.jobdir import STATE_FILE, check_jobdir, mend_spider_state, read_state
+            from topiccrawl.crawl.jobdir import STATE_FILE, check_jobdir, read_state
 
             check_output_dir(Path(settings["JOBDIR"]), "JOBDIR")  # read-only, not a folder: a traceback before
             check_jobdir(settings["JOBDIR"], spidercls.name, cfg)
-            if (mended := mend_spider_state(settings["JOBDIR"])) is not None:
-                logger.warning(mended)
             state = Path(settings["JOBDIR"]) / STATE_FILE
             if state.is_file() and cfg.store != "redis":  # so is a crawl state that cannot be read (the
                 read_state(state, keep=True)  # scheduler takes what is read here; Redis keeps its own state)
@@ -384,6 +382,11 @@ class Command(ScrapyCrawlCommand):
             if feeds is None and spidercls is not None:
                 feeds = rejoin_feeds(self.settings, opts.spargs, spidercls.name)
             check_feeds(feeds or self.settings.getdict("FEEDS"))
+            if spidercls is not None and self.settings.get("JOBDIR"):  # the last: once every check passed
+                from topiccrawl.crawl.jobdir import mend_spider_state
+
+                if (mended := mend_spider_state(self.settings["JOBDIR"])) is not None:
+                    logger.warning(mended)
         except USER_ERRORS as exc:
             message = redact_text(str(exc))
             print(f"error: {message}", file=sys.stderr)
