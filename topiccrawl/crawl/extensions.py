@@ -75,6 +75,8 @@ class TopicStats(TopicComponent):
         total = self.tc.total_relevant()
         if total is not None:
             stats.set_value("topiccrawl/truth/total_relevant", total)
+            if self.tc.truth_held_out:  # a topic tree's node: its descriptive pages count as not relevant
+                stats.set_value("topiccrawl/truth/held_out_only", True)
         interval = self.tc.config.progress_interval
         if interval > 0:
             self._loop = task.LoopingCall(self.log_progress)

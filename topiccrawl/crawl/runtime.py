@@ -352,6 +352,14 @@ class TopicCrawl:
 
             self.corpus = open_corpus(cfg.web)
             self.ground_truth = GroundTruth.from_corpus(self.corpus)
+        self.truth_held_out = False
+        if self.ground_truth is not None and cfg.topic_tree:
+            from topiccrawl.scoring.tdcs import load_tree
+
+            held_out = load_tree(cfg.topic_tree).heldout  # read once already, for the topic
+            if held_out:  # the node was described by the other half of its pages: they were seen
+                self.ground_truth = self.ground_truth.restricted(held_out, "held-out pages of the topic tree")
+                self.truth_held_out = True
         # count the corpus's relevant pages now, at start-up, not inside the crawl
         self.total_relevant()
 

@@ -49,6 +49,14 @@ class GroundTruth:
             self._totals[relevant] = sum(1 for u in self._urls() if self._lookup(u) & relevant)
         return self._totals[relevant]
 
+    def restricted(self, urls: Iterable[str], why: str) -> GroundTruth:
+        """The same labels on the pages of ``urls`` only (by :attr:`identity`), none elsewhere: e.g.
+        a topic tree's held-out pages, the only ones an evaluation of a node may count."""
+        keep = {self.identity(u) for u in urls}
+        lookup, identity = self._lookup, self.identity
+        return GroundTruth(lambda u: lookup(u) if identity(u) in keep else frozenset(), self._urls,
+                           f"{self.source}, {why}", identity)
+
     @classmethod
     def from_file(cls, path: str | Path) -> GroundTruth:
         path = Path(path)
