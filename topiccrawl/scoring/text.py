@@ -212,6 +212,8 @@ def _huge_parser() -> lxml_html.HTMLParser:
     if parser is None:
         parser = _PARSERS.parser = lxml_html.HTMLParser(huge_tree=True)
     return parser
+
+
 _KEYWORD_SEP = re.compile(r"[,，;；、|/]")
 
 
