@@ -33,3 +33,21 @@ def test_tdcs_scored_crawl_on_wikispeedia(tmp_path, shared_data):
     assert stats["topiccrawl/truth/total_relevant"] == len(held_out)
     fetched = [json.loads(line)["url"] for line in (out / "pages.jsonl").read_text(encoding="utf-8").splitlines()]
     assert stats["topiccrawl/truth/relevant"] == sum(url in held_out for url in fetched)
+
+
+def test_truth_picks_of_a_tree_scored_crawl_come_from_the_pages_it_is_evaluated_by(shared_data):
+    # seeds=truth:N / examples=truth:N picked among every article of the node, the descriptive half
+    # included, which the crawl's truth statistics count as not relevant
+    from conftest import memory_scheduler
+    from topiccrawl.scoring.tdcs import load_tree
+
+    spec = f"wikispeedia:{shared_data / 'wikispeedia'}"
+    scheduler = memory_scheduler("bestfirst", TOPICCRAWL_WEB=spec, TOPICCRAWL_SCORER="tdcs",
+                                 TOPICCRAWL_TOPIC_TREE=spec, TOPICCRAWL_TOPIC_NODE="Geography.Storms")
+    tc = scheduler.tc
+    tree = load_tree(spec)
+    node = tree["Geography.Storms"].id
+    held_out = {url for url, labels in tree.heldout.items() if node in labels}
+    picked = tc.seed_arg("truth:10")
+    assert len(picked) == 10 and set(picked) <= held_out
+    assert len(tc.seed_arg("truth:100")) == tc.total_relevant() == len(held_out)

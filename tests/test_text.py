@@ -350,3 +350,13 @@ def test_deeply_nested_pages_of_any_size_are_extracted():
             + b"</div>" * 1500 + b"</body></html>")
     page = extract(huge, "http://x.test/", "text/html")
     assert page.title == "T" and "storm" in page.text
+
+
+def test_a_chinese_page_over_ten_megabytes_of_utf8_keeps_its_text():
+    # libxml2's limit counts UTF-8 bytes: 4 million CJK characters (12 MB) passed for small by a count of
+    # characters, and parsed as empty
+    from topiccrawl.scoring.text import extract
+
+    body = ("<html><head><title>台风</title></head><body><p>" + "台" * 4_000_000 + "</p></body></html>").encode()
+    page = extract(body, "http://x.test/", "text/html; charset=utf-8")
+    assert page.title == "台风" and len(page.text) == 4_000_000

@@ -413,7 +413,10 @@ class TopicCrawl:
     def _truth_sample(self, n: int, seed: int, name: str) -> list[str]:
         if self.corpus is None or not self.topic.labels:
             raise ValueError(f"truth:{n} needs an offline web and a topic with evaluation labels")
-        picked = self.corpus.truth_sample(self.topic.labels, n, seed)
+        # the pages the crawl is evaluated by (a topic tree's held-out half): a pick of others would
+        # count as off-topic while the log calls them relevant
+        accept = (lambda u: self.ground_truth.is_relevant(u, self.topic.labels)) if self.truth_held_out else None
+        picked = self.corpus.truth_sample(self.topic.labels, n, seed, accept)
         if len(picked) < n:
             total = self.total_relevant()
             if total is not None and total > len(picked):  # the web is larger than the pick's sample

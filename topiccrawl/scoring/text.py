@@ -322,7 +322,8 @@ def extract(body: bytes, url: str, content_type: str | None = None,
     if not body or not body.strip() or not is_html(body, content_type):
         return Extracted()
     markup = _CONTROL.sub("", _XML_DECL.sub("", decode_html(body, content_type)))
-    if len(markup) > _HUGE_TEXT:  # a text node may pass libxml2's limit: parse with the limits lifted
+    # a text node may pass libxml2's limit, which counts UTF-8 bytes: parse with the limits lifted
+    if len(markup) > _HUGE_TEXT // 4 and len(markup.encode("utf-8", "replace")) > _HUGE_TEXT:
         try:
             return _extract(markup, url, context_words, squeeze, huge=True)
         except RecursionError:  # also nested deeper than the walk follows: libxml2's limits after all

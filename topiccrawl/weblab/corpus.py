@@ -123,11 +123,12 @@ class Corpus(abc.ABC):
                 return
             yield url
 
-    def truth_sample(self, labels, n: int, seed: int) -> list[str]:
-        """``truth:N``: a seeded pick of ``n`` pages whose labels meet ``labels``, from the
-        :meth:`search_sample` of :data:`TRUTH_SAMPLE` pages (seed 0 for ``seeds=truth:N``, 1 for
-        ``examples=truth:N``)."""
-        relevant = [u for u in self.search_sample(TRUTH_SAMPLE) if self.labels(u) & labels]
+    def truth_sample(self, labels, n: int, seed: int, accept: Callable[[str], bool] | None = None) -> list[str]:
+        """``truth:N``: a seeded pick of ``n`` pages whose labels meet ``labels`` (and that ``accept``
+        takes, e.g. a topic tree's held-out pages), from the :meth:`search_sample` of
+        :data:`TRUTH_SAMPLE` pages (seed 0 for ``seeds=truth:N``, 1 for ``examples=truth:N``)."""
+        relevant = [u for u in self.search_sample(TRUTH_SAMPLE)
+                    if self.labels(u) & labels and (accept is None or accept(u))]
         return random.Random(seed).sample(relevant, min(n, len(relevant)))
 
     def describe(self) -> dict:
