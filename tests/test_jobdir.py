@@ -130,35 +130,40 @@ def test_a_resume_carries_the_crawls_own_counters_not_those_its_state_gives():
                                "topiccrawl/examples/words": "volcano lava"}
 
 
-def test_a_spider_state_cut_short_is_started_anew_with_a_warning(tmp_path):
-    # Scrapy's SpiderState extension pickles spider.state into the JOBDIR; after a full disk it can be
-    # left empty, and every later resume logged an EOFError traceback from that extension
+def _spider_state_cut_short(tmp_path):
+    """A 10-page crawl with JOBDIR whose Scrapy spider.state is then left empty (as after a full
+    disk); returns the JOBDIR and a resume to ``max_pages`` of its (process, output folder)."""
     job = tmp_path / "job"
     first, _ = run_crawl(tmp_path / "a", args={"topic": "台风灾害", "max_pages": 10},
                          settings={**SERIAL, "JOBDIR": str(job)})
     assert first.returncode == 0, first.stderr[-3000:]
     (job / "spider.state").write_bytes(b"")
-    second, out2 = run_crawl(tmp_path / "b", args={"topic": "台风灾害", "max_pages": 20},
-                             settings={**SERIAL, "JOBDIR": str(job)})
+
+    def resume(name: str, max_pages: int):
+        return run_crawl(tmp_path / name, args={"topic": "台风灾害", "max_pages": max_pages},
+                         settings={**SERIAL, "JOBDIR": str(job)})
+
+    return job, resume
+
+
+def test_a_spider_state_cut_short_is_started_anew_with_a_warning(tmp_path):
+    # Scrapy's SpiderState extension pickles spider.state into the JOBDIR; after a full disk it can be
+    # left empty, and every later resume logged an EOFError traceback from that extension
+    job, resume = _spider_state_cut_short(tmp_path)
+    second, out2 = resume("b", 20)
     assert second.returncode == 0, second.stderr[-3000:]
     assert "Traceback" not in second.stderr and "EOFError" in second.stderr
     assert f"JOBDIR {job}: spider.state could not be read (EOFError: a write cut short?); started anew" in second.stderr
     assert len(_urls(out2)) == 10  # the resume went on from the crawl's own state
-    third, _ = run_crawl(tmp_path / "c", args={"topic": "台风灾害", "max_pages": 25},
-                         settings={**SERIAL, "JOBDIR": str(job)})
+    third, _ = resume("c", 25)
     assert third.returncode == 0 and "spider.state" not in third.stderr  # mended for good
 
 
 def test_a_refused_resume_leaves_a_spider_state_cut_short_as_it_is(tmp_path):
     # the mend ran before the crawl state was read: a resume refused for its unreadable state (which
     # says the JOBDIR is left as it is) had rewritten spider.state
-    job = tmp_path / "job"
-    first, _ = run_crawl(tmp_path / "a", args={"topic": "台风灾害", "max_pages": 10},
-                         settings={**SERIAL, "JOBDIR": str(job)})
-    assert first.returncode == 0, first.stderr[-3000:]
-    (job / "spider.state").write_bytes(b"")
+    job, resume = _spider_state_cut_short(tmp_path)
     (job / "topiccrawl.state").write_bytes(b"\x80")
-    second, _ = run_crawl(tmp_path / "b", args={"topic": "台风灾害", "max_pages": 20},
-                          settings={**SERIAL, "JOBDIR": str(job)})
+    second, _ = resume("b", 20)
     assert second.returncode == 2 and "the JOBDIR is left as it is" in second.stderr, second.stderr[-3000:]
     assert (job / "spider.state").read_bytes() == b""
