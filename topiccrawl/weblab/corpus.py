@@ -246,8 +246,7 @@ def same_web(a: str, b: str) -> bool:
     except CorpusError:
         return a == b
     if x.kind == y.kind and x.kind in OPTIONS:  # a generated web's preset, pages and seed, defaults spelled out or not
-        module_name, _, func_name = OPTIONS[x.kind].partition(":")
-        options = getattr(importlib.import_module(module_name), func_name)
+        options = _function(OPTIONS[x.kind])
         try:
             return options(x.arg, x.params) == options(y.arg, y.params)
         except (CorpusError, ValueError):
@@ -276,19 +275,21 @@ def check_spec(spec: str) -> CorpusSpec:
     crawl starts its lab, not a traceback from the lab's process."""
     parsed = parse_spec(spec)
     if parsed.kind in CHECKS:
-        module_name, _, func_name = CHECKS[parsed.kind].partition(":")
-        getattr(importlib.import_module(module_name), func_name)(parsed.arg, parsed.params)
+        _function(CHECKS[parsed.kind])(parsed.arg, parsed.params)
     return parsed
 
 
 def open_corpus(spec: str) -> Corpus:
     """Open the corpus named by a spec string (see ``docs/offline-web.md``)."""
     parsed = parse_spec(spec)
-    module_name, _, func_name = READERS[parsed.kind].partition(":")
-    opener: Callable[[str, dict[str, str]], Corpus] = getattr(
-        importlib.import_module(module_name), func_name
-    )
+    opener: Callable[[str, dict[str, str]], Corpus] = _function(READERS[parsed.kind])
     return opener(parsed.arg, parsed.params)
+
+
+def _function(target: str) -> Callable:
+    """The function a table entry names (``"module:function"``), its module imported when first used."""
+    module_name, _, func_name = target.partition(":")
+    return getattr(importlib.import_module(module_name), func_name)
 
 
 def int_param(params: dict[str, str], key: str, default: int, spec: str = "") -> int:
