@@ -204,6 +204,11 @@ def test_password_url_and_one_line_errors(redis_server_auth):
     with pytest.raises(RedisStoreError, match="the database after the port must be a number") as exc:
         connect(url.replace("/0", "/crawls"))
     assert PASSWORD not in str(exc.value)
+    # a malformed URL is said to be one, not "cannot reach"
+    for bad in (f"redis://:{PASSWORD}@127.0.0.1:port/0", "redis://[::1/0"):
+        with pytest.raises(RedisStoreError, match=r"is not a valid URL: ") as exc:
+            connect(bad)
+        assert PASSWORD not in str(exc.value) and "\n" not in str(exc.value)
 
 
 def test_config_takes_every_strategy_on_redis(redis_server):

@@ -128,5 +128,9 @@ def test_bad_line_in_seed_file(tmp_path):
 def test_missing_file_and_unknown_name():
     with pytest.raises(TopicError, match=r"^no/such\.toml: no such topic file$"):
         load_topic("no/such.toml")
+    with pytest.raises(TopicError, match=r"^tests: a folder, not a topic file \(give the \.toml file\)$"):
+        load_topic("tests")  # no slash, as `-a topic=tests` is typed
+    with pytest.raises(TopicError, match=r"^tests/: a folder, not a topic file"):
+        load_topic("tests/")
     with pytest.raises(TopicError, match=r"unknown topic 'volcanoes'.*台风灾害.*typhoon"):
         load_topic("volcanoes")

@@ -28,7 +28,11 @@ def client_for(url: str, timeout: float = 10.0):
     unix://path), not yet connected: it connects at its first command."""
     import redis
 
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 -- urlsplit checks the port only when asked
+    except ValueError as exc:  # "redis://host:notaport", "redis://[::1"
+        raise RedisStoreError(f"TOPICCRAWL_REDIS_URL={redact(url)!r} is not a valid URL: {exc}") from None
     if parts.scheme not in ("redis", "rediss", "unix"):
         raise RedisStoreError(f"TOPICCRAWL_REDIS_URL={redact(url)!r} must start with redis://, rediss:// or unix://")
     database = parts.path.strip("/")
@@ -44,8 +48,8 @@ def connect(url: str, timeout: float = 10.0):
     """:func:`client_for` ``url``, checked with PING; :class:`RedisStoreError` when that fails."""
     import redis
 
+    client = client_for(url, timeout)  # a malformed URL is said to be one
     try:
-        client = client_for(url, timeout)
         client.ping()
     except redis.AuthenticationError as exc:
         raise RedisStoreError(f"Redis at {redact(url)} refused the password: {exc}") from None

@@ -89,12 +89,17 @@ def load_topic(name_or_path: str) -> Topic:
     """
     arg = str(name_or_path).strip()
     path = Path(arg)
+    folder = TopicError(f"{arg}: a folder, not a topic file (give the .toml file)")
     if not (arg.endswith(".toml") or path.is_file() or "/" in arg or "\\" in arg):
         shipped = _shipped_dir() / f"{ALIASES.get(arg.lower(), arg)}.toml"
         if not shipped.is_file():
+            if path.is_dir():
+                raise folder
             known = ", ".join(shipped_topics() + sorted(ALIASES))
             raise TopicError(f"unknown topic {arg!r}; give a .toml path or one of: {known}")
         path = shipped
+    elif path.is_dir():
+        raise folder
     elif not path.is_file():
         raise TopicError(f"{path}: no such topic file")
     try:
