@@ -44,6 +44,9 @@ CASES = [
     ("focused", ["-a", "strategy=learned", "-s", "TOPICCRAWL_LEARNED_EPSILON=2"], "TOPICCRAWL_LEARNED_EPSILON"),
     ("focused", ["-a", "strategy=learned", "-s", "TOPICCRAWL_LEARNED_EPSILN=0.1"],
      "unknown setting TOPICCRAWL_LEARNED_EPSILN; did you mean TOPICCRAWL_LEARNED_EPSILON?"),
+    # a switch spelt otherwise than 1/0, true/false, yes/no, on/off: TOPICCRAWL_ENABLED's was a traceback
+    ("focused", ["-s", "TOPICCRAWL_ENABLED=maybe"], "setting TOPICCRAWL_ENABLED='maybe': expected 1/0, true/false, yes/no"),
+    ("focused", ["-s", "TOPICCRAWL_PLOT_ENABLED=maybe"], "setting TOPICCRAWL_PLOT_ENABLED='maybe': expected 1/0, true/"),
     ("focused", ["-s", "TOPICCRAWL_NO_SUCH_THING=1"], "unknown setting TOPICCRAWL_NO_SUCH_THING (docs/settings.md"),
     ("dwdbrm", ["-a", "pages=10"], "dwdbrm: no seed pages"),
     ("focused", ["-a", "max_page=50"], "unknown spider argument max_page for focused; expected one of: examples, "),
@@ -72,6 +75,22 @@ def test_bad_input_is_one_line_exit_2(tmp_path, spider, opts, message):
     assert last.startswith("error: ") and message in last, last
     assert proc.stderr.strip() == last  # the only line: no Scrapy start-up lines before it
     assert not out.exists()  # refused before the crawl: nothing written, no lab started
+
+
+def test_every_switch_takes_the_same_spellings():
+    # yes/no and on/off were refused by the crawl's own switches (Scrapy's getbool) while the
+    # strategies' options and TOPICCRAWL_SEMANTIC_ENABLED took them
+    from scrapy.settings import Settings
+
+    from topiccrawl.crawl.settings import TopicCrawlConfig, topiccrawl_enabled
+
+    for on, off in (("yes", "no"), ("ON", "Off"), ("true", "False"), ("1", "0"), (True, False)):
+        cfg = TopicCrawlConfig.from_settings(Settings({"TOPICCRAWL_PLOT_ENABLED": off,
+                                                       "TOPICCRAWL_AUDIT_ENABLED": on}))
+        assert (cfg.plot_enabled, cfg.audit_enabled) == (False, True)
+        assert topiccrawl_enabled(Settings({"TOPICCRAWL_ENABLED": on})) is True
+        assert topiccrawl_enabled(Settings({"TOPICCRAWL_ENABLED": off})) is False
+    assert topiccrawl_enabled(Settings()) is True
 
 
 def test_unknown_argument_message_lists_the_known_ones(tmp_path):

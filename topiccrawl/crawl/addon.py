@@ -22,7 +22,7 @@ import os
 from scrapy.utils.misc import load_object
 
 from topiccrawl.crawl.errors import mask_secrets_in_logs
-from topiccrawl.crawl.settings import DEFAULTS
+from topiccrawl.crawl.settings import DEFAULTS, topiccrawl_enabled
 
 #: tldextract's list of public-suffix-list URLs (newline-separated); empty: never download
 PSL_URLS_ENV = "TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS"
@@ -78,7 +78,7 @@ class TopicCrawlAddon:
         quiet_download_errors()  # a DNS failure or a refused connection: one line, no traceback
         for name, value in DEFAULTS.items():
             settings.set(name, value, priority="default")
-        if not settings.getbool("TOPICCRAWL_ENABLED", True):
+        if not topiccrawl_enabled(settings):
             return
         store = str(settings.get("TOPICCRAWL_STORE") or "memory")
         settings.set("SCHEDULER", scheduler_for(store, self.spidercls), priority="addon")

@@ -43,6 +43,7 @@ from topiccrawl.crawl.settings import (
     page_links_mode,
     parse_url_list,
     semantic_auto_off,
+    topiccrawl_enabled,
 )
 from topiccrawl.learning.anchorjudge import context_words
 from topiccrawl.learning.association import EXAMPLE_LINK, anchor_terms
@@ -1173,6 +1174,6 @@ class TopicComponent:
     def from_crawler(cls, crawler):
         from scrapy.exceptions import NotConfigured
 
-        if not crawler.settings.getbool("TOPICCRAWL_ENABLED", True):
+        if not topiccrawl_enabled(crawler.settings):
             raise NotConfigured
         return cls(crawler)

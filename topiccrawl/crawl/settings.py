@@ -21,6 +21,7 @@ from topiccrawl.strategies.base import (
     FrontierError,
     StrategyOptions,
     get_strategy,
+    parse_switch,
     setting_name,
 )
 
@@ -145,7 +146,7 @@ class TopicCrawlConfig:
             default, kind = DEFAULTS[key], kinds[f.name]
             try:
                 if kind is bool:
-                    values[f.name] = settings.getbool(key, default)
+                    values[f.name] = parse_switch(settings.get(key, default))
                 elif kind is int:
                     values[f.name] = settings.getint(key, default)
                 elif kind is float:
@@ -155,18 +156,17 @@ class TopicCrawlConfig:
                 else:
                     values[f.name] = str(settings.get(key, default) or "")
             except (TypeError, ValueError):
-                raise ConfigError(f"setting {key}={settings.get(key)!r} is not a valid value") from None
+                expected = f": expected {SWITCH_SPELLINGS}" if kind is bool else " is not a valid value"
+                raise ConfigError(f"setting {key}={settings.get(key)!r}{expected}") from None
         for name, value in (overrides or {}).items():
             if value is None:
                 continue
             kind = type(values[name])
             try:
-                if kind is bool:
-                    values[name] = str(value).lower() in SWITCH_ON
-                else:
-                    values[name] = kind(value)
+                values[name] = parse_switch(value) if kind is bool else kind(value)
             except (TypeError, ValueError):
-                raise ConfigError(f"spider argument {name}={value!r} is not a valid {kind.__name__}") from None
+                expected = f": expected {SWITCH_SPELLINGS}" if kind is bool else f" is not a valid {kind.__name__}"
+                raise ConfigError(f"spider argument {name}={value!r}{expected}") from None
         if values["store"] == "redis":
             values["redis_url"] = _redis_url(str(values["redis_url"]), str(values["redis_url_file"]))
         cfg = cls(**values)
@@ -290,9 +290,19 @@ class TopicCrawlConfig:
         parse_allow_hosts(self.live_allow_hosts)  # raises ConfigError on a bad entry
 
 
-#: the spellings of a switch that is on / off (as Scrapy's ``getbool`` reads them, and yes/no)
+#: the spellings of a switch that is on / off (:func:`~topiccrawl.strategies.base.parse_switch`'s)
 SWITCH_ON = ("1", "true", "yes", "on")
 SWITCH_OFF = ("0", "false", "no", "off", "")
+SWITCH_SPELLINGS = "1/0, true/false, yes/no or on/off"
+
+
+def topiccrawl_enabled(settings) -> bool:
+    """``TOPICCRAWL_ENABLED`` read as every switch is (:class:`ConfigError` for another value)."""
+    value = settings.get("TOPICCRAWL_ENABLED", True)
+    try:
+        return parse_switch(value)
+    except ValueError:
+        raise ConfigError(f"setting TOPICCRAWL_ENABLED={value!r}: expected {SWITCH_SPELLINGS}") from None
 
 
 #: the environment variable that may hold the Redis URL (a password stays out of ``ps`` and Scrapyd's log)

@@ -166,6 +166,17 @@ SETTING_PREFIX = "TOPICCRAWL_"
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
 
+def parse_switch(raw: Any) -> bool:
+    """A switch's value (a setting's string, a spider argument or a bool): 1/0, true/false, yes/no,
+    on/off in any case, empty for off; ValueError otherwise."""
+    text = str(raw).strip().lower()
+    if text in _TRUE:
+        return True
+    if text in _FALSE or not text:
+        return False
+    raise ValueError(raw)
+
+
 def setting_name(option: str) -> str:
     """The setting an options field is read from: ``wl_lnf0`` → ``TOPICCRAWL_WL_LNF0``."""
     return SETTING_PREFIX + option.upper()
@@ -180,10 +191,7 @@ def option_field(default: Any, *, low: Any = None, high: Any = None, choices: tu
 def _parse(kind: type, raw: Any) -> Any:
     """``raw`` (a setting's string or a value) as ``kind``; ValueError when it is not one."""
     if kind is bool:
-        text = str(raw or "false").strip().lower()
-        if text not in _TRUE + _FALSE:
-            raise ValueError(raw)
-        return text in _TRUE
+        return parse_switch(raw or "false")
     if kind is str and isinstance(raw, str):
         return raw.strip().lower()
     return kind(raw)

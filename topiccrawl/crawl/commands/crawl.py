@@ -40,6 +40,7 @@ from topiccrawl.crawl.settings import (
     check_setting_names,
     parse_url_list,
     strategy_options,
+    topiccrawl_enabled,
 )
 from topiccrawl.discovery.pages import DWDBRMError
 from topiccrawl.discovery.search import SearchBackendError
@@ -365,8 +366,14 @@ class Command(ScrapyCrawlCommand):
 
     def process_options(self, args, opts) -> None:
         super().process_options(args, opts)
-        if not args or not self.settings.getbool("TOPICCRAWL_ENABLED", True):
+        if not args:
             return
+        try:
+            if not topiccrawl_enabled(self.settings):
+                return
+        except ConfigError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            raise SystemExit(2) from None
         # the checks' log records, held until Scrapy has set up logging (never flushed before)
         root, held = logging.getLogger(), BufferingHandler(capacity=sys.maxsize)
         level = root.level
