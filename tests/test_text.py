@@ -352,6 +352,20 @@ def test_deeply_nested_pages_of_any_size_are_extracted():
     assert page.title == "T" and "storm" in page.text
 
 
+def test_text_nested_deeper_than_libxml2s_default_limit_is_kept():
+    # 300 unclosed <font> tags nest the rest of the page 300 deep: libxml2's default depth limit (256)
+    # dropped everything after the 256th, so the page's topic text was lost
+    from topiccrawl.scoring.text import extract
+
+    body = (b"<html><head><title>T</title></head><body><p>intro</p>" + b"<font size=2>x " * 300
+            + b"typhoon landfall <a href='/next'>next storm</a></body></html>")
+    page = extract(body, "http://x.test/", "text/html")
+    assert "typhoon landfall" in page.text and [a.url for a in page.anchors] == ["http://x.test/next"]
+    # nested deeper than the walk follows too: the text within libxml2's default limit, as before
+    deepest = b"<html><body><p>intro</p>" + b"<font>x " * 5000 + b"typhoon</body></html>"
+    assert extract(deepest, "http://x.test/", "text/html").text.startswith("intro x x")
+
+
 def test_a_chinese_page_over_ten_megabytes_of_utf8_keeps_its_text():
     # libxml2's limit counts UTF-8 bytes: 4 million CJK characters (12 MB) passed for small by a count of
     # characters, and parsed as empty

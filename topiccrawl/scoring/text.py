@@ -201,16 +201,24 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 #: libxml2's limit on one text node (``XML_MAX_TEXT_LENGTH``): a page whose text is one node longer
 #: than this parsed as empty with lxml's default parser
 _HUGE_TEXT = 10_000_000
-#: for markup above :data:`_HUGE_TEXT`, the HTML parser of each thread (an lxml parser is not to be
-#: shared between threads) with libxml2's limits lifted (``huge_tree``, the depth limit too); the
-#: download size limit (``DOWNLOAD_MAXSIZE``) bounds what it reads
+#: the HTML parsers of each thread (an lxml parser is not to be shared between threads): lxml's
+#: defaults, and for markup above :data:`_HUGE_TEXT` or nested too deep, one with libxml2's limits
+#: lifted (``huge_tree``, the depth limit too); the download size limit (``DOWNLOAD_MAXSIZE``)
+#: bounds what it reads
 _PARSERS = threading.local()
 
 
-def _huge_parser() -> lxml_html.HTMLParser:
-    parser = getattr(_PARSERS, "parser", None)
+#: libxml2's message when markup nests deeper than its default limit (256): what lies deeper is lost
+_TOO_DEEP = "Excessive depth in document"
+
+
+def _parser(huge: bool) -> lxml_html.HTMLParser:
+    """This thread's HTML parser: lxml's defaults, or with libxml2's limits lifted (``huge``)."""
+    name = "huge" if huge else "plain"
+    parser = getattr(_PARSERS, name, None)
     if parser is None:
-        parser = _PARSERS.parser = lxml_html.HTMLParser(huge_tree=True)
+        parser = lxml_html.HTMLParser(huge_tree=huge)
+        setattr(_PARSERS, name, parser)
     return parser
 
 
@@ -327,17 +335,26 @@ def extract(body: bytes, url: str, content_type: str | None = None,
         try:
             return _extract(markup, url, context_words, squeeze, huge=True)
         except RecursionError:  # also nested deeper than the walk follows: libxml2's limits after all
-            pass
+            return _extract(markup, url, context_words, squeeze, deeper=False)
     return _extract(markup, url, context_words, squeeze)
 
 
-def _extract(markup: str, url: str, context_words: int, squeeze: bool, huge: bool = False) -> Extracted:
-    """:func:`extract` of the decoded ``markup``; ``huge``: with libxml2's limits lifted."""
+def _extract(markup: str, url: str, context_words: int, squeeze: bool, huge: bool = False,
+             deeper: bool = True) -> Extracted:
+    """:func:`extract` of the decoded ``markup``; ``huge``: with libxml2's limits lifted. Markup
+    nested deeper than libxml2's default limit (unclosed ``<font>`` tags, say), whose deeper text
+    that limit drops, is parsed again with the limits lifted when ``deeper`` (kept as first parsed
+    when also nested deeper than the walk below follows)."""
+    parser = _parser(huge)
     try:
-        root = lxml_html.document_fromstring(markup, parser=_huge_parser()) if huge else \
-            lxml_html.document_fromstring(markup)
+        root = lxml_html.document_fromstring(markup, parser=parser)
     except (etree.ParserError, ValueError):
         return Extracted()
+    if deeper and not huge and any(_TOO_DEEP in error.message for error in parser.error_log):
+        try:
+            return _extract(markup, url, context_words, squeeze, huge=True)
+        except RecursionError:
+            pass
     for el in root.xpath("//script|//style|//noscript|//template"):
         el.drop_tree()
     etree.strip_elements(root, etree.Comment, etree.ProcessingInstruction, with_tail=False)
