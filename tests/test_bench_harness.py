@@ -433,11 +433,11 @@ def test_replay_of_an_examples_only_crawl_adds_its_examples_and_registers_the_de
     example_terms = [before.terms(u) for u in examples]
     words = [w for w, _ in topic_words(example_terms, [before.terms(u) for u in corpus.seeds()], k=30)]
     chinese = [w for w in words if has_cjk(w)]
-    assert chinese and not all(jieba.get_FREQ(w) == 2000 for w in chinese)  # not registered yet
+    assert chinese and not all((jieba.get_FREQ(w) or 0) >= 2000 for w in chinese)  # not registered yet
     table = tmp_path / "replay.md"
     main([str(out), "--variant", "learned-examples", "--examples", "--rule", "base", "--out", str(table)])
 
-    assert all(jieba.get_FREQ(w) == 2000 for w in chinese)  # registered as add_words does
+    assert all(jieba.get_FREQ(w) >= 2000 for w in chinese)  # registered as add_words does
     after = Pages(spec)
     focus = PageFocus(classifier=PageClassifier(random_state=0), use_words=False)
     for terms in example_terms:

@@ -58,6 +58,18 @@ def test_add_words_keeps_topic_words_whole():
     assert tokenize("防洪排涝指挥所") == ["防洪排涝指挥所"]
 
 
+def test_add_words_never_splits_a_word_jieba_knows_better():
+    # a common word registered at 2000, below jieba's own frequency (不是 46,856), split into stop
+    # words: words derived from example pages and copied into a topic file were refused
+    import jieba
+
+    assert tokenize("台风不是小事，有人受伤") == ["台风", "不是", "小事", "有人", "受伤"]
+    own = jieba.get_FREQ("不是")
+    add_words(["不是", "有人"])
+    assert jieba.get_FREQ("不是") == own and jieba.get_FREQ("有人") >= 2000
+    assert tokenize("台风不是小事，有人受伤") == ["台风", "不是", "小事", "有人", "受伤"]
+
+
 # -- decoding --------------------------------------------------------------------------------
 
 ZH = "<html><head><title>暴雨预警</title></head><body><p>今天夜间有暴雨，请注意防范。</p></body></html>"

@@ -151,10 +151,14 @@ def _latin_terms(text: str, stopwords: frozenset[str]) -> list[str]:
 
 
 def add_words(words: list[str]) -> None:
-    """Teach jieba words it must not split (topic words such as 风暴潮), in Simplified form."""
-    for w in words:
-        if has_cjk(w):
-            jieba.add_word(to_simplified(w), freq=2000)
+    """Teach jieba words it must not split (topic words such as 风暴潮), in Simplified form: at a
+    frequency of 2000, or jieba's own where higher (a common word such as 不是 at 2000 would lose to
+    its neighbours' words and split, into stop words)."""
+    cjk = [to_simplified(w) for w in words if has_cjk(w)]
+    if cjk:
+        jieba.initialize()  # its dictionary's frequencies, loaded once
+    for w in cjk:
+        jieba.add_word(w, freq=max(2000, jieba.get_FREQ(w) or 0))
     _cut.cache_clear()
     _tokenize_short.cache_clear()
 
