@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler
 
 import pytest
 
-from conftest import loopback_server, reply, run_crawl
+from conftest import REPO, loopback_server, reply, run_crawl
 
 TEXT = {
     "ex1": "volcano lava magma eruption crater basalt volcano lava",
@@ -266,6 +266,14 @@ def test_one_page_given_as_several_examples_is_used_once_and_each_is_named_as_gi
     assert (f"example page {site}/to-ex1 (redirected to {site}/ex1) is the page of example {site}/ex1 as well: "
             "not used twice") in proc.stderr, proc.stderr[-3000:]
     assert f"example page {site}/to-json (redirected to {site}/data.json) is not an HTML page" in proc.stderr
+    # on the command line too: the same page with a fragment was fetched twice, "redirected" to itself
+    proc, out = run_crawl(tmp_path / "cli", args={"topic": str(topic), "strategy": "learned", "max_pages": 3,
+                                                  "examples": f"{site}/ex1,{site}/ex1#top,{site}/ex2"},
+                          settings=LIVE, feed=False)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    stats = _stats(out)
+    assert stats["topiccrawl/examples/fetched"] == 2 and "topiccrawl/examples/duplicate" not in stats
+    assert "redirected to" not in proc.stderr
     # an example redirected to a counter-example's page: the one given first keeps it, though the
     # counter-example answers first here (one request at a time; the redirect queues behind it)
     topic = _topic(tmp_path, site, f'examples = ["{site}/to-ex1", "{site}/ex2"]', f'counter_examples = ["{site}/ex1"]')
@@ -342,8 +350,12 @@ def test_a_resume_says_so_when_the_pages_of_its_examples_dir_changed(tmp_path, s
     first, out1 = run_crawl(tmp_path / "a", args={**args, "max_pages": 3}, settings={**LIVE, "JOBDIR": str(job)})
     assert first.returncode == 0, first.stderr[-3000:]
     assert _stats(out1)["topiccrawl/examples/read"] == 2
-    same, _ = run_crawl(tmp_path / "same", args={**args, "max_pages": 4}, settings={**LIVE, "JOBDIR": str(job)})
+    # the same topic named by a relative path (examples_dir is then another spelling of the folder:
+    # the resume warned that the examples differed)
+    relative = {**args, "topic": os.path.relpath(topic, REPO), "max_pages": 4}
+    same, _ = run_crawl(tmp_path / "same", args=relative, settings={**LIVE, "JOBDIR": str(job)})
     assert same.returncode == 0 and "resumed" in same.stderr and "not used (a new JOBDIR" not in same.stderr
+    assert "the crawl resumes with the 2 example pages it started with" in same.stderr, same.stderr[-3000:]
     # the same folder name, other pages in it
     (folder / "ex2.html").write_bytes(_page("volcano", TEXT["ex3"], []))
     changed, out2 = run_crawl(tmp_path / "b", args={**args, "max_pages": 5}, settings={**LIVE, "JOBDIR": str(job)})

@@ -436,7 +436,9 @@ def parse_url_list(name: str, value: str | None, offline: bool = True) -> UrlLis
         if not _is_http_url(url):
             forms = "URL,URL,…, truth:N or audit:PATH" if name == "examples" else "URL,URL,… or truth:N"
             raise ConfigError(f"spider argument {name}: {url!r} is not an http(s) URL a crawl can fetch (expected {forms})")
-    return UrlList(urls)
+    from topiccrawl.scoring.topic import distinct_pages
+
+    return UrlList(tuple(distinct_pages(urls)))  # one page under two spellings (a fragment) is one page
 
 
 def _is_http_url(url: str) -> bool:

@@ -131,7 +131,7 @@ def _loads(source: str) -> dict:
             raise first from None
 
 
-def _distinct_pages(urls: list[str]) -> list[str]:
+def distinct_pages(urls) -> list[str]:
     """``urls`` without the repeats of a page (the same URL but for its fragment or the order of
     its query), each page under the first spelling given."""
     pages: dict[str, str] = {}
@@ -154,7 +154,7 @@ def _parse(data: dict, path: Path) -> Topic:
     examples = _url_list(data, "examples", fail)
     counter = _url_list(data, "counter_examples", fail)
     # one page under two spellings (a fragment, the query's order) is one page
-    examples, counter = _distinct_pages(examples), _distinct_pages(counter)
+    examples, counter = distinct_pages(examples), distinct_pages(counter)
     counter_pages = {canonicalize_url(url) for url in counter}
     both = [url for url in examples if canonicalize_url(url) in counter_pages]
     if both:

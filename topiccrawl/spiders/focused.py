@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 
 import scrapy
@@ -148,7 +149,8 @@ class FocusedSpider(scrapy.Spider):
         tc = self.tc
         topic = tc.topic
         examples, counter_examples = tc.example_urls(self.examples_arg)
-        sources = {"examples": examples, "counter_examples": counter_examples, "examples_dir": topic.examples_dir,
+        sources = {"examples": examples, "counter_examples": counter_examples,
+                   "examples_dir": os.path.abspath(topic.examples_dir) if topic.examples_dir else "",
                    "examples_dir_pages": folder_digest(topic.examples_dir) if topic.examples_dir else None}
         stopped = self.crawler.stats.get_value(EXAMPLES_PENDING)  # a JOBDIR saved in the examples' phase
         if tc.focus is not None and tc.focus.n_examples and not tc.metrics.dp and (stopped or not tc.topic.words):
@@ -159,6 +161,8 @@ class FocusedSpider(scrapy.Spider):
         if tc.focus is not None and tc.focus.n_examples:  # a JOBDIR resume restored them
             old = tc.example_sources or {}  # a key a JOBDIR of an older release lacks is not compared
             changed = [k for k, v in sources.items() if k in old and old[k] != v]
+            if "examples_dir" in changed and "examples_dir_pages" in old and "examples_dir_pages" not in changed:
+                changed.remove("examples_dir")  # the same pages, the folder named from elsewhere (../saved)
             if not self.examples_arg:  # none on the command line now: only what the file gives is compared
                 changed = [k for k in changed if k not in ("examples", "counter_examples")
                            or not set(sources[k]) <= set(old[k] or ())]
