@@ -112,3 +112,13 @@ def test_write_labels_sorts_labels(tmp_path):
                           {"http://x.test/a": {"storm", "flood"}})
     assert write_labels(corpus, str(tmp_path / "l.tsv")) == 2
     assert (tmp_path / "l.tsv").read_text() == "http://x.test/a\tflood,storm\nhttp://x.test/b\t\n"
+
+
+def test_help_has_no_heading_made_of_an_option_text(env):
+    # Scrapy's help formatter makes a line ending in ":" a heading: --access-log's help, wrapped after
+    # "FILE:", printed "Append One Line Per Request …" underlined with "=" in the options
+    proc = subprocess.run(scrapy_cmd("--help"), env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and "--access-log" in proc.stdout, proc.stderr[-2000:]
+    lines = proc.stdout.splitlines()
+    headings = [lines[i - 1].strip() for i, line in enumerate(lines) if i and set(line.strip()) == {"="}]
+    assert headings and set(headings) <= {"Usage", "Options", "Global Options"}, headings

@@ -35,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reader", action="append", default=[], metavar="KIND=MODULE:FUNCTION",
                         help="register an extra corpus reader kind (may be repeated)")
     parser.add_argument("--access-log", metavar="FILE",
-                        help="append one line per request for a corpus page to FILE: its URL")
+                        help="append one line per request for a corpus page (its URL) to FILE")
     parser.add_argument("--parent-pid", type=int, default=0, metavar="PID", help=argparse.SUPPRESS)
 
 
