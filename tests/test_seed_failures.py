@@ -87,3 +87,26 @@ def test_a_network_failure_is_one_line_and_a_program_error_keeps_its_traceback()
     bug = _record(ValueError("a bug"))
     assert DownloadErrorFilter().filter(bug)
     assert "Traceback" in handler.format(bug) and "ValueError: a bug" in handler.format(bug)
+
+
+@pytest.mark.parametrize("spider,args", [
+    ("focused", {"seeds": "truth:3"}),
+    ("focused", {"strategy": "learned", "examples": "truth:3"}),
+    ("dwdbrm", {"seeds": "truth:3", "pages": "10"}),
+])
+def test_truth_n_that_finds_no_labelled_page_stops_with_one_line_and_exit_2(tmp_path, spider, args):
+    # a topic whose label has a typo: truth:N picked nothing, and the crawl went on without seeds or
+    # examples (a misleading "no seed pages: pass -a seeds=…" or "no seed URLs", exit 0, empty outputs)
+    topic = tmp_path / "typo.toml"
+    topic.write_text('beta = 0.3\nlabels = ["topic:台风灾难"]\n[words]\n台风 = 1.0\n', encoding="utf-8")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "stats.json").write_text("an earlier crawl's\n", encoding="utf-8")
+    proc, _ = run_crawl(tmp_path, spider, args={"topic": str(topic), **args}, feed=False,
+                        settings={"TOPICCRAWL_WEB": "generated:zh-disaster?pages=2000", "TOPICCRAWL_MAX_PAGES": "10"})
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    errors = [line for line in proc.stderr.splitlines() if " ERROR: " in line]
+    assert len(errors) == 1 and "=truth:3: no page of the offline web generated:zh-disaster" in errors[0], errors
+    assert "labels: topic:台风灾难" in errors[0]
+    assert sorted(p.name for p in out.iterdir()) == ["stats.json"]  # nothing written over an earlier crawl's
+    assert (out / "stats.json").read_text(encoding="utf-8") == "an earlier crawl's\n"

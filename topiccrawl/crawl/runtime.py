@@ -418,6 +418,15 @@ class TopicCrawl:
         # count as off-topic while the log calls them relevant
         accept = (lambda u: self.ground_truth.is_relevant(u, self.topic.labels)) if self.truth_held_out else None
         picked = self.corpus.truth_sample(self.topic.labels, n, seed, accept)
+        if not picked:
+            from scrapy.exceptions import CloseSpider
+
+            from topiccrawl.crawl.feeds import NO_TRUTH_PAGES
+
+            logger.error("%s=truth:%d: no page of the offline web %s is labelled relevant to topic %s (labels: %s): "
+                         "a typo in a label, or a web without this topic? Nothing crawled", name, n, self.config.web,
+                         self.topic.path or self.topic.name, ", ".join(sorted(self.topic.labels)))
+            raise CloseSpider(NO_TRUTH_PAGES)  # the engine closes the crawl with this reason
         if len(picked) < n:
             total = self.total_relevant()
             if total is not None and total > len(picked):  # the web is larger than the pick's sample

@@ -49,7 +49,7 @@ from twisted.internet import task
 
 from topiccrawl.crawl.codec import decode, encode
 from topiccrawl.crawl.engine import default_callback, wake_engine
-from topiccrawl.crawl.feeds import NO_TOPIC_WORDS, keep_feeds
+from topiccrawl.crawl.feeds import NO_TOPIC_WORDS, NO_TRUTH_PAGES, keep_feeds
 from topiccrawl.crawl.meta import LOCAL_META, META_KEY
 from topiccrawl.crawl.runtime import TopicCrawl
 from topiccrawl.crawl.scheduler import TopicScheduler
@@ -362,7 +362,7 @@ class RedisScheduler(RedisWorker, TopicScheduler):
     def _close(self, reason: str) -> None:
         # stopped before its examples' verdict (no words from them, or Ctrl-C while they were fetched):
         # a lone worker's claimed options would refuse the next worker's, though nothing was crawled
-        early = reason == NO_TOPIC_WORDS or getattr(self.spider, "stopped_in_examples", False)
+        early = reason in (NO_TOPIC_WORDS, NO_TRUTH_PAGES) or getattr(self.spider, "stopped_in_examples", False)
         if early and self.joined and not self.refused and self.frontier.withdraw():
             logger.info("crawl %r withdrawn from Redis: it stopped before its examples' verdict, counted no page "
                         "and had no other worker, so the next worker starts it afresh", self.crawl_id)
