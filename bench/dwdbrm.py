@@ -3,7 +3,7 @@
     python -m bench.dwdbrm --corpus realestate --reps 5 --pages 1000 \
         --methods dwdbrm,keyword_search,related_search,forward,backward,focused,dwdbrm-disco
     python -m bench.dwdbrm --corpus wikispeedia --reps 5 --pages 600
-    python -m bench.dwdbrm --report     # only the tables (OUT/results.md) and docs/img/dwdbrm-*.png
+    python -m bench.dwdbrm --report     # only the tables (OUT/results.md) and OUT/img/dwdbrm-*.png
 
 Corpora: ``realestate`` = ``generated:zh-realestate?pages=20000&seed=S`` (S = 1..reps, one web
 per repetition), topic 房产, 5 seeds chosen exactly as the spiders' ``seeds=truth:5`` does;
@@ -336,15 +336,38 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--pages", type=int, default=1000)
     ap.add_argument("--out", type=Path, default=REPO / "out" / "bench-dwdbrm")
-    ap.add_argument("--img", type=Path, default=REPO / "docs" / "img")
+    ap.add_argument("--img", type=Path, help="folder of the plots (default OUT/img; docs/img holds the committed ones)")
     ap.add_argument("--data-dir", default=os.environ.get("TOPICCRAWL_DATA_DIR"),
                     help="folder of the third-party corpora (wikispeedia/; default: $TOPICCRAWL_DATA_DIR)")
     ap.add_argument("--report", action="store_true", help="only write the tables and plots from OUT/runs.jsonl")
     args = ap.parse_args()
-    if not args.report:
-        if not args.corpus:
-            ap.error("--corpus is required unless --report")
+    # the crawls run in the repository: folders given from elsewhere are made absolute first
+    args.out = args.out.resolve()
+    args.img = (args.img or args.out / "img").resolve()
+    for name, folder in (("--out", args.out), ("--img", args.img)):
+        if folder.exists() and not folder.is_dir():
+            ap.error(f"{name} {folder} is a file, not a folder")
+    if args.report:
+        if not (args.out / "runs.jsonl").is_file():
+            ap.error(f"--report: {args.out / 'runs.jsonl'} does not exist (run the crawls with this --out first)")
+        report(args)
+        return
+    if not args.corpus:
+        ap.error("--corpus is required unless --report")
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    unknown = [m for m in methods if m not in (*METHODS, "dwdbrm-disco")]
+    if unknown or not methods:
+        ap.error(f"--methods: unknown {', '.join(unknown) or '(none given)'}; "
+                 f"expected some of {', '.join((*METHODS, 'dwdbrm-disco'))}")
+    args.methods = ",".join(dict.fromkeys(methods))
+    if args.reps < 1 or args.pages < 1:
+        ap.error("--reps and --pages must be at least 1")
+    try:
         crawl(args)
+    except KeyboardInterrupt:
+        print(f"interrupted: the finished runs are kept in {args.out / 'runs.jsonl'} "
+              f"(python -m bench.dwdbrm --report --out {args.out} writes their tables)", file=sys.stderr)
+        raise SystemExit(130) from None
     report(args)
 
 

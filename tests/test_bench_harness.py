@@ -707,3 +707,36 @@ def test_a_learned_focus_session_keeps_its_topic_copies_and_writes_under_a_relat
     from bench.learned_focus import same_run
 
     assert same_run(run, command)
+
+
+def test_the_dwdbrm_bench_writes_under_its_out_and_refuses_mistakes_in_one_line(tmp_path):
+    # its plots went to docs/img, over the committed figures, on every run; an --out relative to another
+    # folder had the crawls write under the repository (FileNotFoundError); a misspelt method failed
+    # after the methods before it were crawled; --report without runs was a traceback
+    import os
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    committed = {p.name: p.read_bytes() for p in (REPO / "docs" / "img").glob("dwdbrm-*.png")}
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+
+    def bench(*args, timeout=600):
+        return subprocess.run([sys.executable, "-m", "bench.dwdbrm", *args], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=timeout)
+
+    proc = bench("--corpus", "realestate", "--reps", "1", "--pages", "10", "--methods", "forward", "--out", "rel")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run = json.loads((tmp_path / "rel" / "runs.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    assert run["method"] == "forward" and len(run["curve"]) == 10
+    assert (tmp_path / "rel" / "img" / "dwdbrm-realestate.png").is_file()
+    assert {p.name: p.read_bytes() for p in (REPO / "docs" / "img").glob("dwdbrm-*.png")} == committed
+    assert not (REPO / "rel").exists()
+    (tmp_path / "afile").write_text("x", encoding="utf-8")
+    for args, said in ((("--corpus", "realestate", "--methods", "forward,forwrd"), "--methods: unknown forwrd"),
+                       (("--corpus", "realestate", "--out", "afile"), "is a file, not a folder"),
+                       (("--report", "--out", "nothing"), "runs.jsonl does not exist")):
+        proc = bench(*args, timeout=120)
+        assert proc.returncode == 2 and said in proc.stderr and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+        assert not (tmp_path / "nothing").exists()
