@@ -65,6 +65,7 @@ from pathlib import Path
 from bench.strategies import (
     SEED_SETTINGS,
     CrawlFailed,
+    check_labels,
     check_passed_through,
     checkpoints_for,
     crawl_command,
@@ -200,18 +201,6 @@ def truth_examples(spec: str, labels, n: int, seed: int = 1) -> list[str]:
     from topiccrawl.weblab.corpus import open_corpus
 
     return open_corpus(spec).truth_sample(labels, n, seed)
-
-
-def check_labels(spec: str, topics) -> None:
-    """SystemExit (one line) for a topic whose labels match no page of the corpus (a typo in a
-    label): its crawls would find no relevant page, and a recall of 0 of 0 entered the means."""
-    from topiccrawl.weblab.corpus import open_corpus
-
-    corpus = open_corpus(spec)
-    for topic in topics:
-        if not any(corpus.labels(u) & topic.labels for u in corpus.iter_urls()):
-            raise SystemExit(f"{topic.path or topic.name}: its labels ({', '.join(sorted(topic.labels))}) match no "
-                             f"page of {spec}: a typo in a label?")
 
 
 def resolve_topics(spec: str) -> list[str]:
@@ -675,8 +664,9 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     variants = list(dict.fromkeys(v.strip() for v in args.variants.split(",") if v.strip()))
     unknown = [v for v in variants if v not in VARIANTS]
-    if unknown:
-        raise SystemExit(f"unknown variant {unknown[0]!r}: choose from {', '.join(VARIANTS)}")
+    if unknown or not variants:
+        raise SystemExit(f"unknown variant {unknown[0]!r}: choose from {', '.join(VARIANTS)}" if unknown else
+                         f"--variants names none: choose from {', '.join(VARIANTS)}")
     # what a chosen variant sets itself (its examples, its repetition's seed) labels its rows too
     own_args = {a.partition("=")[0]: f"the variant {v} (it sets it)" for v in variants for a in VARIANTS[v].args}
     own_settings = {VARIANTS[v].seed_setting: "--first-seed (the repetitions' seeds)" for v in variants

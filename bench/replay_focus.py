@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import inspect
 import json
 import statistics
 import sys
@@ -72,6 +73,38 @@ def parse_rule(spec: str) -> tuple[str, dict, dict]:
         else:
             focus[key] = parse_value(value)
     return name, focus, classifier
+
+
+#: the keys of a rule that are the replay's own, beside PageFocus's and PageClassifier's
+RANK_RULES = ("relevance", "full", "semantic", "semprod", "title", "word")
+
+
+def check_rules(rules: list[tuple[str, dict, dict]]) -> None:
+    """SystemExit (one line) for a rule the replay cannot run, before any replay: a name given twice
+    (their errors were pooled into one column) or ``crawl``; a key neither ``PageFocus`` nor
+    ``PageClassifier`` takes; a text where a number is expected; an unknown ``rank``."""
+    seen = {"crawl"}
+    for name, focus_kw, classifier_kw in rules:
+        if not name or name in seen:
+            raise SystemExit(f"--rule {name!r}: " + ("a rule needs a name (NAME:KEY=VALUE,...)" if not name else
+                             "that name is the crawl's own column" if name == "crawl" else "given twice"))
+        seen.add(name)
+        if focus_kw.get("rank", "relevance") not in RANK_RULES:
+            raise SystemExit(f"--rule {name}: rank={focus_kw['rank']}: expected {', '.join(RANK_RULES)}")
+        own = {k: v for k, v in focus_kw.items() if k not in ("rank", "rank_weight")}
+        for cls, keywords, prefix in ((PageFocus, own, ""), (PageClassifier, classifier_kw, "classifier.")):
+            params = inspect.signature(cls).parameters
+            for key, value in keywords.items():
+                if key not in params or key in ("classifier", "rank_scorer"):
+                    raise SystemExit(f"--rule {name}: unknown key {prefix}{key!r}")
+                default = params[key].default
+                if isinstance(default, (int, float)) and not isinstance(default, bool) and (
+                        isinstance(value, bool) or not isinstance(value, (int, float))):
+                    raise SystemExit(f"--rule {name}: {prefix}{key}={value!r} is not a number")
+        try:  # what the constructors check themselves
+            PageFocus(classifier=PageClassifier(**{"random_state": 0, **classifier_kw}), **own)
+        except (TypeError, ValueError) as exc:
+            raise SystemExit(f"--rule {name}: {exc}") from None
 
 
 def read_run(path: Path) -> tuple[list[str], list[float], list[bool], float | None]:
@@ -197,6 +230,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--out", type=Path, help="also write the table here (markdown)")
     args = ap.parse_args(argv)
     rules = [parse_rule(r) for r in args.rule]
+    check_rules(rules)
     errors: dict[str, dict[str, list[float]]] = {}  # topic -> rule (or "crawl") -> abs errors
     derived: list[str] = []  # the words registered with jieba for an examples-only topic
     for out in args.outs:
@@ -208,6 +242,8 @@ def main(argv: list[str] | None = None) -> None:
         picked: dict[str, list[str]] = {}  # topic -> its example URLs
         example_terms: dict[str, list[list[str]]] = {}  # topic -> its examples' terms, as first segmented
         topic_files = meta.get("topics") or {}
+        if meta.get("variants") and args.variant not in meta["variants"]:
+            raise SystemExit(f"{out}: no variant {args.variant!r} (its runs: {', '.join(meta['variants'])})")
         variant = (meta.get("variants") or {}).get(args.variant, {})
         n_examples, use_words = 0, bool(variant.get("words", True))
         if args.examples:
@@ -250,6 +286,8 @@ def main(argv: list[str] | None = None) -> None:
                 row.setdefault(name, []).append(abs((p or 0.0) - true))
             print(f"{topic} {run.parent.name}: true {true:.3f}, " + ", ".join(
                 f"{k} {v[-1]:.3f}" for k, v in row.items()), file=sys.stderr, flush=True)
+    if not errors:
+        raise SystemExit(f"no crawl of variant {args.variant!r} with pages under {', '.join(map(str, args.outs))}")
     names = ["crawl", *(r[0] for r in rules)]
     lines = ["| topic | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
     per = {n: [] for n in names}

@@ -30,8 +30,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from topiccrawl.scoring.metrics import mean_sd
+from topiccrawl.scoring.topic import TopicError, load_topic
 from topiccrawl.settings import CONCURRENT_ITEMS
 from topiccrawl.weblab.api import WebLab, WebLabError
+from topiccrawl.weblab.corpus import CorpusError
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -91,6 +93,18 @@ def check_passed_through(settings: Sequence[str], spider_args: Sequence[str], op
             if name in node and not (name in ("scorer", "TOPICCRAWL_SCORER") and text.partition("=")[2].strip() == "vsm"):
                 raise SystemExit(f"{flag} {text}: the runs are labelled by the topic of {options['topic']}, which this "
                                  "would replace by a category node; a node's crawls: python -m bench.tdcs_crawl")
+
+
+def check_labels(spec: str, topics) -> None:
+    """SystemExit (one line) for a topic whose labels match no page of the corpus (a typo in a
+    label): its crawls would find no relevant page, and a recall of 0 of 0 entered the means."""
+    from topiccrawl.weblab.corpus import open_corpus
+
+    corpus = open_corpus(spec)
+    for topic in topics:
+        if not any(corpus.labels(u) & topic.labels for u in corpus.iter_urls()):
+            raise SystemExit(f"{topic.path or topic.name}: its labels ({', '.join(sorted(topic.labels))}) match no "
+                             f"page of {spec}: a typo in a label?")
 
 
 def check_strategies(names: Sequence[str]) -> None:
@@ -258,6 +272,15 @@ def main() -> None:
     args.out = args.out.resolve()  # the crawls run in the repository, as does a topic file named here
     if Path(args.topic).is_file():
         args.topic = str(Path(args.topic).resolve())
+    try:  # a misspelt topic, or labels that match no page (a recall of 0 of 0 in every row), before any crawl
+        topic = load_topic(args.topic)
+    except TopicError as err:
+        raise SystemExit(str(err)) from None
+    if args.web.strip().lower() != "live":
+        try:
+            check_labels(args.web, [topic])
+        except CorpusError as err:  # an unknown preset, a missing corpus: as the lab would say it
+            raise SystemExit(str(err)) from None
     writable_folder(args.out)
     results: dict[str, list[dict]] = {s: [] for s in strategies}
     failures: list[dict] = []

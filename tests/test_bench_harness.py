@@ -6,6 +6,7 @@ import argparse
 import csv
 import json
 import math
+import re
 from pathlib import Path
 
 import jieba
@@ -391,6 +392,20 @@ def test_replay_feeds_a_crawls_pages_in_order_to_each_rule_and_reports_the_error
         parse_rule("c:C")
     with pytest.raises(SystemExit, match="no results.json"):
         main([str(tmp_path), "--rule", "base"])
+    # mistakes said in one line before any replay: a rule named twice pooled its errors into one column
+    # ("topics > 0.1" 2 of 1 topic), a misspelt key or a text for a number was a traceback after the
+    # rules before it had run, a misspelt variant gave a table of dashes and exit 0
+    for argv, said in (
+            (["--rule", "base", "--rule", "base"], "--rule 'base': given twice"),
+            (["--rule", "typo:pseudo_shar=0.02"], "--rule typo: unknown key 'pseudo_shar'"),
+            (["--rule", "c:classifier.C=abc"], "--rule c: classifier.C='abc' is not a number"),
+            (["--rule", "r:rank=titel"], "--rule r: rank=titel: expected relevance, full"),
+            (["--rule", "base", "--variant", "learnd"], "no crawl of variant 'learnd'")):
+        with pytest.raises(SystemExit, match=re.escape(said)):
+            main([str(out), *argv])
+    (out / "results.json").write_text(json.dumps({"spec": REPLAY_WEB, "variants": {"learned": {}}}), encoding="utf-8")
+    with pytest.raises(SystemExit, match=re.escape("no variant 'learnd' (its runs: learned)")):
+        main([str(out), "--rule", "base", "--variant", "learnd"])
 
 
 
@@ -740,3 +755,33 @@ def test_the_dwdbrm_bench_writes_under_its_out_and_refuses_mistakes_in_one_line(
         proc = bench(*args, timeout=120)
         assert proc.returncode == 2 and said in proc.stderr and "Traceback" not in proc.stderr, proc.stderr[-2000:]
         assert not (tmp_path / "nothing").exists()
+
+
+def test_the_strategies_bench_refuses_a_topic_it_cannot_measure_before_any_crawl(tmp_path):
+    # labels with a typo gave every row a recall of 0 and exit 0; a misspelt topic name failed in every
+    # crawl, after the web lab and the plain spider had run
+    import os
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    (tmp_path / "typo.toml").write_text('beta = 0.3\nlabels = ["topic:台风灾难"]\n[words]\n台风 = 1.0\n', encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    for topic, said in (("typo.toml", "typo.toml: its labels (topic:台风灾难) match no page of generated:zh-disaster"),
+                        ("台风灾", "unknown topic '台风灾'")):
+        proc = subprocess.run([sys.executable, "-m", "bench.strategies", "--web", "generated:zh-disaster?pages=2000",
+                               "--topic", topic, "--strategies", "bestfirst", "--pages", "20", "--out", "out"],
+                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 1 and proc.stderr.strip().splitlines() == [proc.stderr.strip()], proc.stderr[-2000:]
+        assert said in proc.stderr and not (tmp_path / "out").exists(), proc.stderr[-2000:]
+
+
+def test_the_learned_focus_bench_refuses_variants_naming_none(tmp_path):
+    # --variants '' ran no crawl and ended in a matplotlib traceback
+    from bench.learned_focus import main
+
+    for spec, said in ((",", "--variants names none"), ("learnd", "unknown variant 'learnd'")):
+        with pytest.raises(SystemExit, match=said):
+            main(["--variants", spec, "--out", str(tmp_path / "out")])
+    assert not (tmp_path / "out").exists()
