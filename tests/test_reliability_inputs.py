@@ -47,6 +47,12 @@ CASES = [
     # a switch spelt otherwise than 1/0, true/false, yes/no, on/off: TOPICCRAWL_ENABLED's was a traceback
     ("focused", ["-s", "TOPICCRAWL_ENABLED=maybe"], "setting TOPICCRAWL_ENABLED='maybe': expected 1/0, true/false, yes/no"),
     ("focused", ["-s", "TOPICCRAWL_PLOT_ENABLED=maybe"], "setting TOPICCRAWL_PLOT_ENABLED='maybe': expected 1/0, true/"),
+    # values that passed every check: nan (nan < 0 is False) stalled a crawl; a threshold too large for
+    # the garbage collector was a traceback; a negative link count kept all links but the worst
+    ("focused", ["-s", "TOPICCRAWL_DISPATCH_MAX_WAIT=nan"], "setting TOPICCRAWL_DISPATCH_MAX_WAIT='nan' is not a valid"),
+    ("focused", ["-s", "TOPICCRAWL_GC_THRESHOLD=99999999999999999999"], "TOPICCRAWL_GC_THRESHOLD must be >= 0"),
+    ("focused", ["-s", "TOPICCRAWL_MAX_LINKS_PER_PAGE=-1"], "TOPICCRAWL_MAX_LINKS_PER_PAGE must be >= 0"),
+    ("focused", ["-s", "TOPICCRAWL_WEB_PROXY=notaurl"], "TOPICCRAWL_WEB_PROXY='notaurl': expected the URL of a running"),
     ("focused", ["-s", "TOPICCRAWL_NO_SUCH_THING=1"], "unknown setting TOPICCRAWL_NO_SUCH_THING (docs/settings.md"),
     ("dwdbrm", ["-a", "pages=10"], "dwdbrm: no seed pages"),
     ("focused", ["-a", "max_page=50"], "unknown spider argument max_page for focused; expected one of: examples, "),
@@ -90,7 +96,13 @@ def test_every_switch_takes_the_same_spellings():
         assert (cfg.plot_enabled, cfg.audit_enabled) == (False, True)
         assert topiccrawl_enabled(Settings({"TOPICCRAWL_ENABLED": on})) is True
         assert topiccrawl_enabled(Settings({"TOPICCRAWL_ENABLED": off})) is False
+        cfg = TopicCrawlConfig.from_settings(Settings({"TOPICCRAWL_CLASSIFIER": on, "TOPICCRAWL_SEMANTIC_ENABLED": off}))
+        assert (cfg.classifier, cfg.semantic_mode) == ("on", "off")  # `true` was refused by the classifier's
     assert topiccrawl_enabled(Settings()) is True
+    # empty keeps the default (the semantic prior's turned it off, the crawl's switches refused it)
+    cfg = TopicCrawlConfig.from_settings(Settings({"TOPICCRAWL_PLOT_ENABLED": "", "TOPICCRAWL_SEMANTIC_ENABLED": "",
+                                                   "TOPICCRAWL_FEED_FLUSH_ENABLED": ""}))
+    assert (cfg.plot_enabled, cfg.semantic_mode, cfg.feed_flush_enabled) == (True, "auto", True)
 
 
 def test_unknown_argument_message_lists_the_known_ones(tmp_path):

@@ -5,6 +5,7 @@ Spider arguments (``-a topic=… -a strategy=… -a max_pages=…``) override th
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable
 from dataclasses import MISSING, dataclass, field, fields
@@ -116,6 +117,8 @@ class TopicCrawlConfig:
     def semantic_mode(self) -> str:
         """``TOPICCRAWL_SEMANTIC_ENABLED`` read: ``on``, ``off`` or ``auto``."""
         value = str(self.semantic_enabled).strip().lower()
+        if not value:  # empty keeps the default, as for every switch
+            return "auto"
         if value in SWITCH_ON:
             return "on"
         if value in SWITCH_OFF:
@@ -145,16 +148,20 @@ class TopicCrawlConfig:
             key = setting_name(f.name)
             default, kind = DEFAULTS[key], kinds[f.name]
             try:
-                if kind is bool:
-                    values[f.name] = parse_switch(settings.get(key, default))
+                if kind is bool:  # empty keeps the default, as the strategies' switches do
+                    raw = settings.get(key, default)
+                    values[f.name] = default if raw == "" else parse_switch(raw)
                 elif kind is int:
                     values[f.name] = settings.getint(key, default)
                 elif kind is float:
                     values[f.name] = settings.getfloat(key, default)
+                    if math.isnan(values[f.name]):  # passes every bound check (nan < 0 is False)
+                        raise ValueError(key)
                 elif kind == list[int]:
                     values[f.name] = [int(x) for x in settings.getlist(key, default)]
                 else:
-                    values[f.name] = str(settings.get(key, default) or "")
+                    raw = settings.get(key, default)  # False or 0 from a settings dict: a value, not ""
+                    values[f.name] = "" if raw is None else str(raw)
             except (TypeError, ValueError):
                 expected = f": expected {SWITCH_SPELLINGS}" if kind is bool else " is not a valid value"
                 raise ConfigError(f"setting {key}={settings.get(key)!r}{expected}") from None
@@ -193,6 +200,8 @@ class TopicCrawlConfig:
             if self.strategy not in on_redis:
                 raise ConfigError(f"TOPICCRAWL_STORE=redis supports the strategies {', '.join(on_redis)}, "
                                   f"not {self.strategy!r}")
+        if self.classifier.lower() in SWITCH_ON + SWITCH_OFF[:-1]:  # true, 1, no, …: as every switch reads them
+            self.classifier = "on" if self.classifier.lower() in SWITCH_ON else "off"
         if self.classifier not in ("auto", "on", "off"):
             raise ConfigError(f"TOPICCRAWL_CLASSIFIER={self.classifier!r}: expected auto, on or off")
         for name, value, rules in (("PSEUDO", self.classifier_pseudo, PSEUDO_RULES),
@@ -261,8 +270,21 @@ class TopicCrawlConfig:
             raise ConfigError("TOPICCRAWL_CHECKPOINT_INTERVAL must be >= 0 seconds (0 = JOBDIR saved on close only)")
         if self.blas_threads < 0:
             raise ConfigError("TOPICCRAWL_BLAS_THREADS must be >= 0 (0 = the BLAS libraries' own default)")
-        if self.gc_threshold < 0:
-            raise ConfigError("TOPICCRAWL_GC_THRESHOLD must be >= 0 (0 = Python's own setting)")
+        if not 0 <= self.gc_threshold <= 2**31 - 1:
+            raise ConfigError("TOPICCRAWL_GC_THRESHOLD must be >= 0 (0 = Python's own setting) and at most 2147483647")
+        if self.max_links_per_page < 0:
+            raise ConfigError("TOPICCRAWL_MAX_LINKS_PER_PAGE must be >= 0 (0 = every link of a page)")
+        if self.web_proxy:
+            from urllib.parse import urlsplit
+
+            try:
+                parts = urlsplit(self.web_proxy)
+                ok = parts.scheme == "http" and bool(parts.hostname) and parts.port is not None
+            except ValueError:
+                ok = False
+            if not ok:
+                raise ConfigError(f"TOPICCRAWL_WEB_PROXY={self.web_proxy!r}: expected the URL of a running `scrapy "
+                                  "serveweb`, http://HOST:PORT (e.g. http://127.0.0.1:8780)")
         if self.slow_seconds <= 0:
             raise ConfigError("TOPICCRAWL_SLOW_SECONDS must be > 0")
         if not 0.0 <= self.semantic_weight <= 1.0:
