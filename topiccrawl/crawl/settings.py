@@ -189,6 +189,8 @@ class TopicCrawlConfig:
             raise ConfigError("TOPICCRAWL_ANCHOR_WEIGHT (∂ of eq. 5) must lie in [0, 1]")
         if not 0.0 <= self.link_threshold <= 1.0:
             raise ConfigError("TOPICCRAWL_LINK_THRESHOLD must lie in [0, 1]")
+        if any(n < 1 for n in self.checkpoints):
+            raise ConfigError(f"TOPICCRAWL_CHECKPOINTS={','.join(map(str, self.checkpoints))}: page counts must be >= 1")
         if self.pagerank_every < 1:
             raise ConfigError("TOPICCRAWL_PAGERANK_EVERY must be >= 1")
         if self.store not in ("memory", "redis"):
