@@ -53,6 +53,7 @@ CASES = [
     ("focused", ["-s", "TOPICCRAWL_GC_THRESHOLD=99999999999999999999"], "TOPICCRAWL_GC_THRESHOLD must be >= 0"),
     ("focused", ["-s", "TOPICCRAWL_MAX_LINKS_PER_PAGE=-1"], "TOPICCRAWL_MAX_LINKS_PER_PAGE must be >= 0"),
     ("focused", ["-s", "TOPICCRAWL_CHECKPOINTS=-5,0,100"], "TOPICCRAWL_CHECKPOINTS=-5,0,100: page counts must be >= 1"),
+    ("focused", ["-a", "topic_node=Geography.Storms"], "topic node 'Geography.Storms' (-a topic_node, TOPICCRAWL_TOPIC"),
     ("focused", ["-s", "TOPICCRAWL_WEB_PROXY=notaurl"], "TOPICCRAWL_WEB_PROXY='notaurl': expected the URL of a running"),
     ("focused", ["-s", "TOPICCRAWL_NO_SUCH_THING=1"], "unknown setting TOPICCRAWL_NO_SUCH_THING (docs/settings.md"),
     ("dwdbrm", ["-a", "pages=10"], "dwdbrm: no seed pages"),

@@ -191,6 +191,9 @@ class TopicCrawlConfig:
             raise ConfigError("TOPICCRAWL_LINK_THRESHOLD must lie in [0, 1]")
         if any(n < 1 for n in self.checkpoints):
             raise ConfigError(f"TOPICCRAWL_CHECKPOINTS={','.join(map(str, self.checkpoints))}: page counts must be >= 1")
+        if self.topic_node and not self.topic_tree:  # the topic's words were crawled by, the node ignored
+            raise ConfigError(f"topic node {self.topic_node!r} (-a topic_node, TOPICCRAWL_TOPIC_NODE) needs the tree it "
+                              "is in: -a topic_tree=SPEC (docs/tdcs.md)")
         if self.pagerank_every < 1:
             raise ConfigError("TOPICCRAWL_PAGERANK_EVERY must be >= 1")
         if self.store not in ("memory", "redis"):
