@@ -315,8 +315,9 @@ def execute(jobs: list[Job], spec: str, proxy: str, pages: int, n_jobs: int, res
                   file=sys.stderr, flush=True)
     except KeyboardInterrupt:
         pool.shutdown(wait=False, cancel_futures=True)  # the crawls running got the terminal's Ctrl-C too
-        raise SystemExit(f"stopped (Ctrl-C) after {len(results)} of {len(jobs)} runs: the finished ones are kept "
-                         "under --out/runs; --resume goes on from them") from None
+        print(f"stopped (Ctrl-C) after {len(results)} of {len(jobs)} runs: the finished ones are kept under "
+              "--out/runs; --resume goes on from them", file=sys.stderr)
+        raise SystemExit(130) from None  # the shell's status for a Ctrl-C
     pool.shutdown(wait=True)
     return results, failures
 

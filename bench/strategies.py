@@ -308,7 +308,8 @@ def main() -> None:
     except WebLabError as err:  # an unknown preset, a missing corpus: the lab's own line
         raise SystemExit(str(err)) from None
     except KeyboardInterrupt:  # the running crawl got the terminal's Ctrl-C too and closed its files
-        raise SystemExit(f"stopped (Ctrl-C); the finished runs' folders are kept under {args.out}") from None
+        print(f"stopped (Ctrl-C); the finished runs' folders are kept under {args.out}", file=sys.stderr)
+        raise SystemExit(130) from None  # the shell's status for a Ctrl-C
 
     checkpoints = checkpoints_for(args.pages)
     lines = [
