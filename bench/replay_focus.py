@@ -242,8 +242,10 @@ def main(argv: list[str] | None = None) -> None:
         picked: dict[str, list[str]] = {}  # topic -> its example URLs
         example_terms: dict[str, list[list[str]]] = {}  # topic -> its examples' terms, as first segmented
         topic_files = meta.get("topics") or {}
-        if meta.get("variants") and args.variant not in meta["variants"]:
-            raise SystemExit(f"{out}: no variant {args.variant!r} (its runs: {', '.join(meta['variants'])})")
+        if meta.get("variants") and args.variant not in meta["variants"]:  # the other folders may hold it
+            print(f"{out}: no variant {args.variant!r} (its runs: {', '.join(meta['variants'])}); skipped",
+                  file=sys.stderr, flush=True)
+            continue
         variant = (meta.get("variants") or {}).get(args.variant, {})
         n_examples, use_words = 0, bool(variant.get("words", True))
         if args.examples:

@@ -355,7 +355,7 @@ def _crawl_output(out, variant: str, urls, truth, relevance, meta: dict) -> None
             w.writerow([i + 1, sum(truth[: i + 1]), u, r, 0.5 if i == len(urls) - 1 else ""])
 
 
-def test_replay_feeds_a_crawls_pages_in_order_to_each_rule_and_reports_the_errors(tmp_path):
+def test_replay_feeds_a_crawls_pages_in_order_to_each_rule_and_reports_the_errors(tmp_path, capsys):
     from bench.replay_focus import Pages, main, parse_rule
     from topiccrawl.learning.classifier import PageClassifier
     from topiccrawl.learning.focus import PageFocus
@@ -404,8 +404,9 @@ def test_replay_feeds_a_crawls_pages_in_order_to_each_rule_and_reports_the_error
         with pytest.raises(SystemExit, match=re.escape(said)):
             main([str(out), *argv])
     (out / "results.json").write_text(json.dumps({"spec": REPLAY_WEB, "variants": {"learned": {}}}), encoding="utf-8")
-    with pytest.raises(SystemExit, match=re.escape("no variant 'learnd' (its runs: learned)")):
+    with pytest.raises(SystemExit, match=re.escape("no crawl of variant 'learnd'")):
         main([str(out), "--rule", "base", "--variant", "learnd"])
+    assert "no variant 'learnd' (its runs: learned); skipped" in capsys.readouterr().err
 
 
 
@@ -775,6 +776,18 @@ def test_the_strategies_bench_refuses_a_topic_it_cannot_measure_before_any_crawl
                               cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
         assert proc.returncode == 1 and proc.stderr.strip().splitlines() == [proc.stderr.strip()], proc.stderr[-2000:]
         assert said in proc.stderr and not (tmp_path / "out").exists(), proc.stderr[-2000:]
+    # what the check must let through: the labels of a ground-truth file of the user's, and a topic path
+    # relative to the repository (the crawls run there) given from another folder
+    from topiccrawl.weblab.corpus import open_corpus
+
+    urls = list(open_corpus("generated:zh-disaster?pages=2000").iter_urls())
+    (tmp_path / "gt.tsv").write_text("".join(f"{u}\ttopic:台风灾难\n" for u in urls[::3]), encoding="utf-8")
+    for topic, extra in (("typo.toml", ["-s", f"TOPICCRAWL_GROUND_TRUTH={tmp_path / 'gt.tsv'}"]),
+                         ("data/topics/台风灾害.toml", [])):
+        proc = subprocess.run([sys.executable, "-m", "bench.strategies", "--web", "generated:zh-disaster?pages=2000",
+                               "--topic", topic, "--strategies", "bfs", "--pages", "5", "--out", "ok", *extra],
+                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0 and (tmp_path / "ok" / "results.md").is_file(), proc.stderr[-2000:]
 
 
 def test_the_learned_focus_bench_refuses_variants_naming_none(tmp_path):

@@ -205,7 +205,8 @@ def test_password_url_and_one_line_errors(redis_server_auth):
         connect(url.replace("/0", "/crawls"))
     assert PASSWORD not in str(exc.value)
     # a malformed URL is said to be one, not "cannot reach"
-    for bad in (f"redis://:{PASSWORD}@127.0.0.1:port/0", "redis://[::1/0"):
+    for bad in (f"redis://:{PASSWORD}@127.0.0.1:port/0", "redis://[::1/0", f"{url}?socket_timeout=abc",
+                f"{url}?ssl_cert_reqs=none"):
         with pytest.raises(RedisStoreError, match=r"is not a valid URL: ") as exc:
             connect(bad)
         assert PASSWORD not in str(exc.value) and "\n" not in str(exc.value)

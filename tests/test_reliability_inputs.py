@@ -105,6 +105,8 @@ def test_every_switch_takes_the_same_spellings():
     cfg = TopicCrawlConfig.from_settings(Settings({"TOPICCRAWL_PLOT_ENABLED": "", "TOPICCRAWL_SEMANTIC_ENABLED": "",
                                                    "TOPICCRAWL_FEED_FLUSH_ENABLED": ""}))
     assert (cfg.plot_enabled, cfg.semantic_mode, cfg.feed_flush_enabled) == (True, "auto", True)
+    assert TopicCrawlConfig.from_settings(Settings({"TOPICCRAWL_CLASSIFIER": ""})).classifier == "auto"
+    assert topiccrawl_enabled(Settings({"TOPICCRAWL_ENABLED": ""})) is True
 
 
 def test_unknown_argument_message_lists_the_known_ones(tmp_path):

@@ -205,8 +205,9 @@ class TopicCrawlConfig:
             if self.strategy not in on_redis:
                 raise ConfigError(f"TOPICCRAWL_STORE=redis supports the strategies {', '.join(on_redis)}, "
                                   f"not {self.strategy!r}")
-        if self.classifier.lower() in SWITCH_ON + SWITCH_OFF[:-1]:  # true, 1, no, …: as every switch reads them
-            self.classifier = "on" if self.classifier.lower() in SWITCH_ON else "off"
+        if self.classifier.strip().lower() in SWITCH_ON + SWITCH_OFF:  # true, 1, no, …: as every switch reads them
+            value = self.classifier.strip().lower()
+            self.classifier = "on" if value in SWITCH_ON else "off" if value else "auto"  # empty: the default
         if self.classifier not in ("auto", "on", "off"):
             raise ConfigError(f"TOPICCRAWL_CLASSIFIER={self.classifier!r}: expected auto, on or off")
         for name, value, rules in (("PSEUDO", self.classifier_pseudo, PSEUDO_RULES),
@@ -326,6 +327,8 @@ SWITCH_SPELLINGS = "1/0, true/false, yes/no or on/off"
 def topiccrawl_enabled(settings) -> bool:
     """``TOPICCRAWL_ENABLED`` read as every switch is (:class:`ConfigError` for another value)."""
     value = settings.get("TOPICCRAWL_ENABLED", True)
+    if value == "":  # empty keeps the default, as for every switch
+        return True
     try:
         return parse_switch(value)
     except ValueError:

@@ -40,8 +40,11 @@ def client_for(url: str, timeout: float = 10.0):
         # redis-py reads a path it cannot parse as database 0: another crawl's database, maybe
         raise RedisStoreError(f"TOPICCRAWL_REDIS_URL={redact(url)!r}: the database after the port must be a number "
                               "(redis://host:6379/0)")
-    return redis.Redis.from_url(url, socket_connect_timeout=timeout, socket_timeout=timeout,
-                                health_check_interval=30, decode_responses=True)
+    try:
+        return redis.Redis.from_url(url, socket_connect_timeout=timeout, socket_timeout=timeout,
+                                    health_check_interval=30, decode_responses=True)
+    except (ValueError, TypeError) as exc:  # an option of the query redis-py cannot read (?socket_timeout=abc)
+        raise RedisStoreError(f"TOPICCRAWL_REDIS_URL={redact(url)!r} is not a valid URL: {exc}") from None
 
 
 def connect(url: str, timeout: float = 10.0):
@@ -55,6 +58,8 @@ def connect(url: str, timeout: float = 10.0):
         raise RedisStoreError(f"Redis at {redact(url)} refused the password: {exc}") from None
     except redis.ResponseError as exc:  # NOAUTH: the server wants a password the URL lacks
         raise RedisStoreError(f"Redis at {redact(url)} answered: {exc}") from None
+    except TypeError as exc:  # an option of the query this scheme does not take (?ssl_cert_reqs= on redis://)
+        raise RedisStoreError(f"TOPICCRAWL_REDIS_URL={redact(url)!r} is not a valid URL: {exc}") from None
     except (redis.RedisError, OSError, ValueError) as exc:
         raise RedisStoreError(f"cannot reach Redis at {redact(url)}: {exc}") from None
     return client

@@ -18,6 +18,7 @@ from topiccrawl.crawl.meta import EXAMPLE_META, LOCAL_META, META_KEY
 from topiccrawl.crawl.runtime import TopicCrawl, html_page
 from topiccrawl.learning.examples import example_files, folder_digest
 from topiccrawl.scoring.text import document_terms, extract
+from topiccrawl.scoring.topic import distinct_pages
 
 #: a stat that is 1 while the example pages' verdict is awaited (a JOBDIR saved then carries it)
 EXAMPLES_PENDING = "topiccrawl/examples_pending"
@@ -160,6 +161,8 @@ class FocusedSpider(scrapy.Spider):
             tc.forget_examples()
         if tc.focus is not None and tc.focus.n_examples:  # a JOBDIR resume restored them
             old = tc.example_sources or {}  # a key a JOBDIR of an older release lacks is not compared
+            if old.get("examples"):  # saved before a page given twice (a fragment) was given once
+                old = {**old, "examples": distinct_pages(old["examples"])}
             changed = [k for k, v in sources.items() if k in old and old[k] != v]
             if "examples_dir" in changed and "examples_dir_pages" in old and "examples_dir_pages" not in changed:
                 changed.remove("examples_dir")  # the same pages, the folder named from elsewhere (../saved)
