@@ -18,6 +18,8 @@ from topiccrawl.learning.focus import ESTIMATE_RULES, PSEUDO_RULES, UNRANKED_RUL
 from topiccrawl.learning.semantic import ENCODERS
 from topiccrawl.strategies.base import (
     STRATEGIES,
+    SWITCH_OFF,
+    SWITCH_ON,
     FrontierBase,
     FrontierError,
     StrategyOptions,
@@ -205,7 +207,7 @@ class TopicCrawlConfig:
             if self.strategy not in on_redis:
                 raise ConfigError(f"TOPICCRAWL_STORE=redis supports the strategies {', '.join(on_redis)}, "
                                   f"not {self.strategy!r}")
-        if self.classifier.strip().lower() in SWITCH_ON + SWITCH_OFF:  # true, 1, no, …: as every switch reads them
+        if self.classifier.strip().lower() in (*SWITCH_ON, *SWITCH_OFF, ""):  # true, 1, no, …: as every switch reads them
             value = self.classifier.strip().lower()
             self.classifier = "on" if value in SWITCH_ON else "off" if value else "auto"  # empty: the default
         if self.classifier not in ("auto", "on", "off"):
@@ -318,9 +320,6 @@ class TopicCrawlConfig:
         parse_allow_hosts(self.live_allow_hosts)  # raises ConfigError on a bad entry
 
 
-#: the spellings of a switch that is on / off (:func:`~topiccrawl.strategies.base.parse_switch`'s)
-SWITCH_ON = ("1", "true", "yes", "on")
-SWITCH_OFF = ("0", "false", "no", "off", "")
 SWITCH_SPELLINGS = "1/0, true/false, yes/no or on/off"
 
 

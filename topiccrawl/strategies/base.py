@@ -163,16 +163,17 @@ class FrontierBase(ABC):
 
 #: prefix of the setting an option field is read from (:func:`setting_name`)
 SETTING_PREFIX = "TOPICCRAWL_"
-_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+#: the spellings of a switch that is on / off, in any case (:func:`parse_switch`)
+SWITCH_ON, SWITCH_OFF = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
 
 def parse_switch(raw: Any) -> bool:
     """A switch's value (a setting's string, a spider argument or a bool): 1/0, true/false, yes/no,
     on/off in any case, empty for off; ValueError otherwise."""
     text = str(raw).strip().lower()
-    if text in _TRUE:
+    if text in SWITCH_ON:
         return True
-    if text in _FALSE or not text:
+    if text in SWITCH_OFF or not text:
         return False
     raise ValueError(raw)
 
