@@ -19,7 +19,7 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from scrapy.extensions.feedexport import FeedExporter
 
-from topiccrawl.crawl.runtime import TopicComponent
+from topiccrawl.crawl.runtime import NO_TRUTH_PAGES, TopicComponent
 
 logger = logging.getLogger(__name__)
 
@@ -33,9 +33,6 @@ def feed_exporter(crawler) -> FeedExporter | None:
 #: the close reason of a crawl whose topic has no words and none could be derived from its examples
 #: (stopped before its seeds; ``scrapy crawl`` then exits with status 2, as for other user mistakes)
 NO_TOPIC_WORDS = "no_topic_words"
-#: the close reason of a crawl whose ``seeds=truth:N`` or ``examples=truth:N`` found no page the
-#: topic's labels call relevant (a typo in a label, another web): exit status 2, stopped before its seeds
-NO_TRUTH_PAGES = "no_truth_pages"
 #: close reasons of a crawl stopped before its first page (a Redis worker whose options or spider
 #: differ from its crawl's; a topic without words whose examples gave none; truth:N that found none): no output file is
 #: written, and an earlier run's in the same folder (feeds, stats, CSV, plots, audit) stay as they were

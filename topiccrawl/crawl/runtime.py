@@ -188,6 +188,10 @@ REPORTING_STRATEGIES = frozenset({"bfs"})
 BUDGET_SPENT = "page budget spent (TOPICCRAWL_MAX_PAGES)"
 
 #: spider arguments that override the TOPICCRAWL_* setting of the same name
+#: the close reason of a crawl whose ``seeds=truth:N`` or ``examples=truth:N`` found no page the
+#: topic's labels call relevant (a typo in a label, another web): exit status 2, stopped before its seeds
+NO_TRUTH_PAGES = "no_truth_pages"
+
 OVERRIDABLE = ("topic", "strategy", "max_pages", "link_threshold", "scorer", "topic_tree", "topic_node")
 
 
@@ -420,8 +424,6 @@ class TopicCrawl:
         picked = self.corpus.truth_sample(self.topic.labels, n, seed, accept)
         if not picked:
             from scrapy.exceptions import CloseSpider
-
-            from topiccrawl.crawl.feeds import NO_TRUTH_PAGES
 
             logger.error("%s=truth:%d: no page of the offline web %s is labelled relevant to topic %s (labels: %s): "
                          "a typo in a label, or a web without this topic? Nothing crawled", name, n, self.config.web,

@@ -49,9 +49,9 @@ from twisted.internet import task
 
 from topiccrawl.crawl.codec import decode, encode
 from topiccrawl.crawl.engine import default_callback, wake_engine
-from topiccrawl.crawl.feeds import NO_TOPIC_WORDS, NO_TRUTH_PAGES, keep_feeds
+from topiccrawl.crawl.feeds import NO_TOPIC_WORDS, keep_feeds
 from topiccrawl.crawl.meta import LOCAL_META, META_KEY
-from topiccrawl.crawl.runtime import TopicCrawl
+from topiccrawl.crawl.runtime import NO_TRUTH_PAGES, TopicCrawl
 from topiccrawl.crawl.scheduler import TopicScheduler
 from topiccrawl.crawl.settings import ConfigError, TopicCrawlConfig, strategy_options
 from topiccrawl.redis.annealing import make_redis_frontier
