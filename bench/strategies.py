@@ -102,6 +102,9 @@ def check_labels(spec: str, topics) -> None:
 
     corpus = open_corpus(spec)
     for topic in topics:
+        if not topic.labels:
+            raise SystemExit(f"{topic.path or topic.name}: no labels = [...]: the evaluation labels the bench "
+                             "measures harvest and recall by")
         if not any(corpus.labels(u) & topic.labels for u in corpus.iter_urls()):
             raise SystemExit(f"{topic.path or topic.name}: its labels ({', '.join(sorted(topic.labels))}) match no "
                              f"page of {spec}: a typo in a label?")
