@@ -187,11 +187,11 @@ REPORTING_STRATEGIES = frozenset({"bfs"})
 #: ``not_counted`` names its own reasons)
 BUDGET_SPENT = "page budget spent (TOPICCRAWL_MAX_PAGES)"
 
-#: spider arguments that override the TOPICCRAWL_* setting of the same name
 #: the close reason of a crawl whose ``seeds=truth:N`` or ``examples=truth:N`` found no page the
 #: topic's labels call relevant (a typo in a label, another web): exit status 2, stopped before its seeds
 NO_TRUTH_PAGES = "no_truth_pages"
 
+#: spider arguments that override the TOPICCRAWL_* setting of the same name
 OVERRIDABLE = ("topic", "strategy", "max_pages", "link_threshold", "scorer", "topic_tree", "topic_node")
 
 

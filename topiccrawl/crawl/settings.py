@@ -176,6 +176,9 @@ class TopicCrawlConfig:
             except (TypeError, ValueError):
                 expected = f": expected {SWITCH_SPELLINGS}" if kind is bool else f" is not a valid {kind.__name__}"
                 raise ConfigError(f"spider argument {name}={value!r}{expected}") from None
+        choice = str(values["classifier"]).strip().lower()  # true, 1, no, …: as every switch reads them
+        if choice in (*SWITCH_ON, *SWITCH_OFF, ""):
+            values["classifier"] = "on" if choice in SWITCH_ON else "off" if choice else "auto"  # empty: the default
         if values["store"] == "redis":
             values["redis_url"] = _redis_url(str(values["redis_url"]), str(values["redis_url_file"]))
         cfg = cls(**values)
@@ -207,9 +210,6 @@ class TopicCrawlConfig:
             if self.strategy not in on_redis:
                 raise ConfigError(f"TOPICCRAWL_STORE=redis supports the strategies {', '.join(on_redis)}, "
                                   f"not {self.strategy!r}")
-        if self.classifier.strip().lower() in (*SWITCH_ON, *SWITCH_OFF, ""):  # true, 1, no, …: as every switch reads them
-            value = self.classifier.strip().lower()
-            self.classifier = "on" if value in SWITCH_ON else "off" if value else "auto"  # empty: the default
         if self.classifier not in ("auto", "on", "off"):
             raise ConfigError(f"TOPICCRAWL_CLASSIFIER={self.classifier!r}: expected auto, on or off")
         for name, value, rules in (("PSEUDO", self.classifier_pseudo, PSEUDO_RULES),
