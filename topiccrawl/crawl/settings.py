@@ -151,8 +151,7 @@ class TopicCrawlConfig:
             default, kind = DEFAULTS[key], kinds[f.name]
             try:
                 if kind is bool:  # empty keeps the default, as the strategies' switches do
-                    raw = settings.get(key, default)
-                    values[f.name] = default if raw == "" else parse_switch(raw)
+                    values[f.name] = parse_switch(settings.get(key, default), default)
                 elif kind is int:
                     values[f.name] = settings.getint(key, default)
                 elif kind is float:
@@ -326,10 +325,8 @@ SWITCH_SPELLINGS = "1/0, true/false, yes/no or on/off"
 def topiccrawl_enabled(settings) -> bool:
     """``TOPICCRAWL_ENABLED`` read as every switch is (:class:`ConfigError` for another value)."""
     value = settings.get("TOPICCRAWL_ENABLED", True)
-    if value == "":  # empty keeps the default, as for every switch
-        return True
     try:
-        return parse_switch(value)
+        return parse_switch(value, default=True)  # empty keeps the default, as for every switch
     except ValueError:
         raise ConfigError(f"setting TOPICCRAWL_ENABLED={value!r}: expected {SWITCH_SPELLINGS}") from None
 

@@ -167,14 +167,16 @@ SETTING_PREFIX = "TOPICCRAWL_"
 SWITCH_ON, SWITCH_OFF = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
 
-def parse_switch(raw: Any) -> bool:
+def parse_switch(raw: Any, default: bool = False) -> bool:
     """A switch's value (a setting's string, a spider argument or a bool): 1/0, true/false, yes/no,
-    on/off in any case, empty for off; ValueError otherwise."""
+    on/off in any case, ``default`` when empty; ValueError otherwise."""
     text = str(raw).strip().lower()
     if text in SWITCH_ON:
         return True
-    if text in SWITCH_OFF or not text:
+    if text in SWITCH_OFF:
         return False
+    if not text:
+        return default
     raise ValueError(raw)
 
 
