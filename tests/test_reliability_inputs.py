@@ -109,6 +109,35 @@ def test_every_switch_takes_the_same_spellings():
     assert topiccrawl_enabled(Settings({"TOPICCRAWL_ENABLED": ""})) is True
 
 
+def test_choice_settings_are_read_in_any_case():
+    # TOPICCRAWL_STORE=Redis was refused ("expected memory or redis") while strategy options were
+    # lower-cased; every setting naming one of a few choices is read alike
+    from scrapy.settings import Settings
+
+    from topiccrawl.crawl.addon import scheduler_for
+    from topiccrawl.crawl.settings import CHOICE_FIELDS, TopicCrawlConfig
+
+    cfg = TopicCrawlConfig.from_settings(Settings({"TOPICCRAWL_STORE": "Redis", "TOPICCRAWL_DISPATCH": " EAGER",
+                                                   "TOPICCRAWL_CLASSIFIER_ESTIMATE": "AUC",
+                                                   "TOPICCRAWL_SEMANTIC_ENCODER": "Static"}),
+                                         overrides={"strategy": "Learned"})
+    assert (cfg.store, cfg.dispatch, cfg.classifier_estimate, cfg.semantic_encoder, cfg.strategy) == (
+        "redis", "eager", "auc", "static", "learned")
+    for name in CHOICE_FIELDS:  # each a str field whose default is one of its choices, in lower case
+        default = getattr(TopicCrawlConfig, name)
+        assert isinstance(default, str) and default == default.lower(), name
+    assert scheduler_for("redis", object) != scheduler_for("memory", object)
+
+
+def test_the_store_setting_in_capitals_builds_the_redis_scheduler():
+    from scrapy.utils.test import get_crawler
+
+    from topiccrawl.spiders.focused import FocusedSpider
+
+    crawler = get_crawler(FocusedSpider, {"TOPICCRAWL_STORE": "Redis", "ADDONS": {"topiccrawl.crawl.addon.TopicCrawlAddon": 0}})
+    assert "redis" in crawler.settings["SCHEDULER"].lower()
+
+
 def test_unknown_argument_message_lists_the_known_ones(tmp_path):
     proc, _ = _scrapy_crawl(tmp_path, "focused", "-a", "max_page=50")
     known = proc.stderr.strip().splitlines()[-1].split("expected one of: ")[1].split(", ")

@@ -80,7 +80,7 @@ class TopicCrawlAddon:
             settings.set(name, value, priority="default")
         if not topiccrawl_enabled(settings):
             return
-        store = str(settings.get("TOPICCRAWL_STORE") or "memory")
+        store = str(settings.get("TOPICCRAWL_STORE") or "memory").strip().lower()  # read as TopicCrawlConfig reads it
         settings.set("SCHEDULER", scheduler_for(store, self.spidercls), priority="addon")
         if store == "redis":  # a callback that meets Redis gone stops the worker in one line
             settings.setdefault_in_component_priority_dict(

@@ -175,7 +175,9 @@ class TopicCrawlConfig:
             except (TypeError, ValueError):
                 expected = f": expected {SWITCH_SPELLINGS}" if kind is bool else f" is not a valid {kind.__name__}"
                 raise ConfigError(f"spider argument {name}={value!r}{expected}") from None
-        choice = str(values["classifier"]).strip().lower()  # true, 1, no, …: as every switch reads them
+        for name in CHOICE_FIELDS:  # Redis, Learned, EAGER: a choice is read in any case, as strategy options are
+            values[name] = str(values[name]).strip().lower()
+        choice = values["classifier"]  # true, 1, no, …: as every switch reads them
         if choice in (*SWITCH_ON, *SWITCH_OFF, ""):
             values["classifier"] = "on" if choice in SWITCH_ON else "off" if choice else "auto"  # empty: the default
         if values["store"] == "redis":
@@ -320,6 +322,12 @@ class TopicCrawlConfig:
 
 
 SWITCH_SPELLINGS = "1/0, true/false, yes/no or on/off"
+
+#: the settings that name one of a few choices (a strategy, a store, a rule): read in any case
+CHOICE_FIELDS = ("strategy", "scorer", "store", "classifier", "classifier_pseudo", "classifier_wordless",
+                 "classifier_unranked", "classifier_estimate", "classifier_rank", "examples_background",
+                 "holder_score", "association_score", "dispatch", "dispatch_scope", "dispatch_rule",
+                 "dispatch_seeds", "dispatch_page_links", "semantic_encoder", "semantic_terms")
 
 
 def topiccrawl_enabled(settings) -> bool:
