@@ -55,6 +55,9 @@ CASES = [
     ("focused", ["-s", "TOPICCRAWL_CHECKPOINTS=-5,0,100"], "TOPICCRAWL_CHECKPOINTS=-5,0,100: page counts must be >= 1"),
     ("focused", ["-a", "topic_node=Geography.Storms"], "topic node 'Geography.Storms' (-a topic_node, TOPICCRAWL_TOPIC"),
     ("focused", ["-s", "TOPICCRAWL_WEB_PROXY=notaurl"], "TOPICCRAWL_WEB_PROXY='notaurl': expected the URL of a running"),
+    # the live web went direct without a word, where a user may have meant a proxy to the internet
+    ("focused", ["-s", "TOPICCRAWL_WEB=live", "-s", "TOPICCRAWL_WEB_PROXY=http://127.0.0.1:3128",
+                 "-a", "seeds=http://a.example/"], "TOPICCRAWL_WEB=live does not use it (for a proxy to the live web"),
     ("focused", ["-s", "TOPICCRAWL_NO_SUCH_THING=1"], "unknown setting TOPICCRAWL_NO_SUCH_THING (docs/settings.md"),
     ("dwdbrm", ["-a", "pages=10"], "dwdbrm: no seed pages"),
     ("focused", ["-a", "max_page=50"], "unknown spider argument max_page for focused; expected one of: examples, "),

@@ -283,6 +283,10 @@ class TopicCrawlConfig:
             raise ConfigError("TOPICCRAWL_GC_THRESHOLD must be >= 0 (0 = Python's own setting) and at most 2147483647")
         if self.max_links_per_page < 0:
             raise ConfigError("TOPICCRAWL_MAX_LINKS_PER_PAGE must be >= 0 (0 = every link of a page)")
+        if self.web_proxy and not self.offline:  # it was ignored without a word: the live web went direct
+            raise ConfigError(f"TOPICCRAWL_WEB_PROXY={self.web_proxy!r} routes an offline web; TOPICCRAWL_WEB=live "
+                              "does not use it (for a proxy to the live web set http_proxy/https_proxy, which "
+                              "Scrapy's HttpProxyMiddleware reads)")
         if self.web_proxy:
             from urllib.parse import urlsplit
 
