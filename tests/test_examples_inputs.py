@@ -286,6 +286,33 @@ def test_one_page_given_as_several_examples_is_used_once_and_each_is_named_as_gi
             "well: not used twice") in proc.stderr, proc.stderr[-3000:]
 
 
+def test_a_page_saved_in_examples_dir_and_given_by_its_url_is_one_example(tmp_path, site):
+    """Pages were told apart by URL only: a page saved in ``examples_dir`` (here the server's own
+    bytes, as ``curl -o`` saves it) and also given by its URL counted as two examples, and a word of
+    it met the rule of two examples; a page saved twice under two names too."""
+    import urllib.request
+
+    folder = tmp_path / "saved"
+    folder.mkdir()
+    with urllib.request.urlopen(f"{site}/ex1") as answer:
+        saved = answer.read()
+    (folder / "ex1.html").write_bytes(saved)
+    (folder / "ex1-copy.html").write_bytes(saved)
+    topic = _topic(tmp_path, site, 'examples_dir = "saved"', f'examples = ["{site}/ex1", "{site}/ex2"]')
+    proc, out = run_crawl(tmp_path, args={"topic": str(topic), "strategy": "learned", "max_pages": 3},
+                          settings=LIVE, feed=False)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    stats = _stats(out)
+    assert stats["topiccrawl/classifier/examples"] == 2, stats  # ex1 once, ex2
+    assert stats["topiccrawl/examples/read"] == 1 and stats["topiccrawl/examples/fetched"] == 1
+    assert stats["topiccrawl/examples/duplicate"] == 2
+    assert "topic words derived from 2 example pages" in proc.stderr, proc.stderr[-3000:]
+    assert (f"examples_dir: {folder / 'ex1.html'} is the page of {folder / 'ex1-copy.html'} as well: not used "
+            "twice") in proc.stderr, proc.stderr[-3000:]
+    assert (f"example page {site}/ex1 is the page saved as {folder / 'ex1-copy.html'} as well: not used "
+            "twice") in proc.stderr, proc.stderr[-3000:]
+
+
 def test_a_resume_keeps_its_examples_and_says_so_when_given_others(tmp_path, site):
     topic = _topic(tmp_path, site, f'examples = ["{site}/ex1", "{site}/ex2", "{site}/ex3"]')
     job = tmp_path / "job"

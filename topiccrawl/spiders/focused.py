@@ -62,8 +62,11 @@ class FocusedSpider(scrapy.Spider):
         #: fetched example and background pages waiting for the last one: (request index, kind, terms,
         #: the URLs an example links to, the page it led to (canonical URL), its URL as given)
         self._fetched: list[tuple[int, str, list[str], list[str], str, str]] = []
-        #: this run's example pages not used, by why (failed, not_html, no_text, skipped)
+        #: this run's example pages not used, by why (failed, not_html, no_text, skipped, duplicate)
         self._unused: Counter[str] = Counter()
+        #: the text of each page saved in examples_dir (:func:`_text_key`) -> its file: a fetched
+        #: example with the same text is the same page
+        self._saved: dict[str, str] = {}
 
     @property
     def tc(self) -> TopicCrawl:
@@ -187,11 +190,15 @@ class FocusedSpider(scrapy.Spider):
             usable, skipped = example_files(topic.examples_dir, self.crawler.settings.getint("DOWNLOAD_MAXSIZE"))
             for path, body in usable:
                 terms = document_terms(extract(body, path.resolve().as_uri(), "text/html"))
-                if terms:
+                if not terms:
+                    skipped.append((path, "no text"))
+                elif _text_key(terms) in self._saved:  # one page saved twice is one example
+                    self._not_used("duplicate", "example", "examples_dir: %s is the page of %s as well: not used twice",
+                                   path, self._saved[_text_key(terms)])
+                else:
+                    self._saved[_text_key(terms)] = str(path)
                     tc.add_example(terms)
                     self.crawler.stats.inc_value("topiccrawl/examples/read")
-                else:
-                    skipped.append((path, "no text"))
             for path, reason in skipped:
                 self._not_used("skipped", "example", "examples_dir: %s not used: %s", path, reason)
         urls = [(u, False) for u in examples] + [(u, True) for u in counter_examples]
@@ -301,6 +308,9 @@ class FocusedSpider(scrapy.Spider):
             elif page in used:  # one page is one example: the first given keeps it, whatever answered first
                 self._not_used("duplicate", kind, "%s page %s is the page of %s %s as well: not used twice", kind,
                                name, *used[page])
+            elif _text_key(terms) in self._saved:  # a page saved in examples_dir and given by its URL too
+                self._not_used("duplicate", kind, "%s page %s is the page saved as %s as well: not used twice", kind,
+                               name, self._saved[_text_key(terms)])
             else:
                 used[page] = (kind, name)
                 tc.add_example(terms, counter=kind == "counter-example", links=links)
@@ -351,6 +361,13 @@ class FocusedSpider(scrapy.Spider):
 def _example_pages(n: int) -> str:
     """``"1 example page"``, ``"3 example pages"``."""
     return f"{n} example page{'s' if n != 1 else ''}"
+
+
+def _text_key(terms: list[str]) -> str:
+    """A page told by its text (its terms in order): a page saved in ``examples_dir`` and fetched from its URL."""
+    import hashlib
+
+    return hashlib.sha256("\0".join(terms).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _given(request, final: str | None = None) -> str:
