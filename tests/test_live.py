@@ -179,3 +179,19 @@ def test_name_resolving_to_a_private_address_is_refused_unless_allowed(tmp_path,
     proc, stats = _live_crawl(tmp_path / "allowed", url, TOPICCRAWL_LIVE_ALLOW_HOSTS=name)
     assert web.hits == ["/robots.txt", "/page"] and "topiccrawl/refused_private" not in stats
     assert stats["topiccrawl/dp"] == 1
+
+
+def test_a_live_crawl_of_a_topic_with_labels_reports_no_truth(tmp_path, web):
+    """台风灾害 has evaluation labels; on the live web no page has labels to meet them, so there is
+    no true harvest rate: stats.json and harvest.csv said 0 (null and empty now, as for a topic
+    without labels)."""
+    import csv
+
+    proc, stats = _live_crawl(tmp_path, f"http://127.0.0.1:{web.server_port}/page",
+                              TOPICCRAWL_LIVE_ALLOW_HOSTS="127.0.0.1")
+    assert stats["topiccrawl/dp"] == 1
+    for key in ("truth/relevant", "truth/distinct_relevant", "truth/harvest_rate", "truth/site_harvest_rate"):
+        assert stats[f"topiccrawl/{key}"] is None, key
+    with open(tmp_path / "out" / "harvest.csv", encoding="utf-8") as fh:
+        (row,) = list(csv.DictReader(fh))
+    assert row["truth_relevant"] == "" and row["truth_harvest_rate"] == "", row

@@ -280,7 +280,6 @@ class TopicCrawl:
         #: per graph node: 1 once a request for it was handed to Scrapy (see _unseen)
         self._yielded = bytearray()
         self.pagerank = PageRankCache(self.graph, every=self.config.pagerank_every)
-        self.metrics = CrawlMetrics(self.topic.beta, self.topic.labels, self.config.checkpoints)
         self.harvest_rows: list[dict] = []
         #: URL -> the page's place in the page classifier's order, until the page is counted
         self._observed: dict[str, int] = {}
@@ -324,6 +323,7 @@ class TopicCrawl:
         # the lab starts with the engine, not here: a spider built and never crawled leaves none running
         crawler.signals.connect(self._start_web, signal=signals.engine_started)
         self._load_ground_truth()
+        self.metrics = CrawlMetrics(self.topic.beta, self.truth_labels, self.config.checkpoints)
 
     # -- offline web and ground truth ---------------------------------------------------------
     def _start_web(self):
@@ -367,6 +367,12 @@ class TopicCrawl:
                 self.truth_held_out = True
         # count the corpus's relevant pages now, at start-up, not inside the crawl
         self.total_relevant()
+
+    @property
+    def truth_labels(self) -> frozenset[str]:
+        """The topic's evaluation labels where pages have labels to meet them (an offline web, or
+        ``TOPICCRAWL_GROUND_TRUTH``); none on the live web, whose truth figures are then null, not 0."""
+        return frozenset(self.topic.labels) if self.ground_truth is not None else frozenset()
 
     def is_truly_relevant(self, url: str) -> bool:
         return bool(self.ground_truth and self.ground_truth.is_relevant(url, self.topic.labels))
@@ -1091,6 +1097,8 @@ class TopicCrawl:
         self._yielded = bytearray()  # a cache only: the restored duplicate filter has the truth
         self.pagerank = PageRankCache.from_state(state["pagerank"], self.graph)
         self.metrics = CrawlMetrics.from_state(state["metrics"])
+        if self.ground_truth is None:  # a live crawl's JOBDIR saved its topic's labels before
+            self.metrics.relevant_labels = frozenset()
         self.harvest_rows = state["harvest_rows"]
         if state.get("focus") is None and self.focus is not None:
             if self.config.classifier == "auto" and not (self.learns or self.topic.has_examples):
