@@ -58,6 +58,8 @@ CASES = [
     # the live web went direct without a word, where a user may have meant a proxy to the internet
     ("focused", ["-s", "TOPICCRAWL_WEB=live", "-s", "TOPICCRAWL_WEB_PROXY=http://127.0.0.1:3128",
                  "-a", "seeds=http://a.example/"], "TOPICCRAWL_WEB=live does not use it (for a proxy to the live web"),
+    ("focused", ["-s", "TOPICCRAWL_WEB=live", "-s", "TOPICCRAWL_WEB_FAULTS=5xx@0.5", "-a", "seeds=http://a.example/"],
+     "TOPICCRAWL_WEB_FAULTS='5xx@0.5' injects faults into an offline web; TOPICCRAWL_WEB=live does not use it"),
     ("focused", ["-s", "TOPICCRAWL_NO_SUCH_THING=1"], "unknown setting TOPICCRAWL_NO_SUCH_THING (docs/settings.md"),
     ("dwdbrm", ["-a", "pages=10"], "dwdbrm: no seed pages"),
     ("focused", ["-a", "max_page=50"], "unknown spider argument max_page for focused; expected one of: examples, "),

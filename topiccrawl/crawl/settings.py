@@ -287,6 +287,9 @@ class TopicCrawlConfig:
             raise ConfigError(f"TOPICCRAWL_WEB_PROXY={self.web_proxy!r} routes an offline web; TOPICCRAWL_WEB=live "
                               "does not use it (for a proxy to the live web set http_proxy/https_proxy, which "
                               "Scrapy's HttpProxyMiddleware reads)")
+        if self.web_faults and not self.offline:  # ignored as well: the faults are the offline web's
+            raise ConfigError(f"TOPICCRAWL_WEB_FAULTS={self.web_faults!r} injects faults into an offline web; "
+                              "TOPICCRAWL_WEB=live does not use it")
         if self.web_proxy:
             from urllib.parse import urlsplit
 
