@@ -109,6 +109,7 @@ def check_crawl_inputs(settings, spargs: dict, spidercls=None) -> None:
     check = getattr(spidercls, "check_arguments", None)
     if check is not None:
         check(**spargs)
+        check_live_backend(check, spargs, cfg)
     if cfg.strategy not in STRATEGIES:
         raise FrontierError(f"unknown strategy {cfg.strategy!r}; expected one of: {', '.join(STRATEGIES)}")
     options = strategy_options(settings, cfg.strategy)  # a bad TOPICCRAWL_<STRATEGY>_* value: one line, before the crawl
@@ -200,6 +201,21 @@ def check_argument_names(spidercls, spargs: dict) -> None:
     if unknown:
         raise ConfigError(f"unknown spider argument{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} for "
                           f"{spidercls.name}; expected one of: {', '.join(sorted(known - {'name'}))}")
+
+
+def check_live_backend(check, spargs: dict, cfg: TopicCrawlConfig) -> None:
+    """On the live web, the ``local`` search backend (a spider's default) without a ``search_url``
+    names the offline web's engine, ``search.topiccrawl.test``: one line before the crawl, not a
+    failed DNS lookup, retried, for every search call."""
+    import inspect
+
+    if cfg.offline or "backend" not in inspect.signature(check).parameters:
+        return
+    backends = [b.strip() for b in str(spargs.get("backend") or "local").split(",")]
+    if "local" in backends and not (spargs.get("search_url") or spargs.get("backend_url")):
+        raise SearchBackendError("search backend local is the offline web's engine (search.topiccrawl.test), not on "
+                                 "the live web: give -a backend=searxng -a search_url=URL of a SearXNG instance, or "
+                                 "-a search_url=URL of an engine that answers as the local one (docs/dwdbrm.md)")
 
 
 def check_seeds(spidercls, spargs: dict, cfg: TopicCrawlConfig, topic) -> None:
