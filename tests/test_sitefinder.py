@@ -128,6 +128,9 @@ def test_shipped_bookstore_rules_separate_products_from_reviews():
     (("name = \"buy\"", "name = \"price\""), "rule 'price': duplicate rule name"),
     (("label = ", "lable = "), "unknown key 'lable'"),
     (("name = \"t\"", "name = \"t"), "not valid TOML"),
+    # a string for a boolean was read as true; an infinite weight made every normalised weight nan
+    (("name = \"t\"", "name = \"t\"\nignore_case = \"false\""), "'ignore_case' must be true or false"),
+    (("weight = 2", "weight = inf"), "rule 'buy': 'weight' must be a number > 0"),
 ])
 def test_invalid_rules_are_one_line_errors_naming_file_and_rule(tmp_path, edit, problem):
     path = write(tmp_path, RULES.replace(*edit, 1), "broken.toml")
@@ -208,6 +211,8 @@ def test_verifier_prior_changes_the_order():
 def test_verifier_budget_and_exhaustion_and_failures():
     v = verify_site(f"{H}/", fetch(SITE), num_rel_pages=3, num_exp_pages=4)
     assert (v.verdict, v.reason, len(v.expansions)) == ("irrelevant", "budget", 4)
+    # an irrelevant site's evidence is its three best pages (it was its one good page alone)
+    assert len(v.good) == 1 and [e["score"] for e in v.result()["evidence"]] == [0.9, 0.2, 0.1]
     v = verify_site(f"{H}/", fetch(SITE), num_rel_pages=3, page_threshold=0.99)
     assert (v.verdict, v.reason) == ("irrelevant", "exhausted")
     assert len(v.expansions) == 10  # all nine pages and the broken link, each once

@@ -9,6 +9,7 @@ format in ``docs/sitefinder.md``).
 from __future__ import annotations
 
 import importlib.resources
+import math
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -211,7 +212,10 @@ def load_rules(name_or_path: str) -> RuleSet:
     unknown = sorted(set(data) - _FILE_KEYS)
     if unknown:
         raise fail(f"unknown key {unknown[0]!r} (expected: {', '.join(sorted(_FILE_KEYS))})")
-    flags = re.IGNORECASE if data.get("ignore_case", True) else 0
+    ignore_case = data.get("ignore_case", True)
+    if not isinstance(ignore_case, bool):  # "false", a string, was true
+        raise fail(f"'ignore_case' must be true or false (TOML booleans, no quotes), got {ignore_case!r}")
+    flags = re.IGNORECASE if ignore_case else 0
     sources = data.get("patterns", {})
     if not isinstance(sources, dict):
         raise fail("[patterns] must be a table of name = 'regex'")
@@ -246,7 +250,7 @@ def load_rules(name_or_path: str) -> RuleSet:
         if bad:
             raise fail(f"{where}: unknown key {bad[0]!r} (expected: {', '.join(sorted(_RULE_KEYS))})")
         weight = rule.get("weight")
-        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not weight > 0:
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0 < weight < math.inf:
             raise fail(f"{where}: 'weight' must be a number > 0, got {weight!r}")
         if ("match" in rule) == ("regex" in rule):
             raise fail(f"{where}: give exactly one of 'match' (an expression) or 'regex'")

@@ -329,7 +329,7 @@ class SiteVerifier:
         return {
             "site": self.site, "entry": self.entry, "verdict": self.verdict or "undecided", "reason": self.reason,
             "good_pages": len(self.good), "pages_fetched": self.spent(), "searches": len(self.searches),
-            "classes": len(self.classes), "evidence": self.good or top,
+            "classes": len(self.classes), "evidence": self.good if self.verdict == "relevant" else top,
             "queries": list(self.found_by),
         }
 
