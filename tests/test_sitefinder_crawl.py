@@ -73,3 +73,19 @@ def test_phone_shops_with_the_rules_files_queries(tmp_path):
     items, stats, _ = crawl(tmp_path, {"rules": "phoneshop-zh"}, TOPICCRAWL_PROGRESS_INTERVAL=1)
     judged = check_verdicts(items, stats)
     assert judged and all(i["truly_relevant"] for i in judged)
+
+
+def test_a_jobdir_crawl_stopped_and_resumed_checks_every_site_once(tmp_path):
+    """With JOBDIR (crash-safe journaling by default) the spider found no site frontier behind the
+    journal: one ERROR line, nothing crawled, exit 0. Stopped after 5 verdicts and resumed, it
+    checks each site once and its stats keep the search answers of the first run."""
+    job = tmp_path / "job"
+    first, stats1, _ = crawl(tmp_path / "a", {"rules": "phoneshop-zh"}, JOBDIR=str(job), CLOSESPIDER_ITEMCOUNT=5)
+    assert stats1["finish_reason"] == "closespider_itemcount" and len(first) >= 5
+    assert stats1["topiccrawl/sites/search_results"] > 0
+    rest, stats2, _ = crawl(tmp_path / "b", {"rules": "phoneshop-zh"}, JOBDIR=str(job))
+    assert stats2["finish_reason"] == "finished" and stats2["topiccrawl/resumes"] == 1
+    items = first + rest
+    check_verdicts(items, {**stats2, "topiccrawl/sites/checked": len(items)})
+    assert stats2["topiccrawl/sites/checked"] == len(items)
+    assert stats2["topiccrawl/sites/search_results"] >= stats1["topiccrawl/sites/search_results"]

@@ -181,6 +181,8 @@ CARRIED = ("downloader/", "scheduler/", "retry/", "dupefilter/", "httperror/", "
            "topiccrawl/non_html", "topiccrawl/outside_corpus", "topiccrawl/refused_private",
            "topiccrawl/redirect_refiltered", "topiccrawl/classifier/guarded_pages",
            "topiccrawl/semantic/closeness_links", "topiccrawl/dispatch/page_link_timeouts",
+           # the site finder's search answers (spiders.sitefinder; its other figures come from its state)
+           "topiccrawl/sites/search_results", "topiccrawl/sites/site_search_hits", "topiccrawl/sites/search_errors",
            # 1: saved while the example pages' verdict was awaited (spiders.focused)
            "topiccrawl/examples_pending")
 #: text stats a resumed crawl keeps as they were (the words derived from its example pages)

@@ -394,9 +394,11 @@ class TopicScheduler(BaseScheduler):
         return Path(self.jobdir) / STATE_FILE if self.jobdir else None
 
     def _journaling(self) -> bool:
-        """A snapshot plus a journal: JOBDIR set, ``TOPICCRAWL_CHECKPOINT_INTERVAL`` > 0 and a
-        duplicate filter whose fingerprints the snapshot can hold (the project's)."""
-        return bool(self.jobdir) and self.tc.config.checkpoint_interval > 0 and hasattr(self.df, "load_keys")
+        """A snapshot plus a journal: JOBDIR set, ``TOPICCRAWL_CHECKPOINT_INTERVAL`` > 0, a
+        duplicate filter whose fingerprints the snapshot can hold (the project's) and a strategy
+        whose state is its queue (not ``journaled = False``: the site finder's verdicts)."""
+        return (bool(self.jobdir) and self.tc.config.checkpoint_interval > 0 and hasattr(self.df, "load_keys")
+                and getattr(self.frontier, "journaled", True))
 
     def _save(self, final: bool = True) -> None:
         """Write the snapshot atomically (on close, ``final``, and every checkpoint interval), then

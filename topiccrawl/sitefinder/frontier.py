@@ -50,6 +50,9 @@ class SiteFinderFrontier(_Base):
     """
 
     name = "sitefinder"
+    #: its state is more than its queue (sites, reports, verdicts), which a journal of pushes and
+    #: pops cannot replay: a JOBDIR holds a snapshot written when the crawl stops (docs/sitefinder.md)
+    journaled = False
 
     def __init__(self, *, page_threshold: float = 0.7, num_rel_pages: int = 3,
                  num_exp_pages: int = 50, prior: float = 0.5, digits: bool = False,
