@@ -60,6 +60,7 @@ CASES = [
                  "-a", "seeds=http://a.example/"], "TOPICCRAWL_WEB=live does not use it (for a proxy to the live web"),
     ("focused", ["-s", "TOPICCRAWL_WEB=live", "-s", "TOPICCRAWL_WEB_FAULTS=5xx@0.5", "-a", "seeds=http://a.example/"],
      "TOPICCRAWL_WEB_FAULTS='5xx@0.5' injects faults into an offline web; TOPICCRAWL_WEB=live does not use it"),
+    ("focsued", [], "unknown spider 'focsued'; did you mean focused? (the spiders: backward, dwdbrm, focused,"),  # a traceback
     # the default search backend on the live web: a DNS failure, retried, for every search call, exit 0
     ("dwdbrm", ["-s", "TOPICCRAWL_WEB=live", "-a", "seeds=http://a.example/"],
      "search backend local is the offline web's engine (search.topiccrawl.test), not on the live web"),

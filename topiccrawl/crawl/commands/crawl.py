@@ -396,10 +396,16 @@ class Command(ScrapyCrawlCommand):
         root.addHandler(held)
         root.setLevel(logging.DEBUG)
         try:
+            loader = get_spider_loader(self.settings)
             try:
-                spidercls = get_spider_loader(self.settings).load(args[0])
-            except KeyError:
-                spidercls = None  # Scrapy reports the unknown spider itself
+                spidercls = loader.load(args[0])
+            except KeyError:  # Scrapy's own report of it is a traceback
+                import difflib
+
+                names = sorted(loader.list())
+                close = difflib.get_close_matches(args[0], names, n=1)
+                hint = f"; did you mean {close[0]}?" if close else ""
+                raise ConfigError(f"unknown spider {args[0]!r}{hint} (the spiders: {', '.join(names)})") from None
             check_crawl_inputs(self.settings, opts.spargs, spidercls)
             feeds = resume_feeds(self.settings, {**opts.spargs, "name": spidercls.name if spidercls else args[0]})
             if feeds is None and spidercls is not None:
