@@ -61,6 +61,10 @@ CASES = [
     ("focused", ["-s", "TOPICCRAWL_WEB=live", "-s", "TOPICCRAWL_WEB_FAULTS=5xx@0.5", "-a", "seeds=http://a.example/"],
      "TOPICCRAWL_WEB_FAULTS='5xx@0.5' injects faults into an offline web; TOPICCRAWL_WEB=live does not use it"),
     ("focsued", [], "unknown spider 'focsued'; did you mean focused? (the spiders: backward, dwdbrm, focused,"),  # a traceback
+    # the site queue ran under the focused spider (6 pages, exit 0), and a page queue under the site
+    # finder (an ERROR line, nothing crawled, exit 0)
+    ("focused", ["-a", "strategy=sitefinder"], "the focused spider runs no strategy 'sitefinder'; expected one of: bfs,"),
+    ("sitefinder", ["-a", "strategy=bfs"], "the sitefinder spider runs no strategy 'bfs'; expected one of: sitefinder"),
     # the default search backend on the live web: a DNS failure, retried, for every search call, exit 0
     ("dwdbrm", ["-s", "TOPICCRAWL_WEB=live", "-a", "seeds=http://a.example/"],
      "search backend local is the offline web's engine (search.topiccrawl.test), not on the live web"),

@@ -297,7 +297,9 @@ class Strategy:
     imported on first use. ``redis``: the Redis store (``TOPICCRAWL_STORE=redis``) runs it;
     ``needs_truth``: it reads the ground-truth labels of link targets (``is_relevant``);
     ``needs_paths``: it also reads the offline web's link graph (``paths``, a
-    :class:`~topiccrawl.scoring.groundtruth.TruthPaths`, passed as the factory's third argument).
+    :class:`~topiccrawl.scoring.groundtruth.TruthPaths`, passed as the factory's third argument);
+    ``sites``: it queues candidate sites for the spider that checks them (its ``topiccrawl_queue``
+    is ``"sites"``), not pages.
     """
 
     name: str
@@ -306,6 +308,7 @@ class Strategy:
     redis: bool = False
     needs_truth: bool = False
     needs_paths: bool = False
+    sites: bool = False
 
     def options_class(self) -> type[StrategyOptions] | None:
         return _load(self.options)
@@ -340,7 +343,7 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
     Strategy("learned", "topiccrawl.strategies.learned:make_learned", "topiccrawl.strategies.learned:LearnedOptions",
              redis=True),
     Strategy("sitefinder", "topiccrawl.sitefinder.frontier:make_sitefinder",
-             "topiccrawl.sitefinder.frontier:SiteFinderOptions", redis=True),
+             "topiccrawl.sitefinder.frontier:SiteFinderOptions", redis=True, sites=True),
 )}
 
 

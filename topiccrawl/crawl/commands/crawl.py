@@ -110,8 +110,13 @@ def check_crawl_inputs(settings, spargs: dict, spidercls=None) -> None:
     if check is not None:
         check(**spargs)
         check_live_backend(check, spargs, cfg)
-    if cfg.strategy not in STRATEGIES:
-        raise FrontierError(f"unknown strategy {cfg.strategy!r}; expected one of: {', '.join(STRATEGIES)}")
+    serving = list(STRATEGIES)  # a site queue for the spider that checks sites, a page queue for the others
+    if spidercls is not None:
+        sites = getattr(spidercls, "topiccrawl_queue", "frontier") == "sites"
+        serving = [name for name, strategy in STRATEGIES.items() if strategy.sites == sites]
+    if cfg.strategy not in serving:
+        what = "unknown strategy" if cfg.strategy not in STRATEGIES else f"the {spidercls.name} spider runs no strategy"
+        raise FrontierError(f"{what} {cfg.strategy!r}; expected one of: {', '.join(serving)}")
     options = strategy_options(settings, cfg.strategy)  # a bad TOPICCRAWL_<STRATEGY>_* value: one line, before the crawl
     if cfg.store == "redis" and cfg.strategy == "learned":  # an option the Redis store lacks: the same
         from topiccrawl.redis.learned import check_redis_options
