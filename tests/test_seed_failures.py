@@ -28,6 +28,8 @@ class _Web(QuietHandler):
             reply(self, 200, b"User-agent: *\nDisallow: /private/\n", "text/plain")
         elif self.path == "/gone":
             reply(self, 404, b"not here", "text/plain")
+        elif self.path == "/report.pdf":
+            reply(self, 200, b"%PDF-1.4 not a page", "application/pdf")
         else:
             reply(self, 200, PAGE)
 
@@ -110,3 +112,24 @@ def test_truth_n_that_finds_no_labelled_page_stops_with_one_line_and_exit_2(tmp_
     assert "labels: topic:台风灾难" in errors[0]
     assert sorted(p.name for p in out.iterdir()) == ["stats.json"]  # nothing written over an earlier crawl's
     assert (out / "stats.json").read_text(encoding="utf-8") == "an earlier crawl's\n"
+
+
+def test_seeds_that_give_no_page_stop_the_crawl_and_leave_an_earlier_runs_files_alone(tmp_path, web):
+    """Every seed failed, was refused or was no HTML page: the crawl exited 0 and replaced the
+    folder's earlier feed, stats and harvest CSV with empty ones (and deleted an unlabelled
+    audit.csv); a PDF seed was dropped without a word."""
+    base = f"http://localhost:{web.server_port}"
+    settings = {"TOPICCRAWL_WEB": "live", "TOPICCRAWL_LIVE_ALLOW_HOSTS": "localhost", "TOPICCRAWL_PLOT_ENABLED": "false",
+                "RETRY_TIMES": "0", "DOWNLOAD_TIMEOUT": "5"}
+    proc, out = run_crawl(tmp_path, args={"topic": "台风灾害", "seeds": f"{base}/", "max_pages": 5}, settings=settings)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    before = {path.name: path.read_bytes() for path in out.iterdir()}
+    assert {"pages.jsonl", "stats.json", "harvest.csv", "audit.csv"} <= set(before)
+    seeds = [f"{base}/private/plan", f"{base}/gone", f"{base}/report.pdf", f"http://localhost:{_closed_port()}/"]
+    proc, out = run_crawl(tmp_path, args={"topic": "台风灾害", "seeds": ",".join(seeds), "max_pages": 5},
+                          settings=settings)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert f"seed {base}/report.pdf is not an HTML page (Content-Type application/pdf): no link of it followed" in proc.stderr
+    assert "ERROR: no page was crawled: the seeds gave none (the lines above say why)" in proc.stderr
+    assert "Spider closed (no_pages)" in proc.stderr
+    assert {path.name: path.read_bytes() for path in out.iterdir()} == before

@@ -19,7 +19,7 @@ from scrapy.exceptions import CloseSpider
 from twisted.internet import task
 
 from topiccrawl.crawl.audit import keep_earlier_audit, write_audit
-from topiccrawl.crawl.feeds import writes_nothing
+from topiccrawl.crawl.feeds import NO_PAGES, writes_nothing
 from topiccrawl.crawl.runtime import TopicComponent
 
 logger = logging.getLogger(__name__)
@@ -140,6 +140,10 @@ class TopicStats(TopicComponent):
         # the last page is counted: late responses are then kept for a JOBDIR resume
         if self.tc.budget_spent:
             raise CloseSpider("topiccrawl_max_pages")
+        if not self.tc.metrics.dp and self.tc.shared is None and getattr(spider, "topiccrawl_queue", None) == "frontier":
+            # nothing to crawl from: the empty files would replace an earlier run's in the folder (exit 0)
+            logger.error("no page was crawled: the seeds gave none (the lines above say why)")
+            raise CloseSpider(NO_PAGES)
 
     # -- files ------------------------------------------------------------------------------------
     def write_outputs(self, reason: str) -> None:

@@ -126,6 +126,12 @@ class FocusedSpider(scrapy.Spider):
     def parse(self, response):
         if not html_page(response):  # a PDF, an image, JSON, a feed: not a page (docs/scoring.md)
             self.crawler.stats.inc_value("topiccrawl/non_html")
+            meta = response.meta.get(META_KEY) or {}
+            if not meta.get("depth") and not meta.get("parent"):  # a seed: it was dropped without a word
+                self.crawler.stats.inc_value("topiccrawl/seeds_not_html")
+                self.logger.warning("seed %s is not an HTML page (Content-Type %s): no link of it followed",
+                                    response.request.url,
+                                    (response.headers.get(b"Content-Type") or b"none").decode("latin-1"))
             return
         if self.tc.budget_spent:  # in flight when the budget ran out: keep it for a resume
             self.crawler.engine.scheduler.requeue(response.request)

@@ -59,7 +59,8 @@ USER_ERRORS = (ConfigError, TopicError, CorpusError, GroundTruthError, FrontierE
 #: the exit status of a crawl by its close reason: 2 for a user mistake found only once it ran
 #: (``redis_refused``: a worker whose options or spider do not match the Redis crawl it joined), 1
 #: for a crawl that could not go on (``redis_lost``: Redis gone mid-crawl)
-EXIT_STATUS = {"no_topic_words": 2, "no_truth_pages": 2, "redis_refused": 2, "redis_lost": 1, "jobdir_failed": 1}
+EXIT_STATUS = {"no_topic_words": 2, "no_truth_pages": 2, "redis_refused": 2, "redis_lost": 1, "jobdir_failed": 1,
+               "no_pages": 1}
 
 #: feed formats whose files can be appended to (one record a line)
 LINE_FORMATS = ("jsonlines", "jsonl", "jl")
