@@ -89,7 +89,12 @@ BROKEN = [
     ('beta = 0.5\n[words]\n"台风" = true\n', "[words] weight for '台风' must be a number"),
     ('beta = 0.5\n[words]\n"台风" = -0.2\n', "[words] weight for '台风' must be positive"),
     ('beta = 0.5\n[words]\n"storm surge" = 0.2\n', "'storm surge' is not a single term"),
-    ('beta = 0.5\n[words]\nStorm = 1\nstorm = 2\n', "repeats the word 'storm'"),
+    # the message named the word as read twice ("'storm' repeats the word 'storm'"), not the key written
+    ('beta = 0.5\n[words]\nStorm = 1\nstorm = 2\n', "'storm' repeats the word 'Storm' (both read as 'storm')"),
+    ('beta = 0.5\n[words]\n"台风" = 1\n"颱風" = 2\n', "'颱風' repeats the word '台风' (both read as '台风')"),
+    # a stop word was to be "split into separate words"
+    ('beta = 0.5\nlanguage = "zh"\n[words]\n"的" = 1\n', "'的' has no term to score by (a stop word"),
+    ('beta = 0.5\n[words]\n" " = 1\n', "' ' has no term to score by"),
     ('[words]\nstorm = 1\n', "missing 'beta'"),
     ('beta = 1.5\n[words]\nstorm = 1\n', "'beta' must be a number in [0, 1], got 1.5"),
     ('beta = -0.1\n[words]\nstorm = 1\n', "'beta' must be a number in [0, 1]"),

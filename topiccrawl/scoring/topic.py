@@ -214,6 +214,7 @@ def _parse_words(table: object, fail) -> dict[str, float]:
     if not isinstance(table, dict) or not table:
         raise fail("[words] must be a non-empty table of word = weight")
     words: dict[str, float] = {}
+    given: dict[str, str] = {}  # term -> the key it was written as
     text.add_words(list(table))
     for word, weight in table.items():
         if not _is_number(weight) or not math.isfinite(weight):
@@ -221,12 +222,16 @@ def _parse_words(table: object, fail) -> dict[str, float]:
         if weight <= 0:
             raise fail(f"[words] weight for {word!r} must be positive, got {weight!r}")
         terms = text.tokenize(word)
+        if not terms:  # a stop word, punctuation, a blank key: no term at all to split
+            raise fail(f"[words] {word!r} has no term to score by (a stop word, or no letter or digit); "
+                       "leave it out")
         if len(terms) != 1:
             raise fail(f"[words] {word!r} is not a single term (it tokenizes to {terms}); "
                        "split it into separate words")
-        if terms[0] in words:
-            raise fail(f"[words] {word!r} repeats the word {terms[0]!r}")
+        if terms[0] in words:  # the key written, and how it reads (its case, its script)
+            raise fail(f"[words] {word!r} repeats the word {given[terms[0]]!r} (both read as {terms[0]!r})")
         words[terms[0]] = float(weight)
+        given[terms[0]] = word
     return words
 
 
