@@ -65,6 +65,9 @@ CASES = [
     # finder (an ERROR line, nothing crawled, exit 0)
     ("focused", ["-a", "strategy=sitefinder"], "the focused spider runs no strategy 'sitefinder'; expected one of: bfs,"),
     ("sitefinder", ["-a", "strategy=bfs"], "the sitefinder spider runs no strategy 'bfs'; expected one of: sitefinder"),
+    # "error: : a folder, not a topic file" (the empty path read as the current folder)
+    ("focused", ["-a", "topic="], "the topic is empty: give a .toml path or one of: "),
+    ("focused", ["-a", "max_pages=-5"], "TOPICCRAWL_MAX_PAGES (-a max_pages) must be >= 0"),  # named the setting only
     # the default search backend on the live web: a DNS failure, retried, for every search call, exit 0
     ("dwdbrm", ["-s", "TOPICCRAWL_WEB=live", "-a", "seeds=http://a.example/"],
      "search backend local is the offline web's engine (search.topiccrawl.test), not on the live web"),

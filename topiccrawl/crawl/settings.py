@@ -188,13 +188,13 @@ class TopicCrawlConfig:
 
     def validate(self) -> None:
         if self.max_pages < 0:
-            raise ConfigError("TOPICCRAWL_MAX_PAGES must be >= 0 (0 = no limit)")
+            raise ConfigError("TOPICCRAWL_MAX_PAGES (-a max_pages) must be >= 0 (0 = no limit)")
         if self.audit_pages < 1:
             raise ConfigError("TOPICCRAWL_AUDIT_PAGES must be >= 1 (TOPICCRAWL_AUDIT_ENABLED=False writes no audit.csv)")
         if not 0.0 <= self.anchor_weight <= 1.0:
             raise ConfigError("TOPICCRAWL_ANCHOR_WEIGHT (∂ of eq. 5) must lie in [0, 1]")
         if not 0.0 <= self.link_threshold <= 1.0:
-            raise ConfigError("TOPICCRAWL_LINK_THRESHOLD must lie in [0, 1]")
+            raise ConfigError("TOPICCRAWL_LINK_THRESHOLD (-a link_threshold) must lie in [0, 1]")
         if any(n < 1 for n in self.checkpoints):
             raise ConfigError(f"TOPICCRAWL_CHECKPOINTS={','.join(map(str, self.checkpoints))}: page counts must be >= 1")
         if self.topic_node and not self.topic_tree:  # the topic's words were crawled by, the node ignored

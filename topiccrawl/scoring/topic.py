@@ -88,6 +88,8 @@ def load_topic(name_or_path: str) -> Topic:
     never split. Raises :class:`TopicError` with a one-line message on any problem.
     """
     arg = str(name_or_path).strip()
+    if not arg:  # Path("") is the current folder
+        raise TopicError(f"the topic is empty: give a .toml path or one of: {', '.join(shipped_topics() + sorted(ALIASES))}")
     path = Path(arg)
     folder = TopicError(f"{arg}: a folder, not a topic file (give the .toml file)")
     if not (arg.endswith(".toml") or path.is_file() or "/" in arg or "\\" in arg):
