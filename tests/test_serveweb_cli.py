@@ -107,6 +107,17 @@ def test_labels_out_writes_every_page(env, tmp_path):
     assert "http://b.test/\t" in lines
 
 
+def test_labels_out_to_a_reader_that_stops_early_is_quiet(env, tmp_path):
+    """``--labels-out - | head -2``: the labels went on into a closed pipe, "error: [Errno 32] Broken
+    pipe", exit 2."""
+    proc = subprocess.Popen(lab_cmd("fixture:", "--labels-out", "-", *READER), env=env, cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
+    first = proc.stdout.read(64)
+    proc.stdout.close()  # as head does after its lines
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 0 and err == "" and first
+
+
 def test_write_labels_sorts_labels(tmp_path):
     corpus = MemoryCorpus([Page("http://x.test/a"), Page("http://x.test/b")],
                           {"http://x.test/a": {"storm", "flood"}})

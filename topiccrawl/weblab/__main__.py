@@ -94,6 +94,9 @@ def run(opts: argparse.Namespace) -> int:
             return 0
         corpus = open_corpus(opts.corpus)
         index = SearchIndex.for_spec(corpus, opts.corpus, opts.search_limit)
+    except BrokenPipeError:  # --labels-out - | head: the reader had enough; no message, as for cat
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the flush at exit fails no more
+        return 0
     except (CorpusError, FaultSpecError, OSError, ImportError) as exc:
         print(f"error: {exc}", file=sys.stderr, flush=True)
         return 2
