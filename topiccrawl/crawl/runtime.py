@@ -400,6 +400,10 @@ class TopicCrawl:
             return list(self.lab.info.get("seeds", []))
         if self.corpus is not None:
             return self.corpus.seeds()
+        if self.config.offline:  # the truth from TOPICCRAWL_GROUND_TRUTH and a running lab: the corpus unopened
+            from topiccrawl.weblab.corpus import open_corpus
+
+            return open_corpus(self.config.web).seeds()
         return []
 
     @property
