@@ -195,3 +195,24 @@ def test_search_over_http(tmp_path, monkeypatch):
             lab.search("")
         assert lab.info["search"]["state"] == "ready"
         assert list((tmp_path / "search").glob("searchfix-*.sqlite"))
+
+
+def test_a_build_stopped_early_leaves_no_half_built_file(tmp_path, monkeypatch):
+    """A lab stopped while it built its index (a crawl shorter than the build, the README's first
+    command) left NAME.PID.tmp behind for good, one per run; a build now removes its own when
+    stopped, and those of processes that are gone (a lab killed with -9)."""
+    import subprocess
+    import sys
+
+    monkeypatch.setenv("TOPICCRAWL_CACHE", str(tmp_path))
+    path = cache_path("generated:zh-disaster?pages=50000")
+    path.parent.mkdir(parents=True)
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    orphan = path.with_name(f"{path.name}.{int(gone.stdout)}.tmp")
+    orphan.write_bytes(b"half")
+    orphan.with_name(orphan.name + "-journal").write_bytes(b"")
+    alive = path.with_name(f"{path.name}.1.tmp")  # pid 1: a process still running (another lab's build)
+    alive.write_bytes(b"half")
+    with WebLab("generated:zh-disaster?pages=50000") as lab:
+        assert lab.info["search"]["state"] == "building"  # 50,000 pages take longer than this test
+    assert sorted(p.name for p in path.parent.iterdir()) == [alive.name]

@@ -152,6 +152,7 @@ def run(opts: argparse.Namespace) -> int:
         server.start_index().addCallback(lambda _: index.ready and _say(
             f"search index ready: {index.indexed} pages in {time.monotonic() - started:.1f} s"))
     reactor.run(installSignalHandlers=False)
+    server.stop_index()
     _say("topiccrawl web lab stopped")
     return 0
 

@@ -131,6 +131,22 @@ def _host_filter(hosts: list[str], column: str = "p.url") -> tuple[str, tuple]:
     return f" AND url_host({column}) IN ({', '.join('?' * len(hosts))})", tuple(hosts)
 
 
+def _remove_orphans(path: Path) -> None:
+    """Delete the half-built copies of the index at ``path`` (``NAME.PID.tmp``) whose process is
+    gone (killed while building); those of a lab still building are left alone."""
+    for tmp in path.parent.glob(f"{path.name}.*.tmp"):
+        pid = tmp.name[len(path.name) + 1:-len(".tmp")]
+        if not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            tmp.unlink(missing_ok=True)
+            tmp.with_name(tmp.name + "-journal").unlink(missing_ok=True)  # SQLite's, beside it
+        except (PermissionError, OverflowError, OSError):  # another user's process, or no such number
+            continue
+
+
 class SearchIndex:
     """The BM25 index of one corpus, in memory (``path=None``) or cached in an SQLite file."""
 
@@ -180,24 +196,32 @@ class SearchIndex:
         tmp = None
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            _remove_orphans(self.path)
             tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
             tmp.unlink(missing_ok=True)
         db = _connect(tmp if tmp else ":memory:")
         db.executescript(_SCHEMA)
         count = 0
-        for url in self.corpus.search_sample(self.limit):
-            doc = self.corpus.doc(url)
-            if doc is not None:
-                count += 1
-                text = doc.text[:MAX_TEXT]
-                db.execute("INSERT INTO pages VALUES (?, ?, ?, ?)",
-                           (count, url, doc.title, text[:SNIPPET_SOURCE]))
-                db.execute("INSERT INTO docs(rowid, title, body) VALUES (?, ?, ?)",
-                           (count, " ".join(tokenize(doc.title)), " ".join(tokenize(text))))
-                db.executemany("INSERT INTO links VALUES (?, ?)",
-                               ((count, dst) for dst in dict.fromkeys(doc.links)))
-                self.indexed = count
-            yield
+        try:
+            for url in self.corpus.search_sample(self.limit):
+                doc = self.corpus.doc(url)
+                if doc is not None:
+                    count += 1
+                    text = doc.text[:MAX_TEXT]
+                    db.execute("INSERT INTO pages VALUES (?, ?, ?, ?)",
+                               (count, url, doc.title, text[:SNIPPET_SOURCE]))
+                    db.execute("INSERT INTO docs(rowid, title, body) VALUES (?, ?, ?)",
+                               (count, " ".join(tokenize(doc.title)), " ".join(tokenize(text))))
+                    db.executemany("INSERT INTO links VALUES (?, ?)",
+                                   ((count, dst) for dst in dict.fromkeys(doc.links)))
+                    self.indexed = count
+                yield
+        except BaseException:  # stopped before the end (the lab stopped: GeneratorExit), or failed
+            db.close()
+            if tmp is not None:
+                tmp.unlink(missing_ok=True)  # a half-built file was left behind by every lab stopped early
+            self.state = "not built"
+            raise
         db.executescript(_FINISH)
         db.executemany("INSERT INTO meta VALUES (?, ?)", [
             ("version", str(INDEX_VERSION)), ("corpus", self._fingerprint()),

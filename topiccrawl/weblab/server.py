@@ -89,11 +89,27 @@ class LabServer:
         if self.index is None or self.index.ready:
             self.index_ready = defer.succeed(None)
         else:
-            self.index_ready = task.cooperate(self.index.build_steps()).whenDone()
+            self._index_steps = self.index.build_steps()
+            self._index_task = task.cooperate(self._index_steps)
+            self.index_ready = self._index_task.whenDone()
             self.index_ready.addErrback(self._index_failed)
         return self.index_ready
 
+    def stop_index(self) -> None:
+        """Stop a build still under way (the lab stops): its half-built file is removed, and the
+        next lab builds the index anew."""
+        steps = getattr(self, "_index_steps", None)
+        if steps is None or self.index.ready:
+            return
+        try:
+            self._index_task.stop()
+        except task.TaskFinished:
+            pass
+        steps.close()
+
     def _index_failed(self, failure) -> None:
+        if failure.check(task.TaskStopped):  # stop_index: the lab stops
+            return
         self.index.state = f"failed: {failure.getErrorMessage()}"
         sys.stderr.write(f"search index build failed: {failure.getErrorMessage()}\n")
 
