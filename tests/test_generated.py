@@ -227,7 +227,8 @@ def test_label_scheme(web, urls):
             assert f"site:{h.spec.shop}" in web.labels(web._url(h, j))
     counts = Counter(x for u in urls for x in web.labels(u))
     assert counts["topic:暴雨灾害"] > 200 and counts["kind:portal"] >= 4
-    assert {k: counts[k] for k in web.describe()["label_pages"]} == web.describe()["label_pages"]
+    # every topic and site label, counted exactly (a shop's topic label was left out)
+    assert {k: n for k, n in counts.items() if k.startswith(("topic:", "site:"))} == web.describe()["label_pages"]
     assert any({"topic:台风灾害", "topic:暴雨灾害"} <= web.labels(u) for u in urls)
 
 

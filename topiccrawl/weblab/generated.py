@@ -906,6 +906,8 @@ class GeneratedWeb(Corpus):
                     counts[f"topic:{t}"] += c[2] - c[1]
             if h.spec.shop:
                 counts[f"site:{h.spec.shop}"] += h.n
+                # a shop's home, list and product pages are on its topic (:meth:`labels`)
+                counts[f"topic:{h.spec.shop}"] += sum(self._ptype(h, j)[0] in (HOME, LIST, PRODUCT) for j in range(h.n))
         return dict(sorted(counts.items()))
 
     def describe(self) -> dict:
