@@ -68,6 +68,9 @@ CASES = [
     # "error: : a folder, not a topic file" (the empty path read as the current folder)
     ("focused", ["-a", "topic="], "the topic is empty: give a .toml path or one of: "),
     ("focused", ["-a", "max_pages=-5"], "TOPICCRAWL_MAX_PAGES (-a max_pages) must be >= 0"),  # named the setting only
+    # no site could be judged relevant: every verdict "irrelevant", exit 0
+    ("sitefinder", ["-s", "TOPICCRAWL_SITES_NUM_EXP_PAGES=2"],
+     "setting TOPICCRAWL_SITES_NUM_EXP_PAGES='2' is below TOPICCRAWL_SITES_NUM_REL_PAGES=3: no site could find"),
     # the default search backend on the live web: a DNS failure, retried, for every search call, exit 0
     ("dwdbrm", ["-s", "TOPICCRAWL_WEB=live", "-a", "seeds=http://a.example/"],
      "search backend local is the offline web's engine (search.topiccrawl.test), not on the live web"),

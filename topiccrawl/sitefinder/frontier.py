@@ -18,7 +18,7 @@ from topiccrawl.sitefinder.verifier import (
     site_of,
     site_query_texts,
 )
-from topiccrawl.strategies.base import Link, StrategyOptions, option_field
+from topiccrawl.strategies.base import Link, OptionError, StrategyOptions, option_field, setting_name
 from topiccrawl.strategies.simple import _Base
 
 # ---------------------------------------------------------------------------------------------
@@ -340,6 +340,13 @@ class SiteFinderOptions(StrategyOptions):
     sites_sitemap: bool = True
     #: site-restricted searches (``site:HOST words``) per site, each one page of its budget; 0 = off
     sites_site_queries: int = option_field(2, low=0)
+
+    def validate(self) -> None:
+        super().validate()
+        if self.sites_num_exp_pages < self.sites_num_rel_pages:  # no site could be judged relevant
+            raise OptionError("sites_num_exp_pages", self.sites_num_exp_pages,
+                              f" is below {setting_name('sites_num_rel_pages')}={self.sites_num_rel_pages}: no site could "
+                              "find that many good pages in fewer fetches, so none would be judged relevant")
 
     def kwargs(self) -> dict:
         """The :class:`SiteFinderFrontier` arguments."""
