@@ -305,6 +305,26 @@ def summary(results: list[dict]) -> str:
         ("b_recall", "upper bound: recall among candidates"), ("b_pages", "upper bound: pages/site")])
 
 
+def check_inputs(names: list[str], queries_file: str | None) -> None:
+    """Every rules file (and the queries file) read before any run: a mistake is one line
+    (SystemExit), as ``scrapy crawl sitefinder`` says it."""
+    from topiccrawl.sitefinder.rules import SiteFinderError
+
+    if not names:
+        raise SystemExit("--rules names none")
+    try:
+        if queries_file:
+            load_queries(queries_file)
+        for name in names:
+            rules = load_rules(name)
+            if not rules.label:
+                raise SystemExit(f"{rules.path}: no 'label': nothing to score against")
+            if not queries_file and not rules.queries:
+                raise SystemExit(f"{rules.path}: no [queries] in the rules file: pass --queries FILE")
+    except SiteFinderError as exc:
+        raise SystemExit(str(exc)) from None
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--web", help="corpus spec (default: webkb:DATA_DIR/webkb)")
@@ -335,6 +355,7 @@ def main(argv: list[str] | None = None) -> int:
     if any(n < 0 for n in counts):
         ap.error("--site-queries: counts must be >= 0")
     names = [n.strip() for n in args.rules.split(",") if n.strip()]
+    check_inputs(names, args.queries)  # a mistake in the last rules file was a traceback after the others had run
     results = [run_rules(args.web, n, args.truth_pages, args.queries, args.search_pages, counts) for n in names]
     text = "\n".join([summary(results), sweep(results), *map(report, results)])
     print(text)

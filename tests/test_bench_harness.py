@@ -798,3 +798,18 @@ def test_the_learned_focus_bench_refuses_variants_naming_none(tmp_path):
         with pytest.raises(SystemExit, match=said):
             main(["--variants", spec, "--out", str(tmp_path / "out")])
     assert not (tmp_path / "out").exists()
+
+
+def test_the_webkb_site_finder_bench_reads_every_rules_file_before_any_run(tmp_path):
+    # a bad regular expression in the second rules file was a traceback after the first had run (44 s)
+    from bench.sitefinder_webkb import main
+
+    bad = tmp_path / "bad.toml"
+    bad.write_text('name = "b"\nlabel = "class:x"\n[[rules]]\nname = "isbn"\nregex = "(ISBN"\nweight = 1\n',
+                   encoding="utf-8")
+    for rules, said in ((f"faculty-en,{bad}", f"{bad}: rule 'isbn': bad regular expression"),
+                        ("faculty-en,nonexist-en", "rules file 'nonexist-en': no such file"), (",", "--rules names none")):
+        with pytest.raises(SystemExit) as exc:
+            main(["--web", "webkb:/nonexistent", "--rules", rules, "--out", str(tmp_path / "out.md")])
+        assert said in str(exc.value.code) and "\n" not in str(exc.value.code)
+    assert not (tmp_path / "out.md").exists()
