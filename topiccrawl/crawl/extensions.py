@@ -69,10 +69,12 @@ class TopicStats(TopicComponent):
         self.started = time.monotonic()
         self._dp_started = self.tc.metrics.dp
         stats = self.crawler.stats
-        stats.set_value("topiccrawl/topic", self.tc.topic.name)
         stats.set_value("topiccrawl/strategy", self.tc.config.strategy)
         stats.set_value("topiccrawl/web", self.tc.config.web)
-        total = self.tc.total_relevant()
+        sites = _checks_sites(spider)  # it counts no page and ignores the topic: no topic figures of it
+        if not sites:
+            stats.set_value("topiccrawl/topic", self.tc.topic.name)
+        total = None if sites else self.tc.total_relevant()
         if total is not None:
             stats.set_value("topiccrawl/truth/total_relevant", total)
             if self.tc.truth_held_out:  # a topic tree's node: its descriptive pages count as not relevant
@@ -126,10 +128,11 @@ class TopicStats(TopicComponent):
         if self._loop is not None and self._loop.running:
             self._loop.stop()
         stats = self.crawler.stats
-        snapshot = self.tc.metrics.snapshot(self.tc.total_relevant())
-        for key, value in {**snapshot, **self.tc.learning_stats()}.items():
-            stats.set_value(f"topiccrawl/{key}", value)
-        self.tc.warn_if_unreliable()
+        if not _checks_sites(spider):
+            snapshot = self.tc.metrics.snapshot(self.tc.total_relevant())
+            for key, value in {**snapshot, **self.tc.learning_stats()}.items():
+                stats.set_value(f"topiccrawl/{key}", value)
+            self.tc.warn_if_unreliable()
         if self._cpu_started is not None:  # the crawl's own CPU cost, beside Scrapy's elapsed_time_seconds
             stats.set_value("topiccrawl/cpu_seconds", round(time.process_time() - self._cpu_started, 3))
         self.write_outputs(reason)
@@ -152,6 +155,11 @@ class TopicStats(TopicComponent):
             logger.info("stopped before any page (%s): nothing written to %s", reason, out)
             return
         out.mkdir(parents=True, exist_ok=True)
+        if _checks_sites(self.crawler.spider):  # its verdicts are its feed and sites.jsonl: no page rows, no audit
+            stats = {**self.crawler.stats.get_stats(), "finish_reason": reason}
+            (out / "stats.json").write_text(json.dumps(stats, default=str, ensure_ascii=False, indent=2), encoding="utf-8")
+            logger.info("wrote stats.json to %s", out)
+            return
         total = self.tc.total_relevant()
         self.tc.final_judgements()
         audit = None
@@ -213,3 +221,8 @@ class TopicStats(TopicComponent):
         fig.tight_layout()
         fig.savefig(path)
         plt.close(fig)
+
+
+def _checks_sites(spider) -> bool:
+    """The site finder's spider: it checks candidate sites, counts no page and ignores the topic."""
+    return getattr(spider, "topiccrawl_queue", None) == "sites"

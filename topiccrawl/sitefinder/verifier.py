@@ -325,7 +325,10 @@ class SiteVerifier:
 
     def result(self) -> dict:
         """The site verdict: verdict, reason, good pages, pages fetched, evidence, queries."""
-        top = sorted(self.expansions, key=lambda r: -r["score"])[:3]
+        best: dict[str, dict] = {}  # a page reached under several URLs is one page (its duplicates noted)
+        for row in sorted(self.expansions, key=lambda r: -r["score"]):
+            best.setdefault(row["url"], row)
+        top = list(best.values())[:3]
         return {
             "site": self.site, "entry": self.entry, "verdict": self.verdict or "undecided", "reason": self.reason,
             "good_pages": len(self.good), "pages_fetched": self.spent(), "searches": len(self.searches),
