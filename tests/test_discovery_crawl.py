@@ -104,3 +104,45 @@ def test_a_crawl_whose_last_iteration_emits_nothing_still_closes_as_discovery_fi
     assert stats["finish_reason"] == "discovery_finished"
     assert stats["topiccrawl/dwdbrm/finished"] == "no seed page could be fetched"
     assert not (out / "pages.jsonl").exists() or not _read(out, "pages.jsonl")
+
+
+def test_a_searxng_instance_whose_robots_txt_disallows_queries_still_answers(tmp_path):
+    """SearXNG serves ``Disallow: /*?*q=*`` to crawlers; the search calls obeyed it, so every call of
+    an instance the user runs was refused (search errors only, keyword search found nothing). A call
+    to the search backend is an API call, not a page crawled: its robots.txt is not asked."""
+    from urllib.parse import parse_qs, urlsplit
+
+    from conftest import QuietHandler, loopback_server, reply
+
+    page = "<html><head><title>房产 {n}</title></head><body><p>二手房 房价 楼盘 房产 {n}</p>{links}</body></html>"
+
+    class _Searx(QuietHandler):
+        def do_GET(self):
+            self.server.hits.append(self.path)
+            base = f"http://127.0.0.1:{self.server.server_port}"
+            parts = urlsplit(self.path)
+            if parts.path == "/robots.txt":  # SearXNG's own
+                reply(self, 200, b"User-agent: *\nAllow: /\nDisallow: /stats\nDisallow: /*?*q=*\n", "text/plain")
+            elif parts.path == "/search":
+                q = parse_qs(parts.query).get("q", [""])[0]
+                results = [{"url": f"{base}/p{n}", "title": f"房产 {n}", "content": q} for n in range(1, 6)]
+                reply(self, 200, json.dumps({"query": q, "results": results}).encode(), "application/json")
+            elif parts.path.startswith("/p") and parts.path[2:].isdigit():
+                n = int(parts.path[2:])
+                links = "".join(f'<a href="/p{(n + k) % 12}">房产 {k}</a>' for k in (1, 2))
+                reply(self, 200, page.format(n=n, links=links).encode())
+            else:
+                reply(self, 404, b"")
+
+    with loopback_server(_Searx, hits=[]) as server:
+        base = f"http://127.0.0.1:{server.server_port}"
+        proc, out = run_crawl(tmp_path, "dwdbrm", args={"seeds": f"{base}/p0,{base}/p6", "pages": 10, "backend": "searxng",
+                                                      "search_url": f"{base}/search"},
+                              settings={"TOPICCRAWL_WEB": "live", "TOPICCRAWL_LIVE_ALLOW_HOSTS": "127.0.0.1",
+                                        "TOPICCRAWL_PLOT_ENABLED": "false", "RETRY_TIMES": "0"})
+        hits = list(server.hits)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert any(h.startswith("/search?q=") for h in hits), hits
+    stats = json.loads((out / "stats.json").read_text(encoding="utf-8"))
+    assert "topiccrawl/dwdbrm/search_errors" not in stats and "robotstxt/forbidden" not in stats
+    assert stats["topiccrawl/dwdbrm/op/KS/new_pages"] > 0

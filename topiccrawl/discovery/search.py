@@ -166,6 +166,12 @@ class SearXNGBackend(SearchBackend):
 BACKENDS: dict[str, type[SearchBackend]] = {"local": LocalSearchBackend, "searxng": SearXNGBackend}
 
 
+#: the request meta of a call to the search backend: an API the user named (``-a search_url``) or the
+#: offline web's engine, not a page crawled, so its site's robots.txt is not asked (SearXNG's
+#: disallows every ``?q=`` URL to crawlers, which refused every call of an instance the user runs)
+SEARCH_CALL = {"dont_obey_robotstxt": True}
+
+
 def make_backend(name: str, base_url: str | None = None, **options) -> SearchBackend:
     """A backend by name (``local``, ``searxng``); ``base_url`` None means the default."""
     cls = BACKENDS.get(name)

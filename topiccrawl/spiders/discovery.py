@@ -39,7 +39,7 @@ from topiccrawl.discovery.controller import DiscoveryController
 from topiccrawl.discovery.pages import OPERATORS, DiscoveredPage, DWDBRMError
 from topiccrawl.discovery.planner import PlannedRequest
 from topiccrawl.discovery.rankers import DEFAULT_RANKERS, CombinedFunctionRank
-from topiccrawl.discovery.search import SearchBackendError, make_backend
+from topiccrawl.discovery.search import SEARCH_CALL, SearchBackendError, make_backend
 
 BACKGROUND_SAMPLE = 200
 
@@ -217,7 +217,7 @@ class DiscoverySpider(scrapy.Spider):
     def _request(self, p: PlannedRequest) -> scrapy.Request:
         if p.role == "search":
             return scrapy.Request(p.url, callback=self.parse_search, errback=self.search_failed,
-                                  meta={"planned": asdict(p)}, dont_filter=True)
+                                  meta={"planned": asdict(p), **SEARCH_CALL}, dont_filter=True)
         return scrapy.Request(p.url, callback=self.parse_page, meta={"planned": asdict(p)})
 
     # -- iterations -----------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from scrapy.http import TextResponse
 
 from topiccrawl.crawl.meta import META_KEY
 from topiccrawl.crawl.runtime import TopicCrawl
-from topiccrawl.discovery.search import SearchBackendError, make_backend
+from topiccrawl.discovery.search import SEARCH_CALL, SearchBackendError, make_backend
 from topiccrawl.scoring.text import extract
 from topiccrawl.sitefinder.frontier import SiteFinderFrontier
 from topiccrawl.sitefinder.rules import Query, SiteFinderError, load_queries, load_rules
@@ -145,7 +145,7 @@ class SiteFinderSpider(scrapy.Spider):
         url = backend.search_url(query.text, pageno)
         self.frontier.expect(url)
         return scrapy.Request(url, callback=self.parse_search, errback=self.search_failed,
-                              meta={META_KEY: {"score": 1.0, "depth": 0},
+                              meta={META_KEY: {"score": 1.0, "depth": 0}, **SEARCH_CALL,
                                     SF_KEY: {"query": asdict(query), "pageno": pageno,
                                              "backend": backend.name}},
                               cb_kwargs={"backend": backend})
@@ -189,7 +189,7 @@ class SiteFinderSpider(scrapy.Spider):
             # dont_filter: a site claimed again (Redis lease expired) asks again
             out.append(scrapy.Request(search, callback=self.parse_site_search, errback=self.site_search_failed,
                                       dont_filter=True, cb_kwargs={"backend": backend},
-                                      meta={META_KEY: {"score": 1.0, "depth": 0},
+                                      meta={META_KEY: {"score": 1.0, "depth": 0}, **SEARCH_CALL,
                                             SF_KEY: {"site": site, "site_query": words, "backend": backend.name}}))
         return out
 
