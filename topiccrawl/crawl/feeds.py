@@ -33,13 +33,13 @@ def feed_exporter(crawler) -> FeedExporter | None:
 #: the close reason of a crawl whose topic has no words and none could be derived from its examples
 #: (stopped before its seeds; ``scrapy crawl`` then exits with status 2, as for other user mistakes)
 NO_TOPIC_WORDS = "no_topic_words"
-#: close reasons of a crawl stopped before its first page (a Redis worker whose options or spider
-#: differ from its crawl's; a topic without words whose examples gave none; truth:N that found none;
-#: seeds that gave no page): no output file is
-#: written, and an earlier run's in the same folder (feeds, stats, CSV, plots, audit) stay as they were
 #: the close reason of a crawl whose queue ran dry before it counted a page (every seed failed, was
 #: refused or was no HTML page): ``scrapy crawl`` exits with status 1
 NO_PAGES = "no_pages"
+#: close reasons of a crawl stopped before its first page (a Redis worker whose options or spider
+#: differ from its crawl's; a topic without words whose examples gave none; truth:N that found none;
+#: seeds that gave no page): no output file is written, and an earlier run's in the same folder
+#: (feeds, stats, CSV, plots, audit) stay as they were
 NO_OUTPUT_REASONS = frozenset({"redis_refused", NO_TOPIC_WORDS, NO_TRUTH_PAGES, NO_PAGES})
 
 
