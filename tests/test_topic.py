@@ -72,13 +72,13 @@ def test_unquoted_chinese_keys_are_accepted(tmp_path):
 def test_seed_file_relative_to_topic_file(tmp_path):
     (tmp_path / "seeds").mkdir()
     (tmp_path / "seeds" / "s.txt").write_text(
-        "# portals\nhttp://a.example/\n\n  https://b.example/x  # news\nhttp://a.example/\n",
+        "# portals\nhttp://a.example/\n\n  https://b.example/x  # news\nhttp://a.example/\nhttp://a.example/#top\n",
         encoding="utf-8")
     path = tmp_path / "t.toml"
     path.write_text('beta = 0.3\nseeds = ["http://z.example/"]\nseed_file = "seeds/s.txt"\n'
                     '[words]\nStorm = 1\n', encoding="utf-8")
     topic = load_topic(str(path))
-    assert topic.seeds == ("http://z.example/", "http://a.example/", "https://b.example/x")
+    assert topic.seeds == ("http://z.example/", "http://a.example/", "https://b.example/x")  # #top: the same page
     assert topic.words == {"storm": 1.0} and topic.language == "en"
 
 

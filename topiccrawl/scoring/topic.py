@@ -192,7 +192,7 @@ def _parse(data: dict, path: Path) -> Topic:
         language=language,
         words=words,
         beta=float(beta),
-        seeds=tuple(dict.fromkeys(seeds)),
+        seeds=tuple(distinct_pages(seeds)),  # one page under two spellings (a fragment) is one seed
         description=data.get("description", "").strip(),
         labels=frozenset(_str_list(data, "labels", fail)),
         path=str(path),
