@@ -313,6 +313,17 @@ def test_a_page_saved_in_examples_dir_and_given_by_its_url_is_one_example(tmp_pa
             "twice") in proc.stderr, proc.stderr[-3000:]
 
 
+def test_words_derived_beside_the_topics_own_are_said_to_be_unused(tmp_path, site):
+    """A topic with words of its own scores pages by them; the words derived from its examples were
+    shown as if the crawl used them ("copy them into a topic file")."""
+    topic = _topic(tmp_path, site, 'beta = 0.3', f'examples = ["{site}/ex1", "{site}/ex2"]', "[words]", "volcano = 1.0")
+    proc, out = run_crawl(tmp_path, args={"topic": str(topic), "strategy": "learned", "max_pages": 3},
+                          settings=LIVE, feed=False)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert ("topic words derived from 2 example pages (not used: the topic has words of its own; copy them into a "
+            "topic file to crawl by them)") in proc.stderr, proc.stderr[-3000:]
+
+
 def test_a_resume_keeps_its_examples_and_says_so_when_given_others(tmp_path, site):
     topic = _topic(tmp_path, site, f'examples = ["{site}/ex1", "{site}/ex2", "{site}/ex3"]')
     job = tmp_path / "job"

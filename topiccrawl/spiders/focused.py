@@ -325,6 +325,7 @@ class FocusedSpider(scrapy.Spider):
         if tc.example_links:
             self.crawler.stats.set_value("topiccrawl/examples/links", len(tc.example_links))
         if tc.focus is not None and tc.focus.n_examples:
+            own = bool(tc.topic.words)  # the topic's words score the pages; derived ones are only shown
             words = tc.learn_words()
             tc.examples_to_frontier()
             if words:
@@ -332,8 +333,9 @@ class FocusedSpider(scrapy.Spider):
 
                 toml = format_words_toml(words, beta=tc.topic.beta)  # β: what this crawl judged pages by
                 self.crawler.stats.set_value("topiccrawl/examples/words", toml)
-                self.logger.info("topic words derived from %s (copy them into a topic file):\n%s",
-                                 _example_pages(tc.focus.n_examples), toml)
+                use = ("not used: the topic has words of its own; copy them into a topic file to crawl by them"
+                       if own else "copy them into a topic file")
+                self.logger.info("topic words derived from %s (%s):\n%s", _example_pages(tc.focus.n_examples), use, toml)
             elif self.crawler.stats.get_value("topiccrawl/resumes") and tc.topic.words:
                 restored = self.crawler.stats.get_value("topiccrawl/examples/words")
                 if restored:
