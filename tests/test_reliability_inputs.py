@@ -241,3 +241,18 @@ def test_a_topic_tree_node_it_lacks_or_its_root_is_one_line(tmp_path):
         assert proc.returncode == 2, proc.stderr[-2000:]
         assert proc.stderr.strip().startswith("error: ") and message in proc.stderr and "\n" not in proc.stderr.strip()
         assert not out.exists()
+
+
+def test_a_live_crawl_that_never_searches_needs_no_search_backend(tmp_path):
+    """The check of the local backend on the live web refused `forward` (it follows links only) and a
+    site finder given sites and no query to send."""
+    from conftest import REPO
+
+    rules = (REPO / "data" / "rules" / "bookstore-en.toml").read_text(encoding="utf-8")
+    noq = tmp_path / "noq.toml"
+    noq.write_text(rules[:rules.index("[queries]")] if "[queries]" in rules else rules, encoding="utf-8")
+    for spider, opts in (("forward", ["-a", "seeds=http://127.0.0.1:9/p1.html", "-a", "pages=5"]),
+                         ("sitefinder", ["-a", f"rules={noq}", "-a", "sites=http://127.0.0.1:9/",
+                                         "-s", "TOPICCRAWL_SITES_SITE_QUERIES=0"])):
+        proc, _ = _scrapy_crawl(tmp_path / spider, spider, "-s", "TOPICCRAWL_WEB=live", "-s", "RETRY_TIMES=0", *opts)
+        assert "search backend local" not in proc.stderr and proc.returncode != 2, (spider, proc.stderr[-2000:])

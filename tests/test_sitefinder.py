@@ -307,3 +307,20 @@ def test_frontier_truth_statistics_and_state_round_trip(tmp_path):
 def test_bad_settings(key, value):
     with pytest.raises(FrontierError, match=f"TOPICCRAWL_{key.upper()}"):
         make_frontier("sitefinder", options={key: value})
+
+
+def test_an_irrelevant_sites_evidence_keeps_every_good_page():
+    """Its evidence (three best pages) dropped good pages beyond three, and the summary, which
+    counts good pages from the evidence, undercounted them (NumRelPages 5, four good pages)."""
+    scores = {f"http://a.test/p{i}": s for i, s in enumerate([0.9, 0.8, 0.75, 0.72, 0.1, 0.1])}
+    links = {"http://a.test/": list(scores)}
+
+    def fetch(url):
+        return url, scores.get(url, 0.0), [], links.get(url, [])
+
+    v = verify_site("http://a.test/", fetch, num_rel_pages=5, num_exp_pages=7)
+    assert (v.verdict, len(v.good)) == ("irrelevant", 4)
+    evidence = v.result()["evidence"]
+    assert sorted(e["score"] for e in evidence) == [0.72, 0.75, 0.8, 0.9]
+    f = make_frontier("sitefinder", options={"sites_num_rel_pages": "5", "sites_num_exp_pages": "7"})
+    assert f.summarize([v.result()])["sites/good_pages"] == 4

@@ -325,10 +325,14 @@ class SiteVerifier:
 
     def result(self) -> dict:
         """The site verdict: verdict, reason, good pages, pages fetched, evidence, queries."""
-        best: dict[str, dict] = {}  # a page reached under several URLs is one page (its duplicates noted)
+        # an undecided or irrelevant site: its good pages (the summary counts them from here) and its
+        # best other pages up to three; a page reached under several URLs is one page
+        good = {row["url"] for row in self.good}
+        others: dict[str, dict] = {}
         for row in sorted(self.expansions, key=lambda r: -r["score"]):
-            best.setdefault(row["url"], row)
-        top = list(best.values())[:3]
+            if row["url"] not in good:
+                others.setdefault(row["url"], row)
+        top = [*self.good, *others.values()][:max(3, len(self.good))]
         return {
             "site": self.site, "entry": self.entry, "verdict": self.verdict or "undecided", "reason": self.reason,
             "good_pages": len(self.good), "pages_fetched": self.spent(), "searches": len(self.searches),

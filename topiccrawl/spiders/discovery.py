@@ -109,6 +109,11 @@ class DiscoverySpider(scrapy.Spider):
         self.combination = combination
         self._meta: dict[str, dict] = {}  # url -> relevance, title, language, fetched_at
 
+    @classmethod
+    def searches(cls, spargs: dict, settings) -> bool:
+        """Whether the crawl calls the search backend: an operator that searches (KS, RS, BC; not FC)."""
+        return any(op in ("KS", "RS", "BC") for op in cls.operators)
+
     @staticmethod
     def check_arguments(backend: str = "local", search_url: str | None = None, k="10", pages="5000",
                         reward: str = "paper", background: str | None = None, alpha="0.2",

@@ -62,6 +62,16 @@ class SiteFinderSpider(scrapy.Spider):
          self.extra_sites) = self.check_arguments(rules, queries, backend, search_url, search_pages, sites,
                                                   backend_url=backend_url)
 
+    @classmethod
+    def searches(cls, spargs: dict, settings) -> bool:
+        """Whether the crawl calls the search backend: queries to send (the rules file's or
+        ``-a queries``), or site-restricted searches of the candidate sites
+        (``TOPICCRAWL_SITES_SITE_QUERIES`` > 0). A crawl of ``-a sites`` alone may not search."""
+        from topiccrawl.crawl.settings import strategy_options
+
+        queries = cls.check_arguments(**spargs)[1]
+        return bool(queries) or strategy_options(settings, "sitefinder").sites_site_queries > 0
+
     @staticmethod
     def check_arguments(rules: str = "bookstore-zh", queries: str | None = None, backend: str = "local",
                         search_url: str | None = None, search_pages: str | None = None,

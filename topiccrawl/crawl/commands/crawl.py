@@ -110,7 +110,7 @@ def check_crawl_inputs(settings, spargs: dict, spidercls=None) -> None:
     check = getattr(spidercls, "check_arguments", None)
     if check is not None:
         check(**spargs)
-        check_live_backend(check, spargs, cfg)
+        check_live_backend(spidercls, spargs, cfg, settings)
     serving = list(STRATEGIES)  # a site queue for the spider that checks sites, a page queue for the others
     if spidercls is not None:
         sites = getattr(spidercls, "topiccrawl_queue", "frontier") == "sites"
@@ -209,13 +209,13 @@ def check_argument_names(spidercls, spargs: dict) -> None:
                           f"{spidercls.name}; expected one of: {', '.join(sorted(known - {'name'}))}")
 
 
-def check_live_backend(check, spargs: dict, cfg: TopicCrawlConfig) -> None:
+def check_live_backend(spidercls, spargs: dict, cfg: TopicCrawlConfig, settings) -> None:
     """On the live web, the ``local`` search backend (a spider's default) without a ``search_url``
     names the offline web's engine, ``search.topiccrawl.test``: one line before the crawl, not a
-    failed DNS lookup, retried, for every search call."""
-    import inspect
-
-    if cfg.offline or "backend" not in inspect.signature(check).parameters:
+    failed DNS lookup, retried, for every search call. Only for a crawl that searches (the
+    spider's ``searches(spargs, settings)``: not ``forward``, not a site finder given sites only)."""
+    searches = getattr(spidercls, "searches", None)
+    if cfg.offline or searches is None or not searches(spargs, settings):
         return
     backends = [b.strip() for b in str(spargs.get("backend") or "local").split(",")]
     if "local" in backends and not (spargs.get("search_url") or spargs.get("backend_url")):
