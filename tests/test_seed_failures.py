@@ -133,3 +133,32 @@ def test_seeds_that_give_no_page_stop_the_crawl_and_leave_an_earlier_runs_files_
     assert "ERROR: no page was crawled: the seeds gave none (the lines above say why)" in proc.stderr
     assert "Spider closed (no_pages)" in proc.stderr
     assert {path.name: path.read_bytes() for path in out.iterdir()} == before
+
+
+class _Flaky(QuietHandler):
+    """503 for every page until the test sets ``server.up``; no robots.txt."""
+
+    def do_GET(self):
+        if self.path == "/robots.txt":
+            reply(self, 404, b"", "text/plain")
+        elif self.server.up:
+            reply(self, 200, PAGE)
+        else:
+            reply(self, 503, b"down", "text/plain")
+
+
+def test_a_jobdir_crawl_that_got_no_page_starts_from_its_seeds_when_run_again(tmp_path):
+    """The JOBDIR of a crawl whose seeds gave no page kept their fingerprints: the next run with it
+    filtered the seeds out and stopped the same way, whatever the site did meanwhile."""
+    with loopback_server(_Flaky, up=False) as server:
+        seed = f"http://localhost:{server.server_port}/"
+        args = {"topic": "台风灾害", "seeds": seed, "max_pages": 3}
+        settings = {"TOPICCRAWL_WEB": "live", "TOPICCRAWL_LIVE_ALLOW_HOSTS": "localhost", "RETRY_TIMES": "0",
+                    "TOPICCRAWL_PLOT_ENABLED": "false", "JOBDIR": str(tmp_path / "job")}
+        proc, _ = run_crawl(tmp_path / "a", args=args, settings=settings)
+        assert proc.returncode == 1 and "Spider closed (no_pages)" in proc.stderr, proc.stderr[-3000:]
+        assert "the next run with it starts from the seeds again" in proc.stderr
+        server.up = True
+        proc, out = run_crawl(tmp_path / "b", args=args, settings=settings)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads((out / "stats.json").read_text(encoding="utf-8"))["topiccrawl/dp"] == 1

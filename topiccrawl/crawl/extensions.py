@@ -143,7 +143,8 @@ class TopicStats(TopicComponent):
         # the last page is counted: late responses are then kept for a JOBDIR resume
         if self.tc.budget_spent:
             raise CloseSpider("topiccrawl_max_pages")
-        if not self.tc.metrics.dp and self.tc.shared is None and getattr(spider, "topiccrawl_queue", None) == "frontier":
+        if (not self.tc.metrics.dp and self.tc.config.store == "memory"  # a Redis worker: its crawl's pages, or refused
+                and getattr(spider, "topiccrawl_queue", None) == "frontier"):
             # nothing to crawl from: the empty files would replace an earlier run's in the folder (exit 0)
             logger.error("no page was crawled: the seeds gave none (the lines above say why)")
             raise CloseSpider(NO_PAGES)

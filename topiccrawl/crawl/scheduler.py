@@ -38,7 +38,7 @@ from twisted.internet import task
 from topiccrawl.crawl import jobdir as jd
 from topiccrawl.crawl.codec import RequestPacker
 from topiccrawl.crawl.engine import live_requests, start_pending, wake_engine
-from topiccrawl.crawl.feeds import keep_feeds, writes_nothing
+from topiccrawl.crawl.feeds import NO_PAGES, keep_feeds, writes_nothing
 from topiccrawl.crawl.meta import EXAMPLE_META, META_KEY
 from topiccrawl.crawl.runtime import TopicCrawl, registered_domain
 from topiccrawl.crawl.settings import build_frontier, page_links_mode
@@ -161,7 +161,7 @@ class TopicScheduler(BaseScheduler):
             out.mkdir(parents=True, exist_ok=True)
             self.frontier.write_report(out)
         self._closing = True
-        if self.jobdir:
+        if self.jobdir and reason != NO_PAGES:
             try:
                 self._save()
             except OSError as exc:  # the state of the last checkpoint and its journal stand
@@ -175,7 +175,22 @@ class TopicScheduler(BaseScheduler):
                 self.tc.config.max_pages or "unlimited",
                 f" with R(l) >= {self.tc.config.link_threshold}" if self.tc.config.link_threshold else "",
             )
-        return self.df.close(reason)
+        closed = self.df.close(reason)
+        if self.jobdir and reason == NO_PAGES and getattr(self, "_jobdir_ok", False):
+            self._forget_jobdir()
+        return closed
+
+    def _forget_jobdir(self) -> None:
+        """A crawl that counted no page (``no_pages``) keeps nothing to resume: its seeds' fingerprints
+        would filter them out of the next run, which then stopped the same way whatever the network
+        did. The next run with this JOBDIR starts from its seeds again."""
+        self._stop_checkpoints()
+        if self._journal is not None:
+            self._journal.close()
+            self._journal = None
+        for name in (STATE_FILE, jd.JOURNAL_FILE, "requests.seen"):
+            Path(self.jobdir, name).unlink(missing_ok=True)
+        logger.info("JOBDIR %s: no page to resume from; the next run with it starts from the seeds again", self.jobdir)
 
     def has_pending_requests(self) -> bool:
         return len(self) > 0 and not self.tc.budget_spent
