@@ -91,9 +91,9 @@ def _crawler(spidercls, tmp_path, store: str, strategy: str, crawl_id: str, redi
         # the queue's contract: no engine answers the pages handed out, so patient dispatch (the
         # default for learned with words, its first pages) would hold; it is tested in test_dispatch
         "TOPICCRAWL_DISPATCH": "eager",
-        # a spider that pins an offline web (the site finder) reads it through a proxy: no web lab
-        "TOPICCRAWL_WEB_PROXY": "http://127.0.0.1:9",
     }
+    if spidercls is SiteFinderSpider:  # it pins an offline web: read through a proxy, no web lab
+        settings["TOPICCRAWL_WEB_PROXY"] = "http://127.0.0.1:9"  # (refused beside the live web of the others)
     if redis_url:
         settings["TOPICCRAWL_REDIS_URL"] = redis_url
     if jobdir is not None:
