@@ -20,7 +20,7 @@ from twisted.internet import task
 
 from topiccrawl.crawl.audit import keep_earlier_audit, write_audit
 from topiccrawl.crawl.feeds import NO_PAGES, writes_nothing
-from topiccrawl.crawl.runtime import TopicComponent
+from topiccrawl.crawl.runtime import TopicComponent, checks_sites
 
 logger = logging.getLogger(__name__)
 
@@ -71,7 +71,7 @@ class TopicStats(TopicComponent):
         stats = self.crawler.stats
         stats.set_value("topiccrawl/strategy", self.tc.config.strategy)
         stats.set_value("topiccrawl/web", self.tc.config.web)
-        sites = _checks_sites(spider)  # it counts no page and ignores the topic: no topic figures of it
+        sites = checks_sites(spider)  # it counts no page and ignores the topic: no topic figures of it
         if not sites:
             stats.set_value("topiccrawl/topic", self.tc.topic.name)
         total = None if sites else self.tc.total_relevant()
@@ -92,7 +92,7 @@ class TopicStats(TopicComponent):
         if publish is not None:
             publish()
         frontier = self.crawler.stats.get_value("topiccrawl/frontier_size", 0)
-        if getattr(self.crawler.spider, "topiccrawl_queue", None) == "sites":  # no DP: sites are what it counts
+        if checks_sites(self.crawler.spider):  # no DP: sites are what it counts
             stats = self.crawler.stats
             logger.info("Checked %d of %d candidate sites (%d judged relevant), %d pages fetched, frontier %d",
                         stats.get_value("topiccrawl/sites/checked", 0), stats.get_value("topiccrawl/sites/candidates", 0),
@@ -128,7 +128,7 @@ class TopicStats(TopicComponent):
         if self._loop is not None and self._loop.running:
             self._loop.stop()
         stats = self.crawler.stats
-        if not _checks_sites(spider):
+        if not checks_sites(spider):
             snapshot = self.tc.metrics.snapshot(self.tc.total_relevant())
             for key, value in {**snapshot, **self.tc.learning_stats()}.items():
                 stats.set_value(f"topiccrawl/{key}", value)
@@ -156,9 +156,8 @@ class TopicStats(TopicComponent):
             logger.info("stopped before any page (%s): nothing written to %s", reason, out)
             return
         out.mkdir(parents=True, exist_ok=True)
-        if _checks_sites(self.crawler.spider):  # its verdicts are its feed and sites.jsonl: no page rows, no audit
-            stats = {**self.crawler.stats.get_stats(), "finish_reason": reason}
-            (out / "stats.json").write_text(json.dumps(stats, default=str, ensure_ascii=False, indent=2), encoding="utf-8")
+        if checks_sites(self.crawler.spider):  # its verdicts are its feed and sites.jsonl: no page rows, no audit
+            self._write_stats(out, reason)
             logger.info("wrote stats.json to %s", out)
             return
         total = self.tc.total_relevant()
@@ -177,10 +176,7 @@ class TopicStats(TopicComponent):
                 keep_earlier_audit(out, replace=False)
             except OSError as exc:
                 logger.error("could not keep the earlier audit in %s aside: %s", out, exc)
-        stats = {k: v for k, v in self.crawler.stats.get_stats().items()}
-        stats["finish_reason"] = reason
-        stats["topiccrawl/checkpoints"] = self.tc.metrics.checkpoints(self.tc.config.checkpoints, total)
-        (out / "stats.json").write_text(json.dumps(stats, default=str, ensure_ascii=False, indent=2), encoding="utf-8")
+        self._write_stats(out, reason, checkpoints=self.tc.metrics.checkpoints(self.tc.config.checkpoints, total))
         with (out / "harvest.csv").open("w", newline="", encoding="utf-8") as fh:
             writer = csv.DictWriter(fh, fieldnames=CSV_FIELDS, extrasaction="ignore")
             writer.writeheader()
@@ -196,6 +192,12 @@ class TopicStats(TopicComponent):
         if audit is not None:
             logger.info("label the pages of %s (1 on topic, 0 not; from the top, as many as you like), then "
                         "'scrapy audit %s' measures the harvest rate from your labels", audit, out)
+
+    def _write_stats(self, out: Path, reason: str, **extra) -> None:
+        """``stats.json``: the crawl's stats, its close reason, and ``extra`` as ``topiccrawl/<key>``."""
+        stats = {**self.crawler.stats.get_stats(), "finish_reason": reason,
+                 **{f"topiccrawl/{k}": v for k, v in extra.items()}}
+        (out / "stats.json").write_text(json.dumps(stats, default=str, ensure_ascii=False, indent=2), encoding="utf-8")
 
     def _plot(self, path: Path, total: int | None) -> None:
         import matplotlib
@@ -222,8 +224,3 @@ class TopicStats(TopicComponent):
         fig.tight_layout()
         fig.savefig(path)
         plt.close(fig)
-
-
-def _checks_sites(spider) -> bool:
-    """The site finder's spider: it checks candidate sites, counts no page and ignores the topic."""
-    return getattr(spider, "topiccrawl_queue", None) == "sites"

@@ -99,6 +99,12 @@ _tld = tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None)
 _PLAIN_HOST = re.compile(r"[a-z][a-z0-9+.-]*://([a-z0-9.-]+)/")
 
 
+def checks_sites(spider) -> bool:
+    """A spider (or its class) that checks candidate sites (the site finder's ``topiccrawl_queue``):
+    it counts no page, has no DP budget and ignores the topic."""
+    return getattr(spider, "topiccrawl_queue", "frontier") == "sites"
+
+
 def registered_domain(url_or_host: str) -> str:
     """``news.example.com.cn`` -> ``example.com.cn`` (the unit of region competition and sites)."""
     if "//" not in url_or_host:

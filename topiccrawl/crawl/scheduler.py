@@ -40,7 +40,7 @@ from topiccrawl.crawl.codec import RequestPacker
 from topiccrawl.crawl.engine import live_requests, start_pending, wake_engine
 from topiccrawl.crawl.feeds import NO_PAGES, keep_feeds, writes_nothing
 from topiccrawl.crawl.meta import EXAMPLE_META, META_KEY
-from topiccrawl.crawl.runtime import TopicCrawl, registered_domain
+from topiccrawl.crawl.runtime import TopicCrawl, checks_sites, registered_domain
 from topiccrawl.crawl.settings import build_frontier, page_links_mode
 from topiccrawl.strategies.base import Frontier, Link
 from topiccrawl.strategies.dispatch import PatientDispatch
@@ -166,8 +166,8 @@ class TopicScheduler(BaseScheduler):
                 self._save()
             except OSError as exc:  # the state of the last checkpoint and its journal stand
                 self._jobdir_failed(exc)
-        sites = getattr(self.spider, "topiccrawl_queue", None) == "sites"  # no DP budget: its queue's end is its end
-        if reason == "finished" and not self.tc.budget_spent and not sites:
+        # the site finder has no DP budget: its queue's end is its end
+        if reason == "finished" and not self.tc.budget_spent and not checks_sites(self.spider):
             self.stats.set_value("topiccrawl/frontier_exhausted", True)
             logger.warning(
                 "frontier ran dry after %d pages (budget %s): no queued link is left%s",

@@ -196,13 +196,14 @@ class FocusedSpider(scrapy.Spider):
             usable, skipped = example_files(topic.examples_dir, self.crawler.settings.getint("DOWNLOAD_MAXSIZE"))
             for path, body in usable:
                 terms = document_terms(extract(body, path.resolve().as_uri(), "text/html"))
+                key = _text_key(terms)
                 if not terms:
                     skipped.append((path, "no text"))
-                elif _text_key(terms) in self._saved:  # one page saved twice is one example
+                elif key in self._saved:  # one page saved twice is one example
                     self._not_used("duplicate", "example", "examples_dir: %s is the page of %s as well: not used twice",
-                                   path, self._saved[_text_key(terms)])
+                                   path, self._saved[key])
                 else:
-                    self._saved[_text_key(terms)] = str(path)
+                    self._saved[key] = str(path)
                     tc.add_example(terms)
                     self.crawler.stats.inc_value("topiccrawl/examples/read")
             for path, reason in skipped:
@@ -314,9 +315,9 @@ class FocusedSpider(scrapy.Spider):
             elif page in used:  # one page is one example: the first given keeps it, whatever answered first
                 self._not_used("duplicate", kind, "%s page %s is the page of %s %s as well: not used twice", kind,
                                name, *used[page])
-            elif _text_key(terms) in self._saved:  # a page saved in examples_dir and given by its URL too
+            elif (saved := self._saved.get(_text_key(terms))) is not None:  # saved in examples_dir, given by URL too
                 self._not_used("duplicate", kind, "%s page %s is the page saved as %s as well: not used twice", kind,
-                               name, self._saved[_text_key(terms)])
+                               name, saved)
             else:
                 used[page] = (kind, name)
                 tc.add_example(terms, counter=kind == "counter-example", links=links)

@@ -29,6 +29,7 @@ from topiccrawl.crawl.errors import redact_text
 from topiccrawl.crawl.runtime import (
     OVERRIDABLE,
     check_output_dir,
+    checks_sites,
     make_topic_and_scorer,
     output_path,
     output_template,
@@ -113,7 +114,7 @@ def check_crawl_inputs(settings, spargs: dict, spidercls=None) -> None:
         check_live_backend(spidercls, spargs, cfg, settings)
     serving = list(STRATEGIES)  # a site queue for the spider that checks sites, a page queue for the others
     if spidercls is not None:
-        sites = getattr(spidercls, "topiccrawl_queue", "frontier") == "sites"
+        sites = checks_sites(spidercls)
         serving = [name for name, strategy in STRATEGIES.items() if strategy.sites == sites]
     if cfg.strategy not in serving:
         what = "unknown strategy" if cfg.strategy not in STRATEGIES else f"the {spidercls.name} spider runs no strategy"
